@@ -1,0 +1,5115 @@
+"""notrest: a session harness for AI coding agents (Claude Code and Codex CLI).
+
+One stdlib-only module. The verbs:
+  packet    print the start packet: laws, the last session, open threads, live sessions, git
+  gate      judge a tool call (--command / --path / payload on stdin): exit 0 allow, 2 deny
+  bank      write the session record (--note, --next, --open, --close)
+  hook EV   the adapter the sh launchers call: read the client's payload, act, answer
+Also: install, uninstall, doctor, check, laws, allow, log, status, rebuild, learn, compile.
+
+Estate (.notrest/ at the project root; the journal is the truth, the rest are views):
+  laws.json, config.json, permits.json, journal/<session>.jsonl (append-only, locked,
+  self-checking lines), sessions/<session>.json, index.json, threads.jsonl,
+  learned/candidates.json, learned/cursors.json, compiled/<slug>/.
+
+Exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAIL), 2 usage error or a hook's
+block, 3 estate unusable (the path and the fix are printed).
+
+Sections (grep '^# ===='): constants, records, json, text, redaction, shell parsing,
+paths and globs, laws, estate storage, sessions, packet, gate, bank, learn, compile,
+doctor, install, hook adapter, CLI.
+"""
+import os
+import sys
+import time
+
+__version__ = "1.0.0"
+
+# ==== constants =============================================================
+
+SCHEMA_VERSION = 1
+ESTATE_DIR = ".notrest"
+PACKET_BUDGET_BYTES = 6000
+PACKET_LINE_MAX = 240
+STDIN_CAP_BYTES = 32 * 1024 * 1024
+STDIN_DEADLINE_S = 3.0
+JOURNAL_TEXT_MAX = 2000
+INDEX_MAX_SESSIONS = 500
+INDEX_SCAN_SESSIONS = 25
+LIVE_WINDOW_S = 30 * 60
+DIED_TAIL_BYTES = 2 * 1024 * 1024
+STOP_BLOCK_BOUND = 3
+CHECK_TIMEOUT_S = 120
+RECORD_LIST_MAX = 12
+SESSION_ID_MAX = 80
+
+# Every lifecycle event either client fires (reference/clients.md), with the launcher
+# file name and the hook timeout (seconds) we register.
+HOOK_EVENTS = {
+    "SessionStart": ("session-start.sh", 15),
+    "UserPromptSubmit": ("user-prompt-submit.sh", 10),
+    "PreToolUse": ("pre-tool-use.sh", 10),
+    "PermissionRequest": ("permission-request.sh", 10),
+    "PostToolUse": ("post-tool-use.sh", 10),
+    "PostToolUseFailure": ("post-tool-use-failure.sh", 10),
+    "Notification": ("notification.sh", 10),
+    "SubagentStart": ("subagent-start.sh", 10),
+    "SubagentStop": ("subagent-stop.sh", 10),
+    "Stop": ("stop.sh", 600),
+    "PreCompact": ("pre-compact.sh", 30),
+    "PostCompact": ("post-compact.sh", 30),
+    "SessionEnd": ("session-end.sh", 5),
+}
+CLIENT_EVENTS = {
+    "claude": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
+               "PostToolUse", "PostToolUseFailure", "Notification", "SubagentStart",
+               "SubagentStop", "Stop", "PreCompact", "PostCompact", "SessionEnd"),
+    "codex": ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+              "SubagentStart", "SubagentStop", "Stop", "PreCompact", "PostCompact",
+              "SessionEnd"),
+}
+GATE_EVENTS = ("PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop")
+FILE_WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+FILE_READ_TOOLS = ("Read",)
+SHELL_TOOLS = ("Bash", "shell", "exec_command", "local_shell", "container.exec")
+SPAWN_TOOLS = ("Agent", "Task", "spawn_agent")
+
+
+# ==== records ===============================================================
+
+class NotrestError(Exception):
+    """Something the user can fix: what went wrong, where, and how to fix it."""
+
+    def __init__(self, what, path="", fix="", code=3):
+        super().__init__(what)
+        self.what, self.path, self.fix, self.code = what, str(path), fix, code
+
+    def __str__(self):
+        where = " (%s)" % self.path if self.path else ""
+        how = ": %s" % self.fix if self.fix else ""
+        return "notrest: %s%s%s" % (self.what, where, how)
+
+
+class Event:
+    """One hook payload of either client, normalised."""
+
+    __slots__ = ("client", "kind", "session", "cwd", "transcript", "tool", "tool_input",
+                 "tool_response", "prompt", "source", "agent", "raw", "ok", "error",
+                 "stop_hook_active", "root", "home", "tmp", "env", "branch", "facts")
+
+    def __init__(self, **kw):
+        for name in self.__slots__:
+            setattr(self, name, kw.get(name))
+        if self.tool_input is None:
+            self.tool_input = {}
+        if self.raw is None:
+            self.raw = {}
+        if self.facts is None:
+            self.facts = {}
+        if self.env is None:
+            self.env = {}
+
+
+class Verdict:
+    """The answer of the gate: action is allow, warn, ask, deny or block."""
+
+    __slots__ = ("action", "law", "reason", "instead", "message", "receipt")
+
+    def __init__(self, action="allow", law="", reason="", instead="", message="",
+                 receipt=None):
+        self.action, self.law, self.reason = action, law, reason
+        self.instead, self.message, self.receipt = instead, message, receipt
+
+    def text(self):
+        if self.action == "allow":
+            return self.message or "allowed"
+        out = "notrest %s [%s]: %s" % (self.action, self.law, self.reason.rstrip())
+        if self.instead:
+            out += "%s Instead: %s" % ("" if out.endswith((".", "!", "?")) else ".",
+                                        self.instead)
+        return out
+
+    def to_dict(self):
+        return {"action": self.action, "law": self.law, "reason": self.reason,
+                "instead": self.instead, "message": self.message}
+
+
+ACTION_RANK = {"allow": 0, "warn": 1, "ask": 2, "deny": 3, "block": 3}
+
+
+# ==== json ==================================================================
+# The hook path must not import `json` (it pulls in `re`): the C scanner of `_json`
+# parses, a small encoder writes. Both fall back to `json` where `_json` is absent.
+
+class _ScanContext:
+    strict = False
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo = None
+
+    @staticmethod
+    def parse_constant(name):
+        return {"NaN": float("nan"), "Infinity": float("inf"),
+                "-Infinity": float("-inf")}[name]
+
+
+_SCANNER = []
+
+
+def json_loads(text):
+    """Parse one JSON document; ValueError when it is not exactly one."""
+    if not _SCANNER:
+        try:
+            import _json
+            _SCANNER.append(_json.make_scanner(_ScanContext()))
+        except (ImportError, AttributeError, TypeError):
+            import json
+            _SCANNER.append(None)
+            _SCANNER.append(json.loads)
+    scan = _SCANNER[0]
+    if scan is None:
+        return _SCANNER[1](text)
+    n, i = len(text), 0
+    while i < n and text[i] in " \t\r\n":
+        i += 1
+    try:
+        value, end = scan(text, i)
+    except StopIteration as stop:
+        raise ValueError("not JSON at char %s" % stop.value)
+    except RecursionError:
+        raise ValueError("JSON nested too deep")
+    while end < n and text[end] in " \t\r\n":
+        end += 1
+    if end != n:
+        raise ValueError("extra data at char %d" % end)
+    return value
+
+
+def _encode_str(text):
+    try:
+        from _json import encode_basestring_ascii
+    except ImportError:
+        from json.encoder import py_encode_basestring_ascii as encode_basestring_ascii
+    return encode_basestring_ascii(text)
+
+
+def _dump_into(obj, out, encode):
+    if isinstance(obj, str):
+        out.append(encode(obj))
+    elif obj is None or obj is True or obj is False:
+        out.append("null" if obj is None else ("true" if obj else "false"))
+    elif isinstance(obj, int):
+        out.append(int.__repr__(obj))
+    elif isinstance(obj, float):
+        out.append(float.__repr__(obj) if obj == obj and obj not in (
+            float("inf"), float("-inf")) else "null")
+    elif isinstance(obj, dict):
+        out.append("{")
+        first = True
+        for key in sorted(obj, key=str):
+            if not first:
+                out.append(",")
+            first = False
+            out.append(encode(str(key)))
+            out.append(":")
+            _dump_into(obj[key], out, encode)
+        out.append("}")
+    elif isinstance(obj, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(obj):
+            if i:
+                out.append(",")
+            _dump_into(item, out, encode)
+        out.append("]")
+    else:
+        out.append(encode(str(obj)))
+
+
+def json_dumps(obj):
+    """Compact, key-sorted, ASCII-only JSON on one line."""
+    try:
+        from _json import encode_basestring_ascii as encode
+    except ImportError:
+        from json.encoder import py_encode_basestring_ascii as encode
+    out = []
+    _dump_into(obj, out, encode)
+    return "".join(out)
+
+
+def json_pretty(obj):
+    """Indented, key-sorted JSON with a trailing newline: for files people diff."""
+    import json
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# ==== text ==================================================================
+
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def sanitize_session_id(raw):
+    """A session id that is safe as a file name: [A-Za-z0-9._-], capped, else hashed."""
+    text = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
+    if (text and len(text) <= SESSION_ID_MAX and not text.startswith(".")
+            and all(c in _ID_CHARS for c in text)):
+        return text
+    if not text:
+        return "unknown"
+    import hashlib
+    return "h-" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+def neutralise(text):
+    """One printable line: control and bidi characters become visible escapes."""
+    out = []
+    for ch in str(text):
+        code = ord(ch)
+        if code < 32 or code == 127:
+            out.append(" " if ch in "\t\n\r" else "?")
+        elif 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069 or code in (
+                0x200E, 0x200F, 0x061C, 0xFEFF):
+            out.append("?")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("?")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def clip(text, limit):
+    """At most `limit` characters, marked with an ellipsis when cut."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return text
+    return text[:max(0, limit - 1)] + "\u2026"
+
+
+def clip_bytes(line, limit):
+    """At most `limit` UTF-8 bytes, cut on a character boundary."""
+    data = line.encode("utf-8")
+    if len(data) <= limit:
+        return line
+    return data[:max(0, limit - 3)].decode("utf-8", "ignore") + "\u2026"
+
+
+def one_line(text, limit=PACKET_LINE_MAX):
+    return clip(" ".join(neutralise(text).split()), limit)
+
+
+def short_id(session):
+    return session[:8] if session else "?"
+
+
+def iso_time(epoch):
+    """UTC timestamp text for an epoch taken from the estate (never the clock)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(float(epoch))) + "Z"
+    except (TypeError, ValueError, OverflowError):
+        return "?"
+
+
+# ==== redaction =============================================================
+# Secrets never reach the estate. A cheap substring scan decides whether the
+# regular expressions (and the cost of importing `re`) are needed at all.
+
+_SECRET_HINTS = ("sk-", "sk_", "rk_", "akia", "asia", "ghp_", "gho_", "ghs_", "ghu_",
+                 "ghr_", "github_pat_", "xox", "aiza", "eyj", "private key", "bearer",
+                 "authorization", "passw", "pwd", "secret", "token", "api_key",
+                 "apikey", "api-key", "access_key", "credential")
+_SECRET_PATTERNS = []
+
+
+def _secret_patterns():
+    if _SECRET_PATTERNS:
+        return _SECRET_PATTERNS
+    import re
+    strong = [
+        ("private-key", r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?"
+                        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)"),
+        ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+        ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+        ("stripe-key", r"\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,}"),
+        ("aws-key-id", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
+        ("aws-secret", r"(?i)(?<![A-Za-z0-9])aws_?secret_?(?:access_?)?key"
+                       r"[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])"),
+        ("github-token", r"\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{30,}"),
+        ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
+        ("slack-token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"),
+        ("google-key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+        ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+        ("bearer", r"(?i)\b(?:authorization\s*[:=]\s*[\"']?\s*)?bearer\s+"
+                   r"[A-Za-z0-9._~+/\-]{8,}=*"),
+        ("authorization", r"(?i)\bauthorization\s*[:=]\s*[\"']?\s*(?:basic|token)\s+"
+                          r"[A-Za-z0-9._~+/\-]{6,}=*"),
+    ]
+    assignment = (r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|"
+                  r"token|api[_\-]?key|apikey|access[_\-]?key|credentials?|auth)"
+                  r"[A-Za-z0-9_]*[\"']?\s*[:=]\s*)([\"']?)([^\s\"'&;|,)}]{3,})")
+    entropy = r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]{2,}=)([\"']?)([A-Za-z0-9+/=_\-]{20,})"
+    for kind, pattern in strong:
+        _SECRET_PATTERNS.append((kind, re.compile(pattern), 0))
+    _SECRET_PATTERNS.append(("assignment", re.compile(assignment), 3))
+    _SECRET_PATTERNS.append(("env-value", re.compile(entropy), 3))
+    return _SECRET_PATTERNS
+
+
+def _might_hold_secret(text):
+    low = text.lower()
+    for hint in _SECRET_HINTS:
+        if hint in low:
+            return True
+    return _has_long_env_value(text)
+
+
+def _has_long_env_value(text):
+    """NAME=<20+ token characters>: a candidate high-entropy .env value."""
+    start = text.find("=")
+    while start != -1:
+        run = 0
+        for ch in text[start + 1:start + 24]:
+            if ch.isalnum() or ch in "+/_-=":
+                run += 1
+            else:
+                break
+        if run >= 20:
+            return True
+        start = text.find("=", start + 1)
+    return False
+
+
+def _looks_random(value):
+    """A value with upper, lower and digits, or a long mixed token: not a word."""
+    if len(value) < 8 or value.isdigit():
+        return False
+    kinds = sum((any(c.islower() for c in value), any(c.isupper() for c in value),
+                 any(c.isdigit() for c in value)))
+    return kinds >= 3 or (kinds >= 2 and len(value) >= 16)
+
+
+def find_secrets(text, strict=False):
+    """[(kind, start, end)] of secret values in text. strict: only sure findings."""
+    if not text or not _might_hold_secret(text):
+        return []
+    found = []
+    for kind, pattern, group in _secret_patterns():
+        for match in pattern.finditer(text):
+            if group:
+                value = match.group(group)
+                if kind == "env-value" and not _looks_random(value):
+                    continue
+                if kind == "assignment" and (value.startswith("$") or value.startswith(
+                        "[REDACTED") or (strict and not _looks_random(value))):
+                    continue
+                found.append((kind, match.start(group), match.end(group)))
+            else:
+                found.append((kind, match.start(), match.end()))
+    return found
+
+
+def redact_secrets(text):
+    """The text with every secret value replaced by [REDACTED:kind]."""
+    if not isinstance(text, str):
+        return text
+    spans = find_secrets(text)
+    if not spans:
+        return text
+    spans.sort(key=lambda s: (s[1], -s[2]))
+    out, pos = [], 0
+    for kind, start, end in spans:
+        if start < pos:
+            continue
+        out.append(text[pos:start])
+        out.append("[REDACTED:%s]" % kind)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def redact_record(value, limit=JOURNAL_TEXT_MAX):
+    """Redact and clip every string in a JSON-like value (clip wide, redact, clip)."""
+    if isinstance(value, str):
+        return clip(redact_secrets(value[:limit * 8]), limit)
+    if isinstance(value, dict):
+        return {str(k): redact_record(v, limit) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_record(v, limit) for v in value]
+    return value
+
+
+# ==== shell parsing =========================================================
+# Parse, don't grep: a shell line becomes simple commands (argv after quote
+# removal, redirections, heredoc bodies), with wrappers unwrapped and nested
+# scripts (`bash -c`, `eval`, `$(...)`, backticks) parsed in turn. Quoted text
+# handed to a harmless program stays data.
+
+_SHELL_OPS = ("&&", "||", ";;", ";&", "|&", ";", "&", "|", "(", ")", "\n")
+_REDIR_OPS = ("&>>", "<<<", "<<-", "&>", ">>", ">|", "<<", "<>", ">&", "<&", ">", "<")
+_META = frozenset(" \t\n;&|()<>")
+_SHELL_KEYWORDS = frozenset(("!", "{", "}", "then", "do", "else", "elif", "if", "while",
+                             "until", "fi", "done", "esac", "function", "in"))
+SHELL_NAMES = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish",
+                         "busybox", "rbash", "yash", "tcsh", "csh"))
+INTERPRETERS = frozenset(("python", "python2", "python3", "node", "nodejs", "deno", "bun",
+                          "perl", "ruby", "php", "lua", "Rscript", "pwsh", "osascript"))
+PARSE_DEPTH_MAX = 6
+
+
+class Word:
+    """A shell word as parts: ('lit', text, quoted) ('var', name, default)
+    ('sub', script) ('tilde', user)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self):
+        self.parts = []
+
+    def add(self, kind, *data):
+        self.parts.append((kind,) + data)
+
+    def literal(self):
+        """The word's text when it has no expansion, else None."""
+        out = []
+        for part in self.parts:
+            if part[0] != "lit":
+                return None
+            out.append(part[1])
+        return "".join(out)
+
+
+class Redirect:
+    __slots__ = ("op", "fd", "target", "body")
+
+    def __init__(self, op, fd):
+        self.op, self.fd, self.target, self.body = op, fd, None, None
+
+
+class Cmd:
+    """One simple command, expanded as far as the line itself tells."""
+
+    __slots__ = ("argv", "unknown", "globbed", "redirects", "cwd", "env", "via",
+                 "pipeline", "pos", "depth", "feeds", "subs")
+
+    def __init__(self):
+        self.argv, self.unknown, self.globbed = [], [], []
+        self.redirects, self.via, self.subs = [], [], []
+        self.cwd, self.env, self.pipeline, self.pos, self.depth = "", {}, 0, 0, 0
+        self.feeds = None
+
+    @property
+    def prog(self):
+        return os.path.basename(self.argv[0]) if self.argv else ""
+
+    def text(self):
+        words = list(self.argv)
+        for redirect in self.redirects:
+            if isinstance(redirect.target, str) and redirect.op not in ("<<", "<<-"):
+                words.append("%s%s %s" % (redirect.fd, redirect.op, redirect.target))
+        return " ".join(words)
+
+
+def _find_closing(src, i, opening, closing):
+    """Index of the `closing` that balances an `opening` before i (quotes aware)."""
+    depth, n = 1, len(src)
+    while i < n:
+        c = src[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            j = src.find("'", i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if c == '"':
+            i = _skip_double(src, i + 1)
+            continue
+        if c == "`":
+            j = i + 1
+            while j < n and src[j] != "`":
+                j += 2 if src[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == opening:
+            depth += 1
+        elif c == closing:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return n
+
+
+def _skip_double(src, i):
+    """Index after the double quote that closes a string opened before i."""
+    n = len(src)
+    while i < n:
+        c = src[i]
+        if c == "\\":
+            i += 2
+        elif c == '"':
+            return i + 1
+        elif c == "$" and src[i + 1:i + 2] == "(":
+            i = _find_closing(src, i + 2, "(", ")") + 1
+        elif c == "`":
+            j = i + 1
+            while j < n and src[j] != "`":
+                j += 2 if src[j] == "\\" else 1
+            i = j + 1
+        else:
+            i += 1
+    return n
+
+
+_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b",
+                 "E": "\x1b", "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"',
+                 "?": "?"}
+
+
+def _ansi_c(src, i):
+    """Decode $'...' starting after the opening quote: (text, index after)."""
+    out, n = [], len(src)
+    while i < n and src[i] != "'":
+        c = src[i]
+        if c == "\\" and i + 1 < n:
+            nxt = src[i + 1]
+            if nxt in _ANSI_ESCAPES:
+                out.append(_ANSI_ESCAPES[nxt])
+                i += 2
+            elif nxt == "x":
+                j = i + 2
+                while j < n and j < i + 4 and src[j] in "0123456789abcdefABCDEF":
+                    j += 1
+                out.append(chr(int(src[i + 2:j] or "0", 16)))
+                i = j
+            elif nxt in "01234567":
+                j = i + 1
+                while j < n and j < i + 4 and src[j] in "01234567":
+                    j += 1
+                out.append(chr(int(src[i + 1:j], 8)))
+                i = j
+            else:
+                out.append(nxt)
+                i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out), i + 1
+
+
+def _read_dollar(src, i, word, quoted):
+    """Read an expansion at src[i] == '$'; return the index after it."""
+    n = len(src)
+    nxt = src[i + 1:i + 2]
+    if src.startswith("$((", i):
+        end = _find_closing(src, i + 3, "(", ")")
+        word.add("lit", "0", quoted)
+        return min(n, end + 2)
+    if nxt == "(":
+        end = _find_closing(src, i + 2, "(", ")")
+        word.add("sub", src[i + 2:end])
+        return end + 1
+    if nxt == "{":
+        end = _find_closing(src, i + 2, "{", "}")
+        inner = src[i + 2:end]
+        j = 0
+        while j < len(inner) and (inner[j].isalnum() or inner[j] == "_"):
+            j += 1
+        name, rest = inner[:j], inner[j:]
+        default = None
+        for marker in (":-", "-", ":=", "="):
+            if rest.startswith(marker):
+                default = rest[len(marker):]
+                break
+        word.add("var", name or inner, default)
+        return end + 1
+    if nxt and (nxt.isalpha() or nxt == "_"):
+        j = i + 1
+        while j < n and (src[j].isalnum() or src[j] == "_"):
+            j += 1
+        word.add("var", src[i + 1:j], None)
+        return j
+    if nxt and nxt in "0123456789@*#?$!-":
+        word.add("var", nxt, None)
+        return i + 2
+    word.add("lit", "$", quoted)
+    return i + 1
+
+
+def _read_word(src, i):
+    """Read one word starting at src[i]: (Word, index after)."""
+    word, n, start = Word(), len(src), i
+    while i < n:
+        c = src[i]
+        if c in _META:
+            if c in "<>" and src[i + 1:i + 2] == "(" and i == start:
+                end = _find_closing(src, i + 2, "(", ")")
+                word.add("sub", src[i + 2:end])
+                word.add("lit", "/dev/fd/63", False)
+                i = end + 1
+                continue
+            break
+        if c == "'":
+            j = src.find("'", i + 1)
+            j = n if j < 0 else j
+            word.add("lit", src[i + 1:j], True)
+            i = j + 1
+        elif c == '"':
+            i = _read_double(src, i + 1, word)
+        elif c == "\\":
+            if src[i + 1:i + 2] == "\n":
+                i += 2
+            else:
+                word.add("lit", src[i + 1:i + 2], True)
+                i += 2
+        elif c == "$" and src[i + 1:i + 2] == "'":
+            text, i = _ansi_c(src, i + 2)
+            word.add("lit", text, True)
+        elif c == "$":
+            i = _read_dollar(src, i, word, False)
+        elif c == "`":
+            j = i + 1
+            while j < n and src[j] != "`":
+                j += 2 if src[j] == "\\" else 1
+            word.add("sub", src[i + 1:j].replace("\\`", "`"))
+            i = j + 1
+        elif c == "~" and i == start:
+            j = i + 1
+            while j < n and src[j] not in _META and src[j] != "/":
+                j += 1
+            word.add("tilde", src[i + 1:j])
+            i = j
+        else:
+            j = i
+            while j < n and src[j] not in _META and src[j] not in "'\"\\$`":
+                j += 1
+            word.add("lit", src[i:j], False)
+            i = j
+    return word, i
+
+
+def _read_double(src, i, word):
+    """Read a double-quoted string body starting after the quote."""
+    n, buf = len(src), []
+    while i < n:
+        c = src[i]
+        if c == '"':
+            i += 1
+            break
+        if c == "\\" and i + 1 < n:
+            nxt = src[i + 1]
+            if nxt in '$`"\\':
+                buf.append(nxt)
+                i += 2
+                continue
+            if nxt == "\n":
+                i += 2
+                continue
+            buf.append(c)
+            i += 1
+            continue
+        if c == "$" or c == "`":
+            if buf:
+                word.add("lit", "".join(buf), True)
+                buf = []
+            if c == "$":
+                i = _read_dollar(src, i, word, True)
+            else:
+                j = i + 1
+                while j < n and src[j] != "`":
+                    j += 2 if src[j] == "\\" else 1
+                word.add("sub", src[i + 1:j].replace("\\`", "`"))
+                i = j + 1
+            continue
+        buf.append(c)
+        i += 1
+    if buf or not word.parts:
+        word.add("lit", "".join(buf), True)
+    return i
+
+
+def tokenize_shell(src):
+    """Tokens of a shell line: ('word', Word) ('op', text) ('redir', Redirect)."""
+    tokens, pending, i, n = [], [], 0, len(src)
+    while i < n:
+        c = src[i]
+        if c in " \t\r":
+            i += 1
+            continue
+        if c == "\\" and src[i + 1:i + 2] == "\n":
+            i += 2
+            continue
+        if c == "#" and (not tokens or tokens[-1][0] == "op" or src[i - 1] in " \t"):
+            j = src.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == "\n":
+            tokens.append(("op", "\n"))
+            i += 1
+            for redirect, delim, strip in pending:
+                i = _read_heredoc(src, i, redirect, delim, strip)
+            pending = []
+            continue
+        fd = ""
+        j = i
+        while j < n and src[j].isdigit():
+            j += 1
+        if j > i and j < n and src[j] in "<>":
+            fd, i = src[i:j], j
+            c = src[i]
+        op = None
+        if c in "<>&":
+            for candidate in _REDIR_OPS:
+                if src.startswith(candidate, i):
+                    op = candidate
+                    break
+            if op and c == "&" and not op.startswith("&>"):
+                op = None
+            if op and src[i + len(op):i + len(op) + 1] == "(" and op in ("<", ">"):
+                op = None
+        if op:
+            redirect = Redirect(op, fd)
+            i += len(op)
+            while i < n and src[i] in " \t":
+                i += 1
+            if op in (">&", "<&") and i < n and (src[i].isdigit() or src[i] == "-"):
+                j = i
+                while j < n and (src[j].isdigit() or src[j] == "-"):
+                    j += 1
+                redirect.target = "&" + src[i:j]
+                i = j
+            elif i < n and src[i] not in _META:
+                target, i = _read_word(src, i)
+                redirect.target = target
+                if op in ("<<", "<<-"):
+                    delim = "".join(p[1] for p in target.parts if p[0] == "lit")
+                    if not delim:
+                        delim = "".join(str(p[1]) for p in target.parts)
+                    pending.append((redirect, delim, op == "<<-"))
+            tokens.append(("redir", redirect))
+            continue
+        matched = None
+        for candidate in _SHELL_OPS:
+            if src.startswith(candidate, i):
+                matched = candidate
+                break
+        if matched and not (matched in "<>" and src[i + 1:i + 2] == "("):
+            tokens.append(("op", matched))
+            i += len(matched)
+            continue
+        word, i2 = _read_word(src, i)
+        if i2 == i:
+            i += 1
+            continue
+        tokens.append(("word", word))
+        i = i2
+    for redirect, delim, strip in pending:
+        _read_heredoc(src, n, redirect, delim, strip)
+    return tokens
+
+
+def _read_heredoc(src, i, redirect, delim, strip):
+    """Store the heredoc body that starts at src[i]; return the index after it."""
+    lines, n = [], len(src)
+    while i < n:
+        j = src.find("\n", i)
+        j = n if j < 0 else j
+        line = src[i:j]
+        i = j + 1
+        check = line.lstrip("\t") if strip else line
+        if check == delim:
+            break
+        lines.append(check)
+    redirect.body = "\n".join(lines)
+    return min(i, n)
+
+
+def expand_word(word, env, cwd, depth=0):
+    """(text, unknown, globbed): the word as the shell would see it, as far as
+    this line can tell. unknown marks text from an expansion we cannot know."""
+    out, unknown, globbed = [], False, False
+    for part in word.parts:
+        kind = part[0]
+        if kind == "lit":
+            text = part[1]
+            if not part[2] and any(ch in text for ch in "*?["):
+                globbed = True
+            out.append(text)
+        elif kind == "tilde":
+            if part[1]:
+                out.append("~" + part[1])
+                unknown = True
+            else:
+                out.append(env.get("HOME", "~"))
+        elif kind == "var":
+            name, default = part[1], part[2]
+            if name in env:
+                out.append(env[name])
+            elif default is not None:
+                out.append(default)
+            else:
+                out.append("$" + name)
+                unknown = True
+        else:
+            value = _evaluate_substitution(part[1], env, cwd, depth)
+            if value is None:
+                out.append("$(" + part[1] + ")")
+                unknown = True
+            else:
+                out.append(value)
+    return "".join(out), unknown, globbed
+
+
+def _evaluate_substitution(script, env, cwd, depth):
+    """The output of a trivial substitution (echo, printf, pwd), else None."""
+    if depth > 2:
+        return None
+    tokens = tokenize_shell(script)
+    words = [t[1] for t in tokens if t[0] == "word"]
+    if len(words) != len(tokens) or not words:
+        return None
+    argv = []
+    for word in words:
+        text, unknown, _ = expand_word(word, env, cwd, depth + 1)
+        if unknown:
+            return None
+        argv.append(text)
+    prog = os.path.basename(argv[0])
+    if prog == "pwd" and len(argv) == 1:
+        return cwd
+    if prog == "echo":
+        args = argv[1:]
+        while args and args[0] in ("-n", "-e", "-E"):
+            args = args[1:]
+        return " ".join(args)
+    if prog == "printf" and len(argv) >= 2 and "%" not in argv[1]:
+        return argv[1].replace("\\n", "")
+    if prog in ("realpath", "readlink") and len(argv) >= 2:
+        return os.path.normpath(os.path.join(cwd, argv[-1]))
+    return None
+
+
+def _is_assignment(text):
+    eq = text.find("=")
+    if eq <= 0:
+        return False
+    name = text[:eq].rstrip("+")
+    return (name[0].isalpha() or name[0] == "_") and all(
+        ch.isalnum() or ch == "_" for ch in name)
+
+
+def parse_shell(src, cwd="/", env=None, depth=0):
+    """Every simple command a shell line would run, nested scripts included."""
+    env = dict(env or {})
+    env.setdefault("PWD", cwd)
+    cmds = []
+    if depth > PARSE_DEPTH_MAX or not src:
+        return cmds
+    state = {"cwd": cwd, "env": env, "pipeline": 0, "pos": 0, "prev": None}
+    current = []
+    for token in tokenize_shell(src) + [("op", "\n")]:
+        if token[0] != "op":
+            current.append(token)
+            continue
+        op = token[1]
+        _finish_command(current, state, cmds, depth)
+        current = []
+        if op in ("|", "|&"):
+            state["pos"] += 1
+        else:
+            state["pipeline"] += 1
+            state["pos"] = 0
+            state["prev"] = None
+    return cmds
+
+
+def _finish_command(tokens, state, cmds, depth):
+    if not tokens:
+        return
+    env, cwd = state["env"], state["cwd"]
+    cmd = Cmd()
+    cmd.depth, cmd.pipeline, cmd.pos = depth, state["pipeline"], state["pos"]
+    words = []
+    for kind, value in tokens:
+        if kind == "redir":
+            cmd.redirects.append(value)
+        else:
+            words.append(value)
+    expanded = []
+    for word in words:
+        text, unknown, globbed = expand_word(word, env, cwd)
+        expanded.append((text, unknown, globbed))
+        for part in word.parts:
+            if part[0] == "sub":
+                cmd.subs.append(part[1])
+    for redirect in cmd.redirects:
+        if isinstance(redirect.target, Word):
+            for part in redirect.target.parts:
+                if part[0] == "sub":
+                    cmd.subs.append(part[1])
+            redirect.target = expand_word(redirect.target, env, cwd)[0]
+    while expanded and expanded[0][0] in _SHELL_KEYWORDS:
+        expanded.pop(0)
+    if expanded and expanded[0][0] in ("for", "select", "case"):
+        expanded = []
+    assigns = {}
+    while expanded and _is_assignment(expanded[0][0]):
+        name, _, value = expanded.pop(0)[0].partition("=")
+        assigns[name.rstrip("+")] = value
+    if not expanded:
+        env.update(assigns)
+    cmd.env = dict(env)
+    cmd.env.update(assigns)
+    cmd.cwd = cwd
+    cmd.argv = [e[0] for e in expanded]
+    cmd.unknown = [e[1] for e in expanded]
+    cmd.globbed = [e[2] for e in expanded]
+    if state["prev"] is not None and cmd.pos > 0:
+        cmd.feeds = state["prev"]
+    state["prev"] = cmd
+    _unwrap(cmd, state, cmds, depth)
+    for sub in cmd.subs:
+        cmds.extend(parse_shell(sub, cwd, env, depth + 1))
+
+
+def _take_options(argv, with_value):
+    """Skip leading options of a wrapper; with_value names options that take one."""
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return i + 1
+        if not arg.startswith("-") or arg == "-":
+            return i
+        if arg in with_value:
+            i += 2
+            continue
+        if arg.startswith("--") and "=" in arg:
+            i += 1
+            continue
+        i += 1
+    return i
+
+
+_WRAPPER_VALUES = {
+    "sudo": ("-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user",
+             "--group", "--host", "--prompt", "--chdir"),
+    "doas": ("-u", "-C"),
+    "nice": ("-n", "--adjustment"),
+    "ionice": ("-c", "-n", "-p", "--class", "--classdata"),
+    "stdbuf": ("-i", "-o", "-e"),
+    "exec": ("-a",),
+    "chrt": (),
+    "setsid": (),
+    "nohup": (),
+    "time": ("-f", "-o", "--format", "--output"),
+    "builtin": (),
+    "unbuffer": (),
+    "caffeinate": ("-t", "-w"),
+    "runuser": ("-u", "-g", "-G", "--user", "--group"),
+    "torsocks": (),
+    "proxychains": ("-f",),
+    "proxychains4": ("-f",),
+}
+
+
+def _unwrap(cmd, state, cmds, depth):
+    """Peel wrappers (sudo, env, timeout, xargs, bash -c, eval, ...) off cmd."""
+    argv = cmd.argv
+    for _ in range(12):
+        if not argv:
+            break
+        prog = os.path.basename(argv[0])
+        if prog in _WRAPPER_VALUES:
+            i = _take_options(argv, _WRAPPER_VALUES[prog])
+        elif prog == "command":
+            if len(argv) > 1 and argv[1] in ("-v", "-V"):
+                argv = []
+                break
+            i = _take_options(argv, ())
+        elif prog == "env":
+            i = 1
+            while i < len(argv):
+                arg = argv[i]
+                if arg in ("-u", "--unset"):
+                    i += 2
+                elif arg in ("-C", "--chdir") and i + 1 < len(argv):
+                    cmd.cwd = os.path.normpath(os.path.join(cmd.cwd, argv[i + 1]))
+                    i += 2
+                elif arg in ("-S", "--split-string") and i + 1 < len(argv):
+                    cmds.extend(parse_shell(" ".join(argv[i + 1:]), cmd.cwd, cmd.env,
+                                            depth + 1))
+                    argv = []
+                    break
+                elif arg.startswith("-"):
+                    i += 1
+                elif _is_assignment(arg):
+                    name, _, value = arg.partition("=")
+                    cmd.env[name] = value
+                    i += 1
+                else:
+                    break
+            if not argv:
+                break
+        elif prog == "timeout":
+            i = _take_options(argv, ("-s", "-k", "--signal", "--kill-after")) + 1
+        elif prog == "flock":
+            i = _take_options(argv, ("-w", "-E", "--timeout", "--conflict-exit-code"))
+            rest = argv[i:]
+            if len(rest) >= 3 and rest[1] in ("-c", "--command"):
+                cmds.extend(parse_shell(rest[2], cmd.cwd, cmd.env, depth + 1))
+                argv = []
+                break
+            i += 1
+        elif prog == "watch":
+            i = _take_options(argv, ("-n", "-d", "--interval", "--differences"))
+            cmds.extend(parse_shell(" ".join(argv[i:]), cmd.cwd, cmd.env, depth + 1))
+            argv = []
+            break
+        elif prog == "xargs":
+            i = _take_options(argv, ("-n", "-I", "-L", "-P", "-d", "-a", "-s", "-E", "-e",
+                                     "-i", "--max-args", "--max-procs", "--delimiter",
+                                     "--arg-file", "--replace", "--max-lines"))
+            if i >= len(argv):
+                argv = []
+                break
+        elif prog == "su":
+            j = 1
+            while j < len(argv) - 1:
+                if argv[j] in ("-c", "--command"):
+                    cmds.extend(parse_shell(argv[j + 1], cmd.cwd, cmd.env, depth + 1))
+                    break
+                j += 1
+            break
+        elif prog == "eval":
+            cmds.extend(parse_shell(" ".join(argv[1:]), cmd.cwd, cmd.env, depth + 1))
+            cmd.via.append("eval")
+            break
+        elif prog in SHELL_NAMES:
+            script = _shell_script_arg(argv)
+            if prog == "busybox" and len(argv) > 1 and not argv[1].startswith("-"):
+                i = 1
+            elif script is not None:
+                cmds.extend(parse_shell(script, cmd.cwd, cmd.env, depth + 1))
+                break
+            else:
+                body = _stdin_script(cmd)
+                if body is not None:
+                    cmds.extend(parse_shell(body, cmd.cwd, cmd.env, depth + 1))
+                break
+        elif prog in ("cd", "pushd") and depth == cmd.depth:
+            target = argv[1] if len(argv) > 1 else cmd.env.get("HOME", "~")
+            if target != "-" and not target.startswith("-"):
+                state["cwd"] = os.path.normpath(os.path.join(cmd.cwd, target))
+            break
+        elif prog in ("export", "declare", "typeset", "local", "readonly"):
+            for arg in argv[1:]:
+                if _is_assignment(arg):
+                    name, _, value = arg.partition("=")
+                    state["env"][name] = value
+            break
+        else:
+            break
+        cmd.via.append(prog)
+        keep = [k for k in range(i, len(argv))]
+        cmd.unknown = [cmd.unknown[k] for k in keep if k < len(cmd.unknown)]
+        cmd.globbed = [cmd.globbed[k] for k in keep if k < len(cmd.globbed)]
+        argv = argv[i:]
+        while argv and _is_assignment(argv[0]) and prog in ("sudo", "doas", "exec"):
+            name, _, value = argv.pop(0).partition("=")
+            cmd.env[name] = value
+            cmd.unknown.pop(0)
+            cmd.globbed.pop(0)
+    cmd.argv = argv
+    if argv:
+        cmds.append(cmd)
+
+
+def _shell_script_arg(argv):
+    """The script of `sh -c SCRIPT` (flags may be grouped: -ec, -lc), else None."""
+    for j in range(1, len(argv)):
+        arg = argv[j]
+        if arg == "--":
+            return None
+        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
+            return argv[j + 1] if j + 1 < len(argv) else ""
+        if not arg.startswith("-") and not arg.startswith("+"):
+            return None
+    return None
+
+
+def _stdin_script(cmd):
+    """A script a shell reads on its stdin: a heredoc, a here-string, or what an
+    `echo`/`printf`/`cat <<EOF` before it in the pipeline prints."""
+    for source in (cmd, cmd.feeds):
+        if source is None:
+            continue
+        for redirect in source.redirects:
+            if redirect.op in ("<<", "<<-") and redirect.body is not None:
+                return redirect.body
+            if redirect.op == "<<<" and isinstance(redirect.target, str):
+                return redirect.target
+        if source is cmd.feeds and source.prog in ("echo", "printf") and source.argv[1:]:
+            args = [a for a in source.argv[1:] if a not in ("-e", "-n", "-E")]
+            return " ".join(args).replace("\\n", "\n")
+    return None
+
+
+def split_shell_command(src, cwd="/", env=None):
+    """argv lists of every simple command in a shell line (for people and tests)."""
+    return [c.argv for c in parse_shell(src, cwd, env)]
+
+
+def split_words(src):
+    """shlex-like split of one simple command: the words, quotes removed."""
+    return [expand_word(t[1], {}, "/")[0] for t in tokenize_shell(src) if t[0] == "word"]
+
+
+# ==== paths and globs =======================================================
+
+def resolve_path(text, cwd, home, follow=True):
+    """An absolute, normalised path: ~ expanded, joined to cwd, `..` folded and
+    symlinks of the parent folders resolved (the last part too when follow)."""
+    if text == "~" or text.startswith("~/"):
+        text = (home or "/") + text[1:]
+    path = os.path.normpath(os.path.join(cwd or "/", text))
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    try:
+        if follow:
+            return os.path.realpath(path)
+        head, tail = os.path.split(path)
+        return os.path.join(os.path.realpath(head), tail) if tail else path
+    except (OSError, ValueError):
+        return path
+
+
+def is_within(path, base):
+    """path is base or inside it."""
+    if not base:
+        return False
+    base = base.rstrip("/") or "/"
+    return path == base or path.startswith(base if base == "/" else base + "/")
+
+
+def display_path(path, root):
+    """A path relative to the project root when inside it, else absolute."""
+    if root and is_within(path, root) and path != root:
+        return path[len(root.rstrip("/")) + 1:]
+    return path
+
+
+def _segment_match(pattern, text):
+    """fnmatch of one path segment: * ? [set] [!set], no regular expressions."""
+    p, t, star_p, star_t = 0, 0, -1, 0
+    while t < len(text):
+        if p < len(pattern) and pattern[p] == "*":
+            star_p, star_t, p = p, t, p + 1
+            continue
+        if p < len(pattern):
+            ok, width = _char_match(pattern, p, text[t])
+            if ok:
+                p, t = p + width, t + 1
+                continue
+        if star_p < 0:
+            return False
+        star_t += 1
+        p, t = star_p + 1, star_t
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)
+
+
+def _char_match(pattern, p, ch):
+    """(matches, pattern width) of the pattern item at p against one character."""
+    c = pattern[p]
+    if c == "?":
+        return True, 1
+    if c == "[":
+        end = pattern.find("]", p + 2)
+        if end < 0:
+            return ch == "[", 1
+        body = pattern[p + 1:end]
+        negate = body[:1] in ("!", "^")
+        if negate:
+            body = body[1:]
+        hit, i = False, 0
+        while i < len(body):
+            if i + 2 < len(body) and body[i + 1] == "-":
+                hit = hit or body[i] <= ch <= body[i + 2]
+                i += 3
+            else:
+                hit = hit or body[i] == ch
+                i += 1
+        return hit != negate, end - p + 1
+    return c == ch, 1
+
+
+def glob_match(pattern, path):
+    """Match a '/'-separated path against a glob where ** spans folders.
+    A pattern without '/' matches the last segment anywhere."""
+    if "/" not in pattern:
+        return _segment_match(pattern, path.rstrip("/").rsplit("/", 1)[-1])
+    pats = [s for s in pattern.strip("/").split("/") if s]
+    parts = [s for s in path.strip("/").split("/") if s]
+    memo = {}
+
+    def walk(i, j):
+        key = (i, j)
+        if key in memo:
+            return memo[key]
+        if i == len(pats):
+            result = j == len(parts)
+        elif pats[i] == "**":
+            result = walk(i + 1, j) or (j < len(parts) and walk(i, j + 1))
+        else:
+            result = j < len(parts) and _segment_match(pats[i], parts[j]) and walk(
+                i + 1, j + 1)
+        memo[key] = result
+        return result
+
+    return walk(0, 0)
+
+
+def glob_anchor(pattern):
+    """The literal folder a glob pattern lives under ('.claude' for '.claude/s*.json')."""
+    out = []
+    for seg in pattern.split("/"):
+        if any(ch in seg for ch in "*?["):
+            break
+        out.append(seg)
+    return "/".join(out)
+
+
+def patch_targets(text):
+    """[(path, mode)] named by an apply_patch text (Add/Update/Delete/Move)."""
+    found = []
+    for line in str(text).splitlines():
+        line = line.strip()
+        for prefix, mode in (("*** Add File:", "write"), ("*** Update File:", "write"),
+                             ("*** Delete File:", "delete"), ("*** Move to:", "write"),
+                             ("*** Move File:", "write")):
+            if line.startswith(prefix):
+                target = line[len(prefix):].strip()
+                if target:
+                    found.append((target, mode))
+    return found
+
+
+_READERS = frozenset((
+    "cat", "tac", "less", "more", "most", "head", "tail", "bat", "batcat", "view", "nl",
+    "base64", "base32", "basenc", "xxd", "od", "hexdump", "strings", "grep", "egrep",
+    "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "nawk", "cut", "sort", "uniq",
+    "diff", "sdiff", "cmp", "comm", "jq", "yq", "source", ".", "paste", "column", "fold",
+    "fmt", "pr", "iconv", "gpg", "openssl", "zip", "gzip", "bzip2", "xz", "zstd", "tar",
+    "scp", "rsync", "sftp", "curl", "nc", "netcat", "socat", "pbcopy", "xclip", "xsel",
+    "wl-copy", "expand", "unexpand", "rev", "look", "dos2unix", "unix2dos", "tr", "split",
+    "csplit", "md5sum", "sha1sum", "sha256sum", "cksum", "sum", "file", "stat", "wc",
+    "vi", "vim", "nvim", "nano", "emacs", "code", "subl", "ed", "ex", "pico", "micro"))
+_CONTENT_READERS = _READERS - frozenset(("md5sum", "sha1sum", "sha256sum", "cksum", "sum",
+                                         "file", "stat", "wc"))
+_EDITORS = frozenset(("vi", "vim", "nvim", "nano", "emacs", "code", "subl", "ed", "ex",
+                      "pico", "micro"))
+_VALUE_OPTIONS = {
+    "grep": ("-e", "-f", "-m", "-A", "-B", "-C", "--regexp", "--file", "--max-count",
+             "--include", "--exclude", "--exclude-dir", "--label", "--color"),
+    "rg": ("-e", "-f", "-g", "-t", "-T", "-m", "-A", "-B", "-C", "--glob", "--type",
+           "--regexp", "--max-count"),
+    "head": ("-n", "-c", "--lines", "--bytes"),
+    "tail": ("-n", "-c", "--lines", "--bytes", "-s", "--pid"),
+    "cut": ("-d", "-f", "-b", "-c", "--delimiter", "--fields"),
+    "sort": ("-k", "-t", "-o", "-S", "-T", "--key", "--field-separator", "--output"),
+    "awk": ("-F", "-v", "-f"),
+    "sed": ("-e", "-f", "--expression", "--file", "-l"),
+    "cp": ("-t", "-S", "--target-directory", "--suffix"),
+    "mv": ("-t", "-S", "--target-directory", "--suffix"),
+    "install": ("-m", "-o", "-g", "-t", "--mode", "--owner", "--group",
+                "--target-directory"),
+    "ln": ("-t", "-S", "--target-directory", "--suffix"),
+    "chmod": ("--reference",),
+    "chown": ("--reference", "--from"),
+    "truncate": ("-s", "-r", "--size", "--reference"),
+    "tar": ("-f", "-C", "-T", "-X", "--file", "--directory", "--exclude"),
+    "openssl": ("-out", "-passin", "-passout", "-inform", "-outform"),
+    "curl": ("-o", "-H", "-X", "-u", "-A", "-e", "-w", "-b", "-c", "-m", "--output",
+             "--header", "--request", "--user", "--max-time", "--connect-timeout"),
+    "base64": ("-w", "--wrap"),
+    "xxd": ("-l", "-s", "-c", "-g"),
+    "jq": ("--arg", "--argjson", "--slurpfile", "--rawfile", "-f"),
+    "tee": (),
+    "touch": ("-d", "-r", "-t", "--date", "--reference"),
+    "mkdir": ("-m", "--mode"),
+    "rsync": ("-e", "--rsh", "--exclude", "--include", "--filter", "-f"),
+    "scp": ("-i", "-P", "-o", "-F", "-c", "-l", "-S"),
+    "diff": ("-U", "-C", "--label", "-x", "--exclude"),
+    "dd": (),
+    "split": ("-l", "-b", "-n", "-a"),
+}
+
+
+def operands(cmd, skip_first=0):
+    """The non-option words of a command (values of known options skipped)."""
+    argv = cmd.argv
+    takes = _VALUE_OPTIONS.get(cmd.prog, ())
+    out, i, dashdash = [], 1, False
+    while i < len(argv):
+        arg = argv[i]
+        if dashdash or arg == "-" or not arg.startswith("-"):
+            out.append(arg)
+        elif arg == "--":
+            dashdash = True
+        elif arg in takes:
+            i += 1
+        i += 1
+    return out[skip_first:]
+
+
+def option_values(cmd, names):
+    """Values given to any of the named options (`-o X`, `--out=X`, `-oX`)."""
+    argv, found = cmd.argv, []
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                found.append(argv[i + 1])
+            elif name.startswith("--") and arg.startswith(name + "="):
+                found.append(arg[len(name) + 1:])
+            elif (not name.startswith("--") and len(name) == 2 and arg.startswith(name)
+                  and len(arg) > 2 and not arg.startswith("--")):
+                found.append(arg[2:])
+    return found
+
+
+def has_flag(cmd, short="", long=()):
+    """Whether a command carries a flag: any letter of `short` in a short-option
+    group (-rf, -r -f) or one of the long names."""
+    for arg in cmd.argv[1:]:
+        if arg == "--":
+            break
+        if arg.startswith("--"):
+            if arg.split("=", 1)[0] in long:
+                return True
+        elif arg.startswith("-") and len(arg) > 1 and any(ch in arg[1:] for ch in short):
+            return True
+    return False
+
+
+def command_paths(cmd):
+    """[(path text, mode)] a simple command would touch: mode read, write, delete,
+    or code (a path named inside an interpreter's inline code)."""
+    prog, found = cmd.prog, []
+    for redirect in cmd.redirects:
+        target = redirect.target
+        if not isinstance(target, str) or not target or target.startswith("&"):
+            continue
+        if redirect.op in (">", ">>", ">|", "&>", "&>>", "<>"):
+            found.append((target, "write"))
+        elif redirect.op in ("<", "<&"):
+            found.append((target, "read"))
+    if prog in ("rm", "unlink", "rmdir", "shred", "srm", "trash", "trash-put"):
+        found += [(p, "delete") for p in operands(cmd)]
+    elif prog == "mv":
+        ops = operands(cmd)
+        target_dir = option_values(cmd, ("-t", "--target-directory"))
+        found += [(p, "delete") for p in (ops if target_dir else ops[:-1])]
+        found += [(p, "write") for p in (target_dir or ops[-1:])]
+    elif prog in ("cp", "ln", "install", "rsync", "scp"):
+        ops = operands(cmd)
+        if prog == "install" and has_flag(cmd, "d", ("--directory",)):
+            found += [(p, "write") for p in ops]
+        else:
+            target_dir = option_values(cmd, ("-t", "--target-directory"))
+            found += [(p, "read") for p in (ops if target_dir else ops[:-1])]
+            found += [(p, "write") for p in (target_dir or ops[-1:])]
+            if prog == "rsync" and has_flag(cmd, "", ("--delete", "--delete-after",
+                                                      "--delete-before", "--del")):
+                found += [(p, "delete") for p in (target_dir or ops[-1:])]
+    elif prog in ("tee", "touch", "truncate", "mkdir", "mkfifo", "chattr", "setfacl",
+                  "xattr", "sponge"):
+        found += [(p, "write") for p in operands(cmd)]
+    elif prog in ("chmod", "chown", "chgrp"):
+        found += [(p, "write") for p in operands(cmd, skip_first=1)]
+    elif prog in ("sed", "perl", "ruby") and (has_flag(cmd, "i", ("--in-place",)) or any(
+            a.startswith("-i") or a.startswith("--in-place") for a in cmd.argv[1:])):
+        ops = operands(cmd)
+        scripted = bool(option_values(cmd, ("-e", "--expression", "-f", "--file")))
+        found += [(p, "write") for p in (ops if scripted or prog != "sed" else ops[1:])]
+    elif prog == "dd":
+        for arg in cmd.argv[1:]:
+            if arg.startswith("of="):
+                found.append((arg[3:], "write"))
+            elif arg.startswith("if="):
+                found.append((arg[3:], "read"))
+    elif prog == "git" and len(cmd.argv) > 1:
+        found += _git_paths(cmd)
+    elif prog in ("patch",):
+        found += [(p, "write") for p in operands(cmd)[:1]]
+    elif prog == "apply_patch":
+        body = _stdin_script(cmd)
+        found += patch_targets(body or " ".join(cmd.argv[1:]))
+    elif prog in _EDITORS:
+        found += [(p, "write") for p in operands(cmd)]
+    elif prog in ("curl", "wget"):
+        outputs = option_values(cmd, ("-o", "--output", "-O", "--output-document"))
+        found += [(p, "write") for p in outputs if p != "-"]
+        found += [(p, "read") for p in option_values(cmd, ("-T", "--upload-file"))]
+        for value in option_values(cmd, ("-d", "--data", "--data-binary", "--data-raw",
+                                         "--data-urlencode", "-F", "--form")):
+            at = value.find("@")
+            if at == 0 or (at > 0 and value[at - 1] == "="):
+                found.append((value[at + 1:].split(";")[0], "read"))
+    elif prog == "tar":
+        extracting = any(a.startswith("-") and "x" in a or a in ("x", "--extract")
+                         for a in cmd.argv[1:2] + cmd.argv[1:])
+        if extracting:
+            found += [(p, "write") for p in option_values(cmd, ("-C", "--directory"))]
+        else:
+            found += [(p, "read") for p in operands(cmd)]
+    elif prog in _CONTENT_READERS or prog in ("source", "."):
+        ops = operands(cmd)
+        if prog in ("grep", "egrep", "fgrep", "rg", "ag", "ack") and not option_values(
+                cmd, ("-e", "-f", "--regexp", "--file")):
+            ops = ops[1:]
+        elif prog in ("awk", "gawk", "mawk", "nawk", "jq", "yq") and not option_values(
+                cmd, ("-f",)):
+            ops = ops[1:]
+        elif prog == "sed":
+            ops = ops if option_values(cmd, ("-e", "--expression", "-f")) else ops[1:]
+        elif prog == "openssl":
+            ops = option_values(cmd, ("-in", "-key", "-inkey"))
+        found += [(p, "read") for p in ops]
+    elif prog in INTERPRETERS or prog.startswith("python") or prog.startswith("pypy"):
+        for code in option_values(cmd, ("-c", "-e", "-E", "--eval", "-r", "-p")):
+            found += [(t, "code") for t in _code_tokens(code)]
+    return [(p, m) for p, m in found if p]
+
+
+def _git_paths(cmd):
+    argv, i = cmd.argv, 1
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
+    if i >= len(argv):
+        return []
+    sub, rest = argv[i], [a for a in argv[i + 1:] if not a.startswith("-")]
+    if sub in ("rm", "clean"):
+        return [(p, "delete") for p in rest]
+    if sub in ("checkout", "restore", "mv", "apply", "am"):
+        if sub == "checkout" and "--" not in argv:
+            return [(p, "write") for p in rest if "/" in p or "." in p]
+        return [(p, "write") for p in rest if p != "--"]
+    return []
+
+
+def _code_tokens(code):
+    """Path-like tokens inside inline interpreter code."""
+    tokens, buf = [], []
+    for ch in code + " ":
+        if ch in " \t\n'\"()[]{},;=`+":
+            if buf:
+                word = "".join(buf)
+                if "/" in word or word.startswith(".") or "." in word:
+                    tokens.append(word)
+                buf = []
+        else:
+            buf.append(ch)
+    return tokens
+
+
+def code_writes(code):
+    """Whether inline interpreter code looks like it writes or deletes files."""
+    low = code.lower()
+    return any(w in low for w in (
+        "write", "'w'", '"w"', "'a'", '"a"', "'w+'", '"w+"', "unlink", "remove", "rename",
+        "rmtree", "replace(", "truncate", "dump(", "writefile", "appendfile", "rmsync",
+        "rmdir", "copyfile", "move(", "chmod", "open(", ">"))
+
+
+# ==== laws ==================================================================
+# A law is data: id, text (what the model reads), on (events), a matcher, action,
+# instead (what to do instead: it must itself pass the gate) and optionally a
+# check command. Built-in matchers are named predicates; project laws use
+# tool/program/command/path/prompt/spawn matchers.
+
+BUILTIN_LAWS = (
+    {"id": "no-destroy", "on": ["PreToolUse", "PermissionRequest"], "action": "deny",
+     "match": "destroy",
+     "text": "Never delete recursively or by force /, ~, system folders, the project "
+             "root, .git or anything outside the project and the temp dir; no mkfs, dd "
+             "or writes to disks, fork bombs, or recursive chmod/chown of / or ~.",
+     "instead": "delete only what you made, by name, inside the project or the temp "
+                "dir (`rm -r build`), and ask the user to do anything wider"},
+    {"id": "no-force-push", "on": ["PreToolUse", "PermissionRequest"], "action": "deny",
+     "match": "force-push",
+     "text": "Never force-push, mirror-push or delete a protected branch (main, master, "
+             "and those laws.json lists), nor `git branch -D` one.",
+     "instead": "push your work to a branch of your own "
+                "(`git push -u origin HEAD:refs/heads/my-branch`) and open a review"},
+    {"id": "protect-secrets", "on": ["PreToolUse", "PermissionRequest"],
+     "action": "deny", "match": "secrets",
+     "text": "Never read, print, copy or write secret files: .env files (templates "
+             "such as .env.example are fine), private keys, ~/.aws/credentials, "
+             "~/.netrc, ~/.docker/config.json, cloud credentials.",
+     "instead": "read the template (`cat .env.example`) or ask the user for the one "
+                "value you need"},
+    {"id": "protect-harness", "on": ["PreToolUse", "PermissionRequest"],
+     "action": "deny", "match": "harness",
+     "text": "Never edit, move or delete .notrest/, .claude/settings*.json, "
+             ".codex/hooks.json or .codex/config.toml: change the estate only through "
+             "notrest commands; laws and hooks are changed by a person.",
+     "instead": "use the notrest commands (`{cli} bank --note \"...\"`, `{cli} status`) "
+                "and ask a person to change laws or hook settings"},
+    {"id": "pipe-to-shell", "on": ["PreToolUse", "PermissionRequest"], "action": "ask",
+     "match": "pipe-to-shell",
+     "text": "Do not pipe a download into a shell or interpreter (curl ... | sh).",
+     "instead": "download to a file, read it, then run it "
+                "(`curl -fsSL -o /tmp/install.sh URL`, `less /tmp/install.sh`)"},
+    {"id": "secret-in-prompt", "on": ["UserPromptSubmit"], "action": "block",
+     "match": "secret-prompt",
+     "text": "A prompt that carries a secret (key, token, private key, password) is "
+             "stopped before it reaches the model or the estate.",
+     "instead": "remove the secret from the prompt; keep it in an environment variable "
+                "or a file the agent does not read"},
+    {"id": "bank-before-stop", "on": ["Stop"], "action": "block", "match": "bank",
+     "text": "Before stopping after changing files, bank a note: what you did and what "
+             "comes next.",
+     "instead": "`{cli} bank --note \"what you did\" --next \"what comes next\"`"},
+)
+LAW_ACTIONS = ("deny", "ask", "warn", "block", "require")
+LAW_FIELDS = ("id", "text", "on", "action", "instead", "tool", "program", "command",
+              "path", "mode", "prompt", "spawn", "check", "timeout")
+DEFAULT_PROTECTED_BRANCHES = ("main", "master")
+HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
+                 ".claude/settings.local.json", ".claude/settings*.json",
+                 ".codex/hooks.json", ".codex/config.toml")
+HOME_HARNESS_PATHS = (".claude/settings.json", ".claude/settings.local.json",
+                      ".codex/hooks.json", ".codex/config.toml")
+SECRET_NAMES = (".env", ".env.*", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
+                "id_ecdsa_sk", "id_ed25519_sk", "*.pem", "*.key", "*.p12", "*.pfx")
+SECRET_TEMPLATES = (".example", ".sample", ".template", ".dist", ".pub")
+HOME_SECRET_PATHS = (".aws/credentials", ".netrc", ".docker/config.json",
+                     ".git-credentials", ".pypirc", ".config/gcloud/credentials.db",
+                     ".config/gcloud/access_tokens.db",
+                     ".config/gcloud/application_default_credentials.json",
+                     ".config/gcloud/legacy_credentials/**")
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
+               "/libx32", "/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin",
+               "/snap", "/srv", "/sys", "/usr", "/var", "/nix", "/System", "/Library",
+               "/Applications", "/Users", "/Volumes", "/private", "/cores")
+TEMP_DIRS = ("/tmp", "/var/tmp", "/private/tmp", "/private/var/tmp",
+             "/private/var/folders", "/dev/shm")
+BLOCK_DEVICES = ("/dev/sd", "/dev/hd", "/dev/vd", "/dev/xvd", "/dev/nvme", "/dev/mmcblk",
+                 "/dev/disk", "/dev/rdisk", "/dev/loop", "/dev/dm-", "/dev/mapper/",
+                 "/dev/md", "/dev/sr", "/dev/nbd", "/dev/zram", "/dev/mem", "/dev/kmem",
+                 "/dev/port")
+DOWNLOADERS = frozenset(("curl", "wget", "fetch", "http", "https", "xh", "aria2c",
+                         "lwp-request", "GET"))
+
+
+class Law:
+    """One law: built-in or from laws.json."""
+
+    __slots__ = LAW_FIELDS + ("match", "source", "disabled")
+
+    def __init__(self, data, source="built-in"):
+        for name in self.__slots__:
+            setattr(self, name, data.get(name))
+        self.on = list(data.get("on") or [])
+        self.action = data.get("action") or "deny"
+        self.source = source
+        self.disabled = False
+
+    def to_dict(self):
+        out = {name: getattr(self, name) for name in LAW_FIELDS + ("match",)
+               if getattr(self, name) not in (None, [], "")}
+        out["source"] = self.source
+        out["disabled"] = self.disabled
+        return out
+
+    def matcher_text(self):
+        """What the law matches, in a few words (for `notrest laws`)."""
+        if self.match:
+            return "built-in: %s" % self.match
+        parts = []
+        for name in ("tool", "program", "command", "path", "prompt", "spawn", "check"):
+            value = getattr(self, name)
+            if value:
+                parts.append("%s=%s" % (name, value if isinstance(value, str)
+                                        else ",".join(map(str, value))))
+        return " ".join(parts) or "(no matcher)"
+
+
+class LawBook:
+    """The laws in force plus the settings laws.json gives them."""
+
+    __slots__ = ("laws", "protected_branches", "protected_paths", "stop_block_bound",
+                 "problems", "disabled")
+
+    def __init__(self):
+        self.laws, self.problems, self.disabled = [], [], []
+        self.protected_branches = list(DEFAULT_PROTECTED_BRANCHES)
+        self.protected_paths = []
+        self.stop_block_bound = STOP_BLOCK_BOUND
+
+    def active(self):
+        return [law for law in self.laws if not law.disabled]
+
+    def get(self, law_id):
+        for law in self.laws:
+            if law.id == law_id:
+                return law
+        return None
+
+
+def _is_slug(text):
+    return (isinstance(text, str) and 0 < len(text) <= 64 and text[0].isalnum()
+            and all(c.isalnum() or c in "-_." for c in text))
+
+
+def validate_law(data):
+    """Problems with one project law (empty when it is valid)."""
+    problems = []
+    if not isinstance(data, dict):
+        return ["a law must be an object, got %s" % type(data).__name__]
+    law_id = data.get("id")
+    if not _is_slug(law_id):
+        problems.append("law id %r must be a slug (letters, digits, - _ .)" % (law_id,))
+    unknown = sorted(set(data) - set(LAW_FIELDS) - {"match", "comment"})
+    if unknown:
+        problems.append("law %s: unknown fields %s" % (law_id, ", ".join(unknown)))
+    if not isinstance(data.get("text"), str) or not data.get("text").strip():
+        problems.append("law %s: `text` (one sentence the model reads) is required"
+                        % law_id)
+    on = data.get("on")
+    if not isinstance(on, list) or not on or not all(e in GATE_EVENTS for e in on):
+        problems.append("law %s: `on` must list events among %s" % (
+            law_id, ", ".join(GATE_EVENTS)))
+    if data.get("action", "deny") not in LAW_ACTIONS:
+        problems.append("law %s: action must be one of %s" % (law_id,
+                                                              ", ".join(LAW_ACTIONS)))
+    if data.get("match") is not None:
+        problems.append("law %s: `match` names a built-in predicate; project laws use "
+                        "tool/program/command/path/prompt/spawn/check" % law_id)
+    for name in ("tool", "command", "prompt", "spawn"):
+        value = data.get(name)
+        if value is not None:
+            if not isinstance(value, str):
+                problems.append("law %s: `%s` must be a regular expression string"
+                                % (law_id, name))
+                continue
+            try:
+                import re
+                re.compile(value)
+            except re.error as exc:
+                problems.append("law %s: `%s` is not a valid regular expression (%s)"
+                                % (law_id, name, exc))
+    for name in ("program", "path"):
+        value = data.get(name)
+        if value is not None and not (isinstance(value, list) and all(
+                isinstance(v, str) and v for v in value)):
+            problems.append("law %s: `%s` must be a list of strings" % (law_id, name))
+    if data.get("mode", "write") not in ("read", "write", "any"):
+        problems.append("law %s: mode must be read, write or any" % law_id)
+    check = data.get("check")
+    if check is not None and not (isinstance(check, str) and check.strip()) and not (
+            isinstance(check, list) and check and all(isinstance(c, str) for c in check)):
+        problems.append("law %s: `check` must be a command string or an argv list"
+                        % law_id)
+    timeout = data.get("timeout")
+    if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout
+                                    <= 3600):
+        problems.append("law %s: timeout must be seconds between 1 and 3600" % law_id)
+    if not any(data.get(k) for k in ("tool", "program", "command", "path", "prompt",
+                                     "spawn", "check")):
+        problems.append("law %s: give at least one matcher (tool, program, command, "
+                        "path, prompt, spawn) or a check command" % law_id)
+    return problems
+
+
+def build_lawbook(doc):
+    """The built-in laws with a laws.json document applied (doc may be None)."""
+    book = LawBook()
+    book.laws = [Law(data) for data in BUILTIN_LAWS]
+    if doc is None:
+        return book
+    if not isinstance(doc, dict):
+        book.problems.append("laws.json must hold a JSON object")
+        return book
+    unknown = sorted(set(doc) - {"schema_version", "disable", "protected_branches",
+                                 "protected_paths", "laws", "stop_block_bound",
+                                 "comment"})
+    if unknown:
+        book.problems.append("unknown top-level keys: %s" % ", ".join(unknown))
+    version = doc.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        book.problems.append("schema_version %r is newer than this notrest knows (%d)"
+                             % (version, SCHEMA_VERSION))
+    for key in ("disable", "protected_branches", "protected_paths"):
+        value = doc.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            book.problems.append("`%s` must be a list of strings" % key)
+            doc = dict(doc, **{key: []})
+    book.disabled = list(doc.get("disable", []))
+    for law in book.laws:
+        if law.id in book.disabled:
+            law.disabled = True
+    for name in book.disabled:
+        if not any(law.id == name for law in book.laws):
+            book.problems.append("`disable` names %r, which is no built-in law" % name)
+    if doc.get("protected_branches"):
+        book.protected_branches = list(doc["protected_branches"])
+    book.protected_paths = list(doc.get("protected_paths", []))
+    bound = doc.get("stop_block_bound", STOP_BLOCK_BOUND)
+    if isinstance(bound, int) and 1 <= bound <= 8:
+        book.stop_block_bound = bound
+    else:
+        book.problems.append("stop_block_bound must be an integer from 1 to 8")
+    laws = doc.get("laws", [])
+    if not isinstance(laws, list):
+        book.problems.append("`laws` must be a list")
+        laws = []
+    seen = {law.id for law in book.laws}
+    for data in laws:
+        problems = validate_law(data)
+        if not problems and data["id"] in seen:
+            problems = ["law id %r is used twice (built-in ids: switch them off with "
+                        "`disable`)" % data["id"]]
+        if problems:
+            book.problems.extend(problems)
+            continue
+        seen.add(data["id"])
+        book.laws.append(Law(data, source="laws.json"))
+    return book
+
+
+def format_law_text(text, cli):
+    return str(text or "").replace("{cli}", cli or "notrest")
+
+
+# ---- the gate context: what a tool call would do -----------------------------
+
+class GateContext:
+    """What one tool call would run and touch, computed once for all laws."""
+
+    def __init__(self, event, book):
+        self.event, self.book = event, book
+        self.root = event.root or event.cwd or "/"
+        self.home = event.home or event.env.get("HOME") or "/"
+        self.cwd = event.cwd or self.root
+        self._cmds = None
+        self._accesses = None
+
+    @property
+    def shell_text(self):
+        event = self.event
+        if event.tool in SHELL_TOOLS or (event.tool and event.tool.lower() in (
+                "bash", "shell")):
+            command = event.tool_input.get("command", event.tool_input.get("cmd"))
+            if isinstance(command, list):
+                return " ".join(_quote_arg(str(a)) for a in command)
+            return command if isinstance(command, str) else ""
+        return ""
+
+    @property
+    def cmds(self):
+        if self._cmds is None:
+            env = {"HOME": self.home}
+            for name in ("TMPDIR", "USER", "CODEX_HOME"):
+                if self.event.env.get(name):
+                    env[name] = self.event.env[name]
+            self._cmds = parse_shell(self.shell_text, self.cwd, env)
+        return self._cmds
+
+    @property
+    def accesses(self):
+        """[(absolute path, mode, what)] the call would touch."""
+        if self._accesses is None:
+            self._accesses = list(self._collect_accesses())
+        return self._accesses
+
+    def _collect_accesses(self):
+        event, ti = self.event, self.event.tool_input
+        tool = event.tool or ""
+        if tool in FILE_WRITE_TOOLS or tool in FILE_READ_TOOLS or tool in ("Grep", "Glob",
+                                                                           "LS"):
+            mode = "read" if tool in ("Read", "Grep", "Glob", "LS") else "write"
+            for key in ("file_path", "notebook_path", "path"):
+                value = ti.get(key)
+                if isinstance(value, str) and value:
+                    if tool == "Glob" and key == "path":
+                        continue
+                    yield (resolve_path(value, self.cwd, self.home), mode, tool)
+        if tool == "apply_patch" or (tool and "patch" in tool.lower()):
+            text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
+            if isinstance(text, list):
+                text = "\n".join(map(str, text))
+            for target, mode in patch_targets(text):
+                yield (resolve_path(target, self.cwd, self.home, follow=mode != "delete"),
+                       mode, "apply_patch")
+        for cmd in self.cmds:
+            for text, mode in command_paths(cmd):
+                if text.startswith("$(") or "/dev/fd/" in text:
+                    continue
+                follow = mode not in ("delete",)
+                yield (resolve_path(text, cmd.cwd, self.home, follow=follow), mode,
+                       cmd.text())
+
+
+def _quote_arg(arg):
+    if arg and all(c.isalnum() or c in "@%+=:,./-_" for c in arg):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
+# ---- built-in predicates -----------------------------------------------------
+# Each returns a reason (str) when the law is broken by the call, else None.
+
+def _system_dir(path):
+    for base in SYSTEM_DIRS:
+        if is_within(path, base):
+            return base
+    return None
+
+
+def _temp_dir(path, env):
+    bases = list(TEMP_DIRS)
+    if env.get("TMPDIR"):
+        bases.append(os.path.normpath(env["TMPDIR"]))
+    for base in bases:
+        if is_within(path, base):
+            return base
+    return None
+
+
+def _whole_glob(segment):
+    return segment in ("*", ".*", "*.*", "{*,.*}", ".[!.]*", "..?*", "**")
+
+
+def classify_delete(ctx, text, cwd, unknown, globbed, shown=None):
+    """Why deleting `text` recursively/by force is destructive, else None."""
+    reason = _classify_delete(ctx, text, cwd, unknown, globbed)
+    if reason and shown:
+        reason = "`%s` %s" % (clip(shown, 120), reason)
+    return reason
+
+
+def _classify_delete(ctx, text, cwd, unknown, globbed):
+    if unknown:
+        head = text.split("/", 1)
+        if text.startswith("$") and len(head) == 2 and (head[1] in ("", "*") or
+                                                         _whole_glob(head[1])):
+            return "deletes / when %s is empty or unset" % head[0]
+        return None
+    path = text
+    children = False
+    if globbed:
+        anchor = glob_anchor(text)
+        rest = text[len(anchor):].strip("/")
+        whole = "/" not in rest and _whole_glob(rest)
+        path = anchor or "."
+        children = not whole
+        if text.startswith("/") and not anchor:
+            path = "/"
+    path = resolve_path(path, cwd, ctx.home, follow=False)
+    home, root = ctx.home, ctx.root
+    if children:
+        if is_within(path, root) or (_temp_dir(path, ctx.event.env) and path not in
+                                     TEMP_DIRS):
+            return None
+        if _temp_dir(path, ctx.event.env):
+            return None
+        return "deletes files in %s, outside the project" % path
+    if path == "/":
+        return "deletes the whole file system"
+    if home and home != "/" and is_within(home, path):
+        return "deletes your home folder (%s)" % home if path == home else (
+            "deletes %s, which holds your home folder" % path)
+    if is_within(root, path):
+        return "deletes the project root (%s)" % root if path == root else (
+            "deletes %s, which holds the project" % path)
+    if path == os.path.join(root, ".git"):
+        return "deletes the project's git history (.git)"
+    if is_within(path, root):
+        return None
+    temp = _temp_dir(path, ctx.event.env)
+    if temp:
+        return None if path != temp else "deletes the temp folder %s" % temp
+    if home and home != "/" and is_within(path, home):
+        return "deletes %s, in your home folder but outside the project" % path
+    if _system_dir(path):
+        return "deletes %s, a system folder" % path
+    return "deletes %s, outside the project and the temp dir" % path
+
+
+_FIND_FILTERS = ("-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex",
+                 "-type", "-mtime", "-mmin", "-newer", "-size", "-empty", "-user",
+                 "-perm", "-atime", "-ctime", "-amin", "-cmin", "-links", "-inum",
+                 "-lname", "-samefile")
+
+
+def _find_deletes(cmd):
+    """(roots, filtered) when a find command deletes what it finds, else None."""
+    argv = cmd.argv
+    roots, i = [], 1
+    while i < len(argv) and argv[i] in ("-H", "-L", "-P"):
+        i += 1
+    while i < len(argv) and not argv[i].startswith("-") and argv[i] not in ("(", "!"):
+        roots.append((argv[i], cmd.unknown[i] if i < len(cmd.unknown) else False))
+        i += 1
+    expr = argv[i:]
+    deleting = "-delete" in expr
+    for j, arg in enumerate(expr):
+        if arg in ("-exec", "-execdir", "-ok", "-okdir") and j + 1 < len(expr):
+            prog = os.path.basename(expr[j + 1])
+            if prog in ("rm", "shred", "unlink", "srm"):
+                deleting = True
+    if not deleting:
+        return None
+    filtered = any(arg in _FIND_FILTERS for arg in expr)
+    return roots or [(".", False)], filtered
+
+
+def predicate_destroy(ctx):
+    reasons = []
+    text = ctx.shell_text
+    if text and _fork_bomb(text):
+        return "the command is a fork bomb: it would exhaust the machine"
+    for cmd in ctx.cmds:
+        prog = cmd.prog
+        if prog in ("rm", "shred", "srm", "unlink"):
+            if "--no-preserve-root" in cmd.argv:
+                return "`%s` disables rm's protection of /" % cmd.text()
+            recursive = has_flag(cmd, "rR", ("--recursive",))
+            forced = has_flag(cmd, "f", ("--force",)) or prog in ("shred", "srm")
+            if not (recursive or forced):
+                continue
+            targets = []
+            for k in range(1, len(cmd.argv)):
+                arg = cmd.argv[k]
+                if arg.startswith("-") and arg != "-":
+                    continue
+                targets.append((arg, cmd.unknown[k] if k < len(cmd.unknown) else False,
+                                cmd.globbed[k] if k < len(cmd.globbed) else False))
+            feeder = cmd.feeds
+            if "xargs" in cmd.via and feeder is not None:
+                found = _find_deletes_for_feed(feeder)
+                if found is not None:
+                    reason = _judge_find(ctx, feeder, found, cmd)
+                    if reason:
+                        return reason
+                elif feeder.prog in ("echo", "printf", "ls"):
+                    for k in range(1, len(feeder.argv)):
+                        if not feeder.argv[k].startswith("-"):
+                            targets.append((feeder.argv[k], feeder.unknown[k],
+                                            feeder.globbed[k]))
+            for arg, unknown, globbed in targets:
+                reason = classify_delete(ctx, arg, cmd.cwd, unknown, globbed, cmd.text())
+                if reason:
+                    reasons.append(reason)
+        elif prog == "find":
+            found = _find_deletes(cmd)
+            if found:
+                reason = _judge_find(ctx, cmd, found, cmd)
+                if reason:
+                    reasons.append(reason)
+        elif prog.startswith("mkfs") or prog in ("mke2fs", "mkswap", "wipefs",
+                                                  "blkdiscard", "mkdosfs", "newfs"):
+            reasons.append("`%s` formats or wipes a disk" % cmd.text())
+        elif prog in ("chmod", "chown", "chgrp"):
+            recursive = has_flag(cmd, "R", ("--recursive",))
+            for arg in operands(cmd, skip_first=1):
+                path = resolve_path(arg, cmd.cwd, ctx.home, follow=False)
+                if path == "/" or (recursive and (path == ctx.home or path in SYSTEM_DIRS
+                                                  or is_within(ctx.home, path))):
+                    reasons.append("`%s` changes permissions of %s%s" % (
+                        cmd.text(), path, " and everything under it" if recursive else ""))
+        if reasons:
+            return reasons[0]
+    for path, mode, what in ctx.accesses:
+        if mode == "write" and any(path.startswith(dev) for dev in BLOCK_DEVICES):
+            return "`%s` writes to the block device %s" % (what, path)
+    return reasons[0] if reasons else None
+
+
+def _find_deletes_for_feed(feeder):
+    if feeder.prog != "find":
+        return None
+    argv = feeder.argv
+    roots, i = [], 1
+    while i < len(argv) and not argv[i].startswith("-") and argv[i] not in ("(", "!"):
+        roots.append((argv[i], feeder.unknown[i] if i < len(feeder.unknown) else False))
+        i += 1
+    filtered = any(arg in _FIND_FILTERS for arg in argv[i:])
+    return roots or [(".", False)], filtered
+
+
+def _judge_find(ctx, find_cmd, found, shown):
+    roots, filtered = found
+    for root_text, unknown in roots:
+        if unknown:
+            continue
+        path = resolve_path(root_text, find_cmd.cwd, ctx.home, follow=False)
+        if is_within(path, ctx.root):
+            if path == ctx.root and not filtered:
+                return "`%s` deletes everything in the project root" % shown.text()
+            if path == os.path.join(ctx.root, ".git") or is_within(
+                    path, os.path.join(ctx.root, ".git")):
+                return "`%s` deletes inside the project's .git" % shown.text()
+            continue
+        temp = _temp_dir(path, ctx.event.env)
+        if temp and path != temp:
+            continue
+        if temp and filtered:
+            continue
+        return "`%s` deletes files under %s, outside the project" % (shown.text(), path)
+    return None
+
+
+def _fork_bomb(text):
+    """`name(){ name|name& };name` in any spacing."""
+    squeezed = "".join(text.split())
+    at = squeezed.find("(){")
+    while at > 0:
+        start = at
+        while start > 0 and squeezed[start - 1] not in ";&|(){}":
+            start -= 1
+        name = squeezed[start:at]
+        body_end = squeezed.find("}", at)
+        body = squeezed[at + 3:body_end if body_end > 0 else len(squeezed)]
+        if name and (name + "|" + name) in body:
+            return True
+        at = squeezed.find("(){", at + 3)
+    return False
+
+
+def _git_parts(cmd):
+    """(subcommand, args after it) of a git command."""
+    argv, i = cmd.argv, 1
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace",
+                       "--exec-path", "--super-prefix", "--config-env"):
+            i += 2
+        else:
+            i += 1
+    if i >= len(argv):
+        return "", []
+    return argv[i], argv[i + 1:]
+
+
+def _branch_name(ref, current):
+    ref = ref.strip()
+    if ref in ("HEAD", "@"):
+        return current
+    for prefix in ("refs/heads/", "heads/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
+def predicate_force_push(ctx):
+    protected = ctx.book.protected_branches
+    current = ctx.event.branch
+    for cmd in ctx.cmds:
+        if cmd.prog != "git":
+            continue
+        sub, args = _git_parts(cmd)
+        if sub == "push":
+            reason = _judge_push(cmd, args, protected, current)
+        elif sub == "branch":
+            reason = _judge_branch(cmd, args, protected)
+        else:
+            reason = None
+        if reason:
+            return reason
+    return None
+
+
+def _judge_push(cmd, args, protected, current):
+    force = mirror = delete = every = False
+    positional, i = [], 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("--force", "--force-with-lease", "--force-if-includes") or \
+                arg.startswith("--force-with-lease="):
+            force = True
+        elif arg == "--mirror":
+            mirror = True
+        elif arg in ("--delete",):
+            delete = True
+        elif arg in ("--all", "--branches"):
+            every = True
+        elif arg in ("-n", "--dry-run"):
+            return None
+        elif arg in ("-o", "--push-option", "--repo", "--receive-pack", "--exec"):
+            i += 1
+        elif arg.startswith("--"):
+            pass
+        elif arg.startswith("-") and len(arg) > 1:
+            force = force or "f" in arg[1:]
+            delete = delete or "d" in arg[1:]
+        else:
+            positional.append(arg)
+        i += 1
+    names = ", ".join(protected)
+    if mirror:
+        return "`%s` mirror-pushes: it overwrites and deletes every remote branch, " \
+               "%s included" % (cmd.text(), names)
+    refspecs = positional[1:]
+    if every and force:
+        return "`%s` force-pushes every branch, %s included" % (cmd.text(), names)
+    for spec in refspecs:
+        plus = spec.startswith("+")
+        spec = spec[1:] if plus else spec
+        src, sep, dst = spec.partition(":")
+        dst = _branch_name(dst if sep else src, current)
+        if dst not in protected:
+            continue
+        if (sep and not src) or delete:
+            return "`%s` deletes the protected branch %s" % (cmd.text(), dst)
+        if force or plus:
+            return "`%s` force-pushes the protected branch %s" % (cmd.text(), dst)
+    if force and not refspecs:
+        if current is None:
+            return ("`%s` force-pushes the current branch, and the gate cannot tell "
+                    "which branch that is" % cmd.text())
+        if current in protected:
+            return "`%s` force-pushes the protected branch %s" % (cmd.text(), current)
+    return None
+
+
+def _judge_branch(cmd, args, protected):
+    deleting = forced = False
+    names = []
+    for arg in args:
+        if arg in ("-D",):
+            deleting = forced = True
+        elif arg in ("-d", "--delete"):
+            deleting = True
+        elif arg in ("-f", "--force"):
+            forced = True
+        elif arg in ("-M", "-C"):
+            forced = True
+        elif arg.startswith("-") and len(arg) > 1 and not arg.startswith("--"):
+            deleting = deleting or "d" in arg or "D" in arg
+            forced = forced or "D" in arg or "f" in arg
+        elif not arg.startswith("-"):
+            names.append(arg)
+    for name in names:
+        if name in protected and (deleting and forced or deleting):
+            return "`%s` deletes the protected branch %s" % (cmd.text(), name)
+    if forced and names and names[-1] in protected and not deleting:
+        return "`%s` force-moves the protected branch %s" % (cmd.text(), names[-1])
+    return None
+
+
+def is_secret_path(path, home):
+    """Whether a path names a secret file (templates and public keys excluded)."""
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    if any(base.endswith(suffix) for suffix in SECRET_TEMPLATES):
+        return False
+    for name in SECRET_NAMES:
+        if _segment_match(name, base):
+            return True
+    if home and home != "/" and is_within(path, home):
+        rel = path[len(home.rstrip("/")) + 1:]
+        return any(glob_match(p, rel) if "/" in p else rel == p for p in HOME_SECRET_PATHS)
+    return False
+
+
+def predicate_secrets(ctx):
+    for path, mode, what in ctx.accesses:
+        if mode == "delete":
+            continue
+        if is_secret_path(path, ctx.home):
+            verb = {"read": "reads", "write": "writes", "code": "opens"}.get(mode, "uses")
+            return "`%s` %s the secret file %s" % (clip(what, 120), verb,
+                                                    display_path(path, ctx.root))
+    return None
+
+
+def harness_hit(path, mode, root, home, extra=()):
+    """Whether writing/deleting `path` touches the harness (or a protected path)."""
+    patterns = [(root, p) for p in HARNESS_PATHS + tuple(extra)]
+    if home and home != "/":
+        patterns += [(home, p) for p in HOME_HARNESS_PATHS]
+    for base, pattern in patterns:
+        if pattern.startswith("/"):
+            base, pattern = "/", pattern.lstrip("/")
+        if not is_within(path, base):
+            if mode == "delete" and is_within(base, path):
+                return True
+            continue
+        rel = path[len(base.rstrip("/")) + 1:] if path != base else ""
+        if rel and glob_match(pattern, rel):
+            return True
+        if mode == "delete":
+            anchor = glob_anchor(pattern)
+            if anchor and (rel == "" or is_within("/" + anchor, "/" + rel)):
+                return True
+    return False
+
+
+def predicate_harness(ctx):
+    extra = tuple(ctx.book.protected_paths)
+    for path, mode, what in ctx.accesses:
+        if mode == "read":
+            continue
+        if mode == "code" and not any(code_writes(a) for c in ctx.cmds for a in c.argv):
+            continue
+        if harness_hit(path, mode, ctx.root, ctx.home, extra):
+            verb = "deletes or moves" if mode == "delete" else "changes"
+            return "`%s` %s %s, which belongs to the harness" % (
+                clip(what, 120), verb, display_path(path, ctx.root))
+    for cmd in ctx.cmds:
+        argv = cmd.argv
+        for k, arg in enumerate(argv[:3]):
+            base = os.path.basename(arg)
+            if base in ("notrest", "notrest.py") and k + 1 < len(argv) and argv[k + 1] in (
+                    "allow", "uninstall"):
+                return "`%s` is for a person, not the agent" % cmd.text()
+            if base == "install.sh" and "--uninstall" in argv:
+                return "`%s` removes the harness" % cmd.text()
+    return None
+
+
+def predicate_pipe_to_shell(ctx):
+    for cmd in ctx.cmds:
+        prog = cmd.prog
+        runs_code = prog in SHELL_NAMES or prog in INTERPRETERS or prog.startswith(
+            "python") or prog in ("eval", "source", ".")
+        if not runs_code:
+            continue
+        for sub in cmd.subs:
+            if any(c.prog in DOWNLOADERS for c in parse_shell(sub, cmd.cwd)):
+                return "`%s` runs code fetched from the network unread" % cmd.text()
+        if cmd.feeds is not None and _reads_program_from_stdin(cmd):
+            feeder = cmd.feeds
+            while feeder is not None:
+                if feeder.prog in DOWNLOADERS:
+                    return "`%s | %s` runs code fetched from the network unread" % (
+                        clip(feeder.text(), 80), cmd.text())
+                feeder = feeder.feeds
+    return None
+
+
+def _reads_program_from_stdin(cmd):
+    args = cmd.argv[1:]
+    if cmd.prog in SHELL_NAMES:
+        if _shell_script_arg(cmd.argv) is not None:
+            return False
+        for arg in args:
+            if arg == "-s" or arg == "-":
+                return True
+            if not arg.startswith("-") and not arg.startswith("+"):
+                return False
+        return True
+    for arg in args:
+        if arg in ("-c", "-e", "-m", "-E", "--eval", "-r", "-p", "-n"):
+            return False
+        if arg == "-":
+            return True
+        if not arg.startswith("-"):
+            return False
+    return True
+
+
+def predicate_secret_prompt(ctx):
+    found = find_secrets(ctx.event.prompt or "", strict=True)
+    if found:
+        kinds = sorted({kind for kind, _, _ in found})
+        return "the prompt carries what looks like a secret (%s)" % ", ".join(kinds)
+    return None
+
+
+def predicate_bank(ctx):
+    facts = ctx.event.facts
+    changed = facts.get("changed_since_note") or []
+    if not changed or facts.get("bank_blocks", 0) >= 1:
+        return None
+    shown = ", ".join(changed[:5]) + (" and %d more" % (len(changed) - 5)
+                                      if len(changed) > 5 else "")
+    return "you changed %d file%s (%s) and banked no note since" % (
+        len(changed), "" if len(changed) == 1 else "s", shown)
+
+
+PREDICATES = {
+    "destroy": predicate_destroy,
+    "force-push": predicate_force_push,
+    "secrets": predicate_secrets,
+    "harness": predicate_harness,
+    "pipe-to-shell": predicate_pipe_to_shell,
+    "secret-prompt": predicate_secret_prompt,
+    "bank": predicate_bank,
+}
+
+
+def _project_law_hit(law, ctx):
+    """Reason a project law matches the event (all its matchers must), else None."""
+    import re
+    event = ctx.event
+    said = []
+    if law.tool:
+        if not event.tool or not re.search(law.tool, event.tool):
+            return None
+        said.append("tool %s" % event.tool)
+    if law.program or law.command:
+        hit = None
+        for cmd in ctx.cmds:
+            if law.program and cmd.prog not in law.program:
+                continue
+            if law.command and not re.search(law.command, cmd.text()):
+                continue
+            hit = cmd
+            break
+        if hit is None:
+            return None
+        said.append("`%s`" % clip(hit.text(), 120))
+    if law.path:
+        mode = law.mode or "write"
+        hit = None
+        for path, access, what in ctx.accesses:
+            if mode != "any" and (access == "read") != (mode == "read"):
+                continue
+            rel = display_path(path, ctx.root)
+            if any(glob_match(p, rel) or glob_match(p, path) for p in law.path):
+                hit = rel
+                break
+        if hit is None:
+            return None
+        said.append("touches %s" % hit)
+    if law.prompt:
+        if not re.search(law.prompt, event.prompt or ""):
+            return None
+        said.append("the prompt matches")
+    if law.spawn:
+        if event.tool not in SPAWN_TOOLS:
+            return None
+        ti = event.tool_input
+        target = " ".join(str(ti.get(k, "")) for k in ("subagent_type", "agent_type",
+                                                        "model", "agent"))
+        if not re.search(law.spawn, target):
+            return None
+        said.append("spawns %s" % target.strip())
+    if event.kind == "Stop" and law.check:
+        result = event.facts.get("checks", {}).get(law.id)
+        if result is None or result.get("ok"):
+            return None
+        tail = one_line(result.get("tail", ""), 600)
+        blocks = event.facts.get("check_blocks", {}).get(law.id, 0)
+        lead = ("`%s` failed (exit %s)" if blocks == 0 else
+                "`%s` still fails (exit %s, block " + str(blocks + 1) + ")") % (
+            result.get("cmd"), result.get("code"))
+        return lead + (": " + tail if tail else "")
+    if not said:
+        return None
+    return ", ".join(said)
+
+
+def evaluate_law(law, ctx):
+    """The reason a law is broken by ctx's event, or None."""
+    if law.match:
+        predicate = PREDICATES.get(law.match)
+        return predicate(ctx) if predicate else None
+    return _project_law_hit(law, ctx)
+
+
+def decide(book, event):
+    """Pure: every verdict the active laws give one event, most severe first."""
+    ctx = GateContext(event, book)
+    cli = event.facts.get("cli", "notrest")
+    verdicts = []
+    for law in book.active():
+        if event.kind not in law.on:
+            continue
+        if event.kind == "PermissionRequest" and "PreToolUse" in law.on and \
+                event.facts.get("pretool_judged"):
+            continue
+        reason = evaluate_law(law, ctx)
+        if not reason:
+            continue
+        action = "block" if event.kind in ("Stop", "UserPromptSubmit") and \
+            law.action in ("deny", "block", "require") else law.action
+        if action == "require":
+            action = "deny"
+        instead = format_law_text(law.instead, cli)
+        if law.id == "bank-before-stop":
+            instead = "`%s bank --session %s --note \"what you did\" --next \"what comes " \
+                      "next\"`" % (cli, event.session or "ID")
+        verdicts.append(Verdict(action, law.id, reason, instead))
+    verdicts.sort(key=lambda v: -ACTION_RANK.get(v.action, 0))
+    return verdicts
+
+
+def apply_overrides(verdicts, overrides, permits, stop_blocks=0, bound=STOP_BLOCK_BOUND,
+                    kind=""):
+    """Pure: (final verdict, receipts, permit ids used) after overrides and permits."""
+    receipts, used = [], []
+    final = Verdict("allow")
+    for verdict in verdicts:
+        if verdict.action in ("allow", "warn"):
+            if final.action == "allow" and verdict.action == "warn":
+                final = verdict
+            continue
+        if verdict.law in overrides:
+            receipts.append({"law": verdict.law, "by": "NOTREST_OVERRIDE",
+                             "reason": verdict.reason})
+            continue
+        permit = next((p for p in permits if p.get("law") == verdict.law and
+                       p.get("id") not in used), None)
+        if permit is not None:
+            used.append(permit.get("id"))
+            receipts.append({"law": verdict.law, "by": "permit %s" % permit.get("id"),
+                             "who": permit.get("who"), "why": permit.get("why"),
+                             "reason": verdict.reason})
+            continue
+        if kind == "Stop" and stop_blocks >= bound:
+            receipts.append({"law": verdict.law, "by": "stop bound",
+                             "reason": verdict.reason,
+                             "stop_allowed_after": stop_blocks})
+            continue
+        return verdict, receipts, used
+    if receipts and final.action == "allow":
+        laws = ", ".join(sorted({r["law"] for r in receipts}))
+        if any(r.get("stop_allowed_after") for r in receipts):
+            final = Verdict("allow", laws, message="notrest: stop allowed after %d "
+                            "blocks (%s still unmet); the next session will see it."
+                            % (stop_blocks, laws))
+        else:
+            final = Verdict("allow", laws, message="notrest: override of %s used; the "
+                            "receipt is in the journal." % laws)
+    final.receipt = receipts or None
+    return final, receipts, used
+
+
+# ==== estate storage ========================================================
+# Every replace goes through write_atomic; every append through append_record.
+
+class Estate:
+    """The .notrest/ folder of one project."""
+
+    def __init__(self, root):
+        self.root = os.path.abspath(root)
+        self.dir = os.path.join(self.root, ESTATE_DIR)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def journal(self, session):
+        return self.path("journal", session + ".jsonl")
+
+    def record(self, session):
+        return self.path("sessions", session + ".json")
+
+    def exists(self):
+        return os.path.isdir(self.dir)
+
+
+def find_root(start):
+    """The nearest folder at or above `start` that holds a .notrest/ estate."""
+    path = os.path.abspath(start)
+    while True:
+        if os.path.isdir(os.path.join(path, ESTATE_DIR)):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def _ensure_dir(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        raise NotrestError("a file stands where a folder is needed", path,
+                           "move it aside and run again")
+
+
+def write_atomic(path, text):
+    """Replace a file whole: temp file in the same folder, fsync, rename, fsync dir."""
+    folder = os.path.dirname(path)
+    _ensure_dir(folder)
+    tmp = "%s.tmp.%d.%d" % (path, os.getpid(), int(time.monotonic() * 1e6) % 1000000)
+    data = text.encode("utf-8")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def _crc(text):
+    import zlib
+    return "%08x" % (zlib.crc32(text.encode("utf-8")) & 0xFFFFFFFF)
+
+
+def encode_line(record):
+    """One self-checking journal line: the JSON body with its CRC as last member."""
+    body = json_dumps(record)
+    if body == "{}":
+        raise ValueError("an empty record cannot be journaled")
+    return '%s,"~":"%s"}\n' % (body[:-1], _crc(body))
+
+
+def decode_line(line):
+    """The record of one journal line, or None when the line is torn or damaged."""
+    line = line.rstrip("\r\n")
+    if len(line) < 18 or not line.endswith('"}') or line[-16:-10] != ',"~":"':
+        return None
+    body = line[:-16] + "}"
+    if _crc(body) != line[-10:-2]:
+        return None
+    try:
+        record = json_loads(body)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+class _Lock:
+    """An exclusive flock on a lock file (released on exit and on process death)."""
+
+    def __init__(self, path):
+        self.path, self.fd = path, None
+
+    def __enter__(self):
+        import fcntl
+        _ensure_dir(os.path.dirname(self.path))
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
+def append_record(path, record):
+    """Append one record as one line: O_APPEND, flock, a single write()."""
+    import fcntl
+    line = encode_line(record).encode("utf-8")
+    _ensure_dir(os.path.dirname(path))
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line
+        written = os.write(fd, line)
+        while written < len(line):
+            written += os.write(fd, line[written:])
+    finally:
+        os.close(fd)
+
+
+def read_records(path, offset=0, limit_bytes=None):
+    """Stream (record, line number or None, end offset) from offset; a torn or
+    damaged line yields (None, lineno, offset) and reading goes on."""
+    try:
+        handle = open(path, "rb")
+    except OSError:
+        return
+    with handle:
+        if limit_bytes is not None:
+            size = os.fstat(handle.fileno()).st_size
+            if size - offset > limit_bytes:
+                offset = size - limit_bytes
+                handle.seek(offset)
+                skipped = handle.readline()
+                offset += len(skipped)
+        handle.seek(offset)
+        lineno = 0
+        for raw in handle:
+            lineno += 1
+            if not raw.endswith(b"\n"):
+                record = decode_line(raw.decode("utf-8", "replace"))
+                if record is None:
+                    yield None, lineno, offset
+                    return
+                offset += len(raw)
+                yield record, lineno, offset
+                return
+            offset += len(raw)
+            record = decode_line(raw.decode("utf-8", "replace"))
+            yield record, lineno, offset
+
+
+def read_json_file(path, what="estate file"):
+    """A JSON file's value; None when absent; NotrestError naming it when broken."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise NotrestError("cannot read the %s (%s)" % (what, exc.strerror), path,
+                           "check its permissions")
+    try:
+        return json_loads(text)
+    except ValueError as exc:
+        raise NotrestError("the %s is not valid JSON (%s)" % (what, exc), path,
+                           "fix it by hand, or for a view run `notrest rebuild`")
+
+
+def load_config(estate):
+    try:
+        config = read_json_file(estate.path("config.json"), "config")
+    except NotrestError:
+        config = None
+    return config if isinstance(config, dict) else {}
+
+
+def load_lawbook(estate):
+    """The law book; a broken laws.json leaves the built-ins in force, loudly."""
+    path = estate.path("laws.json")
+    try:
+        doc = read_json_file(path, "laws file")
+    except NotrestError as exc:
+        book = build_lawbook(None)
+        book.problems.append(str(exc))
+        return book
+    book = build_lawbook(doc)
+    book.problems = ["laws.json: %s" % p for p in book.problems]
+    return book
+
+
+def cli_hint(estate, config=None):
+    """How the agent runs notrest from the project root."""
+    config = config if config is not None else load_config(estate)
+    hint = config.get("cli")
+    if isinstance(hint, str) and hint:
+        return hint
+    here = os.path.abspath(__file__)
+    if "-packages" + os.sep in here:
+        return "notrest"
+    return "python3 %s" % _quote_arg(here)
+
+
+# ==== sessions ==============================================================
+# A session record is a fold of its journal; the fold is incremental (it keeps
+# the journal offset it has read up to), so banking is O(new lines).
+
+def new_session_record(session):
+    return {"schema_version": SCHEMA_VERSION, "session": session, "client": "",
+            "started": None, "updated": None, "ended": None, "end_reason": "",
+            "journal_offset": 0, "events": 0, "torn": 0, "note": "", "next": "",
+            "note_t": None, "changes": 0, "changed_since_note": [], "files": {},
+            "failed": [], "denied": [], "receipts": [], "subagents": [], "actions": [],
+            "pending": None, "prompts": 0, "tools": 0, "stop_blocks": 0,
+            "bank_blocks": 0, "check_blocks": {}, "checks": {}, "stop_allowed": [],
+            "client_pid": None, "client_start": None, "source": "", "compactions": 0,
+            "compact_pending": False, "last_prompt": "", "opened": [], "closed": [],
+            "hook_ms": {}}
+
+
+def migrate_session_record(data, session):
+    """A record of any known schema version, completed with today's fields."""
+    record = new_session_record(session)
+    if isinstance(data, dict) and isinstance(data.get("schema_version"), int):
+        for key, value in data.items():
+            if key in record and (record[key] is None or isinstance(value, type(
+                    record[key]))):
+                record[key] = value
+    record["schema_version"] = SCHEMA_VERSION
+    return record
+
+
+def _push(items, value, limit=RECORD_LIST_MAX):
+    items.append(value)
+    del items[:-limit]
+
+
+def fold_event(rec, ev):
+    """Fold one journal record into a session record (pure, in place)."""
+    kind, t = ev.get("k"), ev.get("t")
+    rec["events"] += 1
+    if isinstance(t, (int, float)):
+        rec["updated"] = max(rec["updated"] or t, t)
+        if rec["started"] is None:
+            rec["started"] = t
+    if ev.get("c") and not rec["client"]:
+        rec["client"] = ev["c"]
+    if isinstance(ev.get("ms"), (int, float)) and ev.get("e"):
+        stats = rec["hook_ms"].setdefault(ev["e"], [0, 0.0, 0.0])
+        stats[0] += 1
+        stats[1] = round(stats[1] + ev["ms"], 3)
+        stats[2] = max(stats[2], ev["ms"])
+    if kind == "start":
+        rec["client_pid"] = ev.get("pid")
+        rec["client_start"] = ev.get("pid_start")
+        rec["source"] = ev.get("source") or ""
+        rec["ended"] = None
+        if ev.get("source") == "compact":
+            rec["compactions"] += 1
+            rec["compact_pending"] = False
+    elif kind == "prompt":
+        rec["prompts"] += 1
+        rec["last_prompt"] = clip(ev.get("text", ""), 200)
+    elif kind == "call":
+        rec["pending"] = {"what": ev.get("what", ""), "tool": ev.get("tool", ""), "t": t}
+    elif kind == "tool":
+        rec["tools"] += 1
+        rec["pending"] = None
+        what = ev.get("what", "")
+        _push(rec["actions"], what)
+        for path, mode in ev.get("files") or []:
+            if mode in ("write", "delete"):
+                rec["files"][path] = t
+                rec["changes"] += 1
+                if path not in rec["changed_since_note"]:
+                    rec["changed_since_note"].append(path)
+        if len(rec["files"]) > 200:
+            for old in sorted(rec["files"], key=lambda p: rec["files"][p] or 0)[:-200]:
+                del rec["files"][old]
+        if ev.get("ok") is False:
+            rec["failed"] = [f for f in rec["failed"] if f.get("what") != what]
+            _push(rec["failed"], {"what": what, "error": ev.get("error", ""), "t": t})
+        elif ev.get("ok") is True and ev.get("tool") in SHELL_TOOLS:
+            rec["failed"] = [f for f in rec["failed"] if f.get("what") != what]
+    elif kind == "deny":
+        _push(rec["denied"], {"law": ev.get("law"), "what": ev.get("what", ""),
+                              "action": ev.get("action"), "t": t})
+    elif kind == "receipt":
+        _push(rec["receipts"], {"law": ev.get("law"), "by": ev.get("by"),
+                                "who": ev.get("who"), "why": ev.get("why"),
+                                "what": ev.get("what", ""), "t": t})
+    elif kind == "stop":
+        if ev.get("decision") == "block":
+            rec["stop_blocks"] += 1
+            for law in ev.get("laws") or []:
+                if law == "bank-before-stop":
+                    rec["bank_blocks"] += 1
+                rec["check_blocks"][law] = rec["check_blocks"].get(law, 0) + 1
+        else:
+            if ev.get("allowed_after"):
+                _push(rec["stop_allowed"], {"blocks": ev["allowed_after"],
+                                            "laws": ev.get("laws") or [], "t": t})
+            rec["stop_blocks"] = 0
+            rec["check_blocks"] = {}
+    elif kind == "check":
+        rec["checks"][ev.get("law", "?")] = {
+            "ok": ev.get("ok"), "code": ev.get("code"), "tail": ev.get("tail", ""),
+            "cmd": ev.get("cmd", ""), "changes": ev.get("changes", 0)}
+    elif kind == "note":
+        if ev.get("note"):
+            rec["note"] = ev["note"]
+        if ev.get("next"):
+            rec["next"] = ev["next"]
+        if ev.get("note") or ev.get("next"):
+            rec["note_t"] = t
+            rec["changed_since_note"] = []
+            rec["bank_blocks"] = 0
+        for tid in ev.get("open") or []:
+            _push(rec["opened"], tid)
+        for tid in ev.get("close") or []:
+            _push(rec["closed"], tid)
+    elif kind in ("subagent-start", "subagent-stop"):
+        _push(rec["subagents"], {"id": ev.get("agent", ""), "type": ev.get("agent_type",
+                                                                          ""),
+                                 "phase": kind[9:], "message": ev.get("message", ""),
+                                 "t": t})
+    elif kind == "compact":
+        if ev.get("phase") == "post":
+            rec["compact_pending"] = True
+    elif kind == "end":
+        rec["ended"] = t
+        rec["end_reason"] = ev.get("reason", "")
+    return rec
+
+
+def fold_journal(estate, session, rec=None, limit_bytes=None):
+    """Bring a session record up to date with its journal (reads new lines only)."""
+    if rec is None:
+        rec = new_session_record(session)
+    path = estate.journal(session)
+    offset = rec.get("journal_offset") or 0
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return rec
+    if size < offset:
+        rec = new_session_record(session)
+        offset = 0
+    for record, _lineno, end in read_records(path, offset, limit_bytes):
+        if record is None:
+            rec["torn"] += 1
+        else:
+            fold_event(rec, record)
+        offset = end
+    rec["journal_offset"] = offset
+    return rec
+
+
+def load_session_record(estate, session):
+    """The stored record of a session (None when absent or unreadable)."""
+    try:
+        data = read_json_file(estate.record(session), "session record")
+    except NotrestError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    return migrate_session_record(data, session)
+
+
+def current_session_record(estate, session, limit_bytes=None):
+    """The stored record brought up to date with the journal tail, not written."""
+    rec = load_session_record(estate, session)
+    return fold_journal(estate, session, rec, limit_bytes=limit_bytes)
+
+
+def _index_entry(rec):
+    return {"session": rec["session"], "client": rec["client"],
+            "started": rec["started"], "updated": rec["updated"], "ended": rec["ended"],
+            "note": clip(rec["note"], 160), "pid": rec["client_pid"],
+            "pid_start": rec["client_start"]}
+
+
+def load_index(estate):
+    """Index entries newest first; a broken or missing index falls back to the
+    newest session files (bounded), and says so."""
+    path = estate.path("index.json")
+    try:
+        data = read_json_file(path, "index")
+    except NotrestError:
+        data = "broken"
+    if isinstance(data, dict) and isinstance(data.get("sessions"), list):
+        return [e for e in data["sessions"] if isinstance(e, dict) and
+                isinstance(e.get("session"), str)]
+    entries = []
+    folder = estate.path("journal")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    stamped = []
+    for name in names:
+        if name.endswith(".jsonl"):
+            try:
+                stamped.append((os.path.getmtime(os.path.join(folder, name)), name[:-6]))
+            except OSError:
+                pass
+    stamped.sort(reverse=True)
+    for mtime, session in stamped[:INDEX_SCAN_SESSIONS]:
+        entries.append({"session": session, "updated": mtime, "started": None})
+    return entries
+
+
+def update_index(estate, rec):
+    """Put one session's summary at its place in the bounded, newest-first index."""
+    path = estate.path("index.json")
+    with _Lock(estate.path(".index.lock")):
+        try:
+            data = read_json_file(path, "index")
+        except NotrestError:
+            sys.stderr.write("notrest: index.json is broken; it was left as it is: run "
+                             "`notrest rebuild`\n")
+            return
+        sessions = data.get("sessions", []) if isinstance(data, dict) else []
+        sessions = [e for e in sessions if isinstance(e, dict) and e.get("session") !=
+                    rec["session"]]
+        sessions.append(_index_entry(rec))
+        sessions.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
+                                        "sessions": sessions[:INDEX_MAX_SESSIONS]}))
+
+
+# ---- processes: who is the client, is it alive ------------------------------
+
+_SHELL_COMMS = frozenset(("sh", "dash", "bash", "zsh", "ksh", "mksh", "ash", "busybox",
+                          "env", "timeout", "nice"))
+
+
+def _proc_stat(pid):
+    """(comm, ppid, start ticks) from /proc, or None where there is no /proc."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as handle:
+            data = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    close = data.rfind(")")
+    comm = data[data.find("(") + 1:close]
+    fields = data[close + 2:].split()
+    try:
+        return comm, int(fields[1]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def client_process():
+    """(pid, start ticks) of the client that ran this hook: the first ancestor that
+    is not a shell or a launcher."""
+    pid = os.getppid()
+    for _ in range(6):
+        stat = _proc_stat(pid)
+        if stat is None:
+            return pid, None
+        comm, ppid, start = stat
+        if comm not in _SHELL_COMMS and not comm.endswith(".sh") or ppid <= 1:
+            return pid, start
+        pid = ppid
+    return pid, None
+
+
+def process_alive(pid, start=None):
+    if not isinstance(pid, int) or pid <= 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    except OSError:
+        return False
+    if start is not None:
+        stat = _proc_stat(pid)
+        if stat is not None and stat[2] != start:
+            return False
+    return True
+
+
+def ancestor_pids():
+    pids, pid = [], os.getpid()
+    for _ in range(30):
+        stat = _proc_stat(pid)
+        if stat is None:
+            break
+        pid = stat[1]
+        if pid <= 1:
+            break
+        pids.append(pid)
+    if not pids:
+        pids.append(os.getppid())
+    return pids
+
+
+def session_state(rec, now):
+    """ended, live or died."""
+    if rec.get("ended"):
+        return "ended"
+    pid = rec.get("client_pid")
+    if isinstance(pid, int):
+        return "live" if process_alive(pid, rec.get("client_start")) else "died"
+    updated = rec.get("updated") or 0
+    return "live" if now - updated < LIVE_WINDOW_S else "died"
+
+
+def resolve_session(estate, explicit=None, env=None):
+    """The session a `bank` run belongs to: --session, $NOTREST_SESSION, the client
+    among this process's ancestors, else the most recent session still open."""
+    env = os.environ if env is None else env
+    for candidate in (explicit, env.get("NOTREST_SESSION")):
+        if candidate:
+            session = sanitize_session_id(candidate)
+            if explicit or os.path.exists(estate.journal(session)):
+                return session, "given" if explicit else "$NOTREST_SESSION"
+    entries = load_index(estate)
+    ancestors = set(ancestor_pids())
+    for entry in entries[:INDEX_SCAN_SESSIONS]:
+        if entry.get("pid") in ancestors and not entry.get("ended"):
+            return entry["session"], "its client is this process's ancestor"
+    open_entries = [e for e in entries[:INDEX_SCAN_SESSIONS] if not e.get("ended")]
+    if open_entries:
+        newest = max(open_entries, key=lambda e: _journal_mtime(estate, e["session"]))
+        return newest["session"], "the most recently active open session"
+    if entries:
+        return entries[0]["session"], "the newest session"
+    raise NotrestError("there is no session to bank", estate.dir,
+                       "pass --session ID (the Stop message names it)", code=2)
+
+
+def _journal_mtime(estate, session):
+    try:
+        return os.path.getmtime(estate.journal(session))
+    except OSError:
+        return 0.0
+
+
+# ---- threads -----------------------------------------------------------------
+
+def load_threads(estate):
+    """{id: thread} folded from threads.jsonl (a status change is a new record)."""
+    threads = {}
+    for record, _lineno, _end in read_records(estate.path("threads.jsonl")):
+        if not record or not isinstance(record.get("id"), str):
+            continue
+        item = threads.setdefault(record["id"], {"id": record["id"], "kind": "thread",
+                                                 "text": "", "status": "open"})
+        for key in ("kind", "text", "status", "session", "t", "evidence", "law"):
+            if record.get(key) is not None:
+                item[key] = record[key]
+    return threads
+
+
+def add_threads(estate, texts, session, now, kind="thread", extra=None):
+    """Append new open threads; returns their ids (t1, t2, ... in order)."""
+    ids = []
+    with _Lock(estate.path(".threads.lock")):
+        known = load_threads(estate)
+        number = len(known)
+        prefix = "t" if kind == "thread" else "L"
+        for text in texts:
+            number += 1
+            while "%s%d" % (prefix, number) in known:
+                number += 1
+            tid = "%s%d" % (prefix, number)
+            record = {"v": SCHEMA_VERSION, "k": "thread", "id": tid, "kind": kind,
+                      "text": clip(redact_secrets(text), 500), "status": "open",
+                      "session": session, "t": now}
+            if extra:
+                record.update(extra)
+            append_record(estate.path("threads.jsonl"), record)
+            known[tid] = record
+            ids.append(tid)
+    return ids
+
+
+def close_threads(estate, ids, session, now, status="closed"):
+    known = load_threads(estate)
+    missing = [tid for tid in ids if tid not in known]
+    if missing:
+        raise NotrestError("no thread named %s" % ", ".join(missing),
+                           estate.path("threads.jsonl"),
+                           "see the open threads with `notrest status`", code=2)
+    for tid in ids:
+        append_record(estate.path("threads.jsonl"), {
+            "v": SCHEMA_VERSION, "k": "thread", "id": tid, "status": status,
+            "session": session, "t": now})
+
+
+# ==== packet ================================================================
+# gather_snapshot reads the estate (bounded: the index, the newest records and
+# journal tails, one git call); build_packet is pure: same snapshot, same bytes.
+
+def run_command(argv, cwd=None, timeout=10.0, input_bytes=None, env=None):
+    """(exit code, stdout, stderr) of a command; its whole process group is killed
+    on timeout (code 124). Never a shell string, never our own stdout."""
+    import subprocess
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if
+                                input_bytes is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as exc:
+        return 127, b"", str(exc).encode()
+    try:
+        out, err = proc.communicate(input_bytes, timeout=timeout)
+        return proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        import signal
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = proc.communicate()
+        return 124, out, err + b"\n(timed out after %ds)" % int(timeout)
+
+
+def git_state(root):
+    """{branch, dirty, commit, subject} from one bounded git call, or None."""
+    code, out, _err = run_command(["git", "-C", root, "status", "--porcelain=v2",
+                                   "--branch", "-z", "--untracked-files=normal"],
+                                  timeout=3.0)
+    if code != 0:
+        return None
+    state = {"branch": "", "dirty": 0, "commit": "", "subject": ""}
+    for entry in out.decode("utf-8", "replace").split("\0"):
+        if entry.startswith("# branch.head "):
+            state["branch"] = entry[14:]
+        elif entry.startswith("# branch.oid "):
+            state["commit"] = entry[13:20] if entry[13:] != "(initial)" else ""
+        elif entry and entry[0] in "12u?":
+            state["dirty"] += 1
+    state["subject"] = _last_commit_subject(root)
+    return state
+
+
+def _last_commit_subject(root):
+    """The subject of the last commit, read from the HEAD reflog (no second call)."""
+    path = os.path.join(root, ".git", "logs", "HEAD")
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - 4096))
+            tail = handle.read().decode("utf-8", "replace").rstrip("\n")
+    except OSError:
+        return ""
+    last = tail.rsplit("\n", 1)[-1]
+    message = last.split("\t", 1)[1] if "\t" in last else ""
+    for prefix in ("commit (initial): ", "commit (amend): ", "commit (merge): ",
+                   "commit: "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return ""
+
+
+def current_branch(root):
+    """The checked-out branch read from .git/HEAD (no subprocess), or None."""
+    try:
+        with open(os.path.join(root, ".git", "HEAD"), "rb") as handle:
+            head = handle.read(512).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if head.startswith("ref: refs/heads/"):
+        return head[16:]
+    return None
+
+
+def gather_snapshot(estate, session, now, book=None, config=None, with_git=True):
+    """Everything the packet shows, read from the estate (bounded in history)."""
+    config = load_config(estate) if config is None else config
+    book = load_lawbook(estate) if book is None else book
+    entries = [e for e in load_index(estate) if e.get("session") != session]
+    others = []
+    for entry in entries[:INDEX_SCAN_SESSIONS]:
+        rec = current_session_record(estate, entry["session"],
+                                     limit_bytes=DIED_TAIL_BYTES)
+        if rec["events"] == 0 and not rec["note"]:
+            continue
+        rec["state"] = session_state(rec, now)
+        others.append(rec)
+    others.sort(key=lambda r: -(r.get("updated") or 0))
+    last = next((r for r in others if r["state"] != "live"), None)
+    live = []
+    for rec in others:
+        if rec["state"] != "live":
+            continue
+        recent = sorted((p for p, t in rec["files"].items() if t and now - t <
+                         LIVE_WINDOW_S), key=lambda p: -rec["files"][p])
+        live.append({"session": rec["session"], "client": rec["client"],
+                     "files": recent, "pending": rec.get("pending")})
+    threads = [t for t in load_threads(estate).values() if t.get("status") == "open"]
+    snapshot = {
+        "project": os.path.basename(estate.root) or estate.root,
+        "session": session,
+        "cli": cli_hint(estate, config),
+        "laws": [{"id": law.id, "text": format_law_text(law.text, cli_hint(estate, config)),
+                  "action": law.action} for law in book.active()],
+        "law_problems": list(book.problems),
+        "last": _last_summary(last) if last else None,
+        "live": live,
+        "threads": [{"id": t["id"], "text": t.get("text", ""), "kind": t.get("kind")}
+                    for t in sorted(threads, key=_thread_order)],
+        "git": git_state(estate.root) if with_git else None,
+        "learned": learned_summary(estate),
+    }
+    return snapshot
+
+
+def _thread_order(thread):
+    tid = thread.get("id", "")
+    digits = "".join(ch for ch in tid if ch.isdigit())
+    return (tid[:1], int(digits) if digits else 0)
+
+
+def _last_summary(rec):
+    files = sorted(rec["files"], key=lambda p: -(rec["files"][p] or 0))
+    return {"session": rec["session"], "client": rec["client"], "state": rec["state"],
+            "started": rec["started"], "updated": rec["updated"], "note": rec["note"],
+            "next": rec["next"], "files": files, "failed": rec["failed"][-3:],
+            "denied": rec["denied"][-3:], "receipts": rec["receipts"][-3:],
+            "stop_allowed": rec["stop_allowed"][-2:], "actions": rec["actions"][-6:],
+            "pending": rec["pending"], "changed_since_note": rec["changed_since_note"],
+            "subagents": rec["subagents"][-3:], "torn": rec["torn"]}
+
+
+def _list_text(items, limit, quote=False):
+    shown = [("`%s`" % one_line(i, 80)) if quote else one_line(i, 80)
+             for i in items[:limit]]
+    more = len(items) - limit
+    return ", ".join(shown) + (" and %d more" % more if more > 0 else "")
+
+
+def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
+    """The start packet text: deterministic, within budget bytes, one line per item,
+    each line capped and free of control characters."""
+    lines = []  # (weight, text): weight 0 is kept longest, higher weights go first
+
+    def add(text, weight):
+        lines.append((weight, clip_bytes(one_line(text, PACKET_LINE_MAX * 2),
+                                         PACKET_LINE_MAX)))
+
+    cli = snapshot.get("cli") or "notrest"
+    add("notrest start packet for %s. The harness journals this session; laws are "
+        "enforced by hooks." % snapshot.get("project", "?"), 0)
+    add("## Laws in force", 0)
+    for law in snapshot.get("laws", []):
+        add("- %s: %s" % (law["id"], law["text"]), 0)
+    for problem in snapshot.get("law_problems", [])[:2]:
+        add("! %s (built-in laws still enforced)" % problem, 1)
+    last = snapshot.get("last")
+    if last:
+        state = {"died": "DIED without banking (reconstructed from its journal)",
+                 "ended": "ended", "live": "live"}.get(last["state"], last["state"])
+        add("## Last session %s (%s): %s, last active %s" % (
+            short_id(last["session"]), last["client"] or "?", state,
+            iso_time(last["updated"])), 0)
+        add("Note: %s" % (last["note"] or "(none banked)"), 0)
+        if last["next"]:
+            add("Next step: %s" % last["next"], 0)
+        if last["files"]:
+            add("Files changed (%d): %s" % (len(last["files"]), _list_text(
+                last["files"], 12)), 1)
+        if last["state"] == "died" and last.get("pending"):
+            add("It was running: `%s` (%s)" % (one_line(last["pending"].get("what"), 120),
+                                               last["pending"].get("tool")), 1)
+        if last["state"] == "died" and last["actions"]:
+            add("Its last actions: %s" % _list_text(last["actions"][::-1], 6, True), 2)
+        for failure in last["failed"][::-1]:
+            add("Failed: `%s` %s" % (one_line(failure.get("what"), 100),
+                                     one_line(failure.get("error", ""), 100)), 2)
+        for denial in last["denied"][::-1]:
+            add("Denied (%s): `%s`" % (denial.get("law"), one_line(denial.get("what"),
+                                                                  120)), 2)
+        for receipt in last["receipts"][::-1]:
+            add("Override of %s by %s%s: `%s`" % (
+                receipt.get("law"), receipt.get("by"),
+                " (%s: %s)" % (receipt.get("who"), receipt.get("why")) if receipt.get(
+                    "why") else "", one_line(receipt.get("what"), 80)), 2)
+        for stop in last["stop_allowed"][::-1]:
+            add("Stop allowed after %s blocks (%s unmet)" % (
+                stop.get("blocks"), ", ".join(stop.get("laws") or [])), 2)
+        if last["changed_since_note"] and last["note"]:
+            add("Changed after its last note: %s" % _list_text(
+                last["changed_since_note"], 8), 3)
+        for agent in last["subagents"][::-1]:
+            if agent.get("phase") == "stop":
+                add("Subagent %s (%s) ended: %s" % (short_id(agent.get("id")),
+                                                   agent.get("type"),
+                                                   one_line(agent.get("message"), 80)), 4)
+        if last.get("torn"):
+            add("(%d damaged journal line(s) skipped)" % last["torn"], 4)
+    else:
+        add("## Last session: none recorded yet", 1)
+    threads = snapshot.get("threads", [])
+    if threads:
+        add("## Open threads (%d)" % len(threads), 1)
+        for thread in threads:
+            add("- %s: %s" % (thread["id"], thread["text"]), 3)
+    live = snapshot.get("live", [])
+    if live:
+        add("## Other live sessions on this repo (%d)" % len(live), 1)
+        for other in live:
+            touched = _list_text(other["files"], 8) if other["files"] else "no files"
+            add("- %s (%s), touched in the last 30 min: %s" % (
+                short_id(other["session"]), other["client"] or "?", touched), 2)
+    git = snapshot.get("git")
+    if git:
+        add("## Git: branch %s, %d uncommitted path%s, last commit %s %s" % (
+            git["branch"] or "?", git["dirty"], "" if git["dirty"] == 1 else "s",
+            git["commit"] or "(none)", ("\"%s\"" % git["subject"]) if git["subject"]
+            else ""), 1)
+    learned = snapshot.get("learned") or {}
+    if learned.get("tools") or learned.get("lessons") or learned.get("waiting"):
+        add("## Learned", 3)
+        for tool in learned.get("tools", []):
+            add("- tool %s: %s" % (tool["slug"], tool["summary"]), 4)
+        for lesson in learned.get("lessons", []):
+            add("- lesson %s: %s" % (lesson["id"], lesson["text"]), 4)
+        if learned.get("waiting"):
+            add("- %d new candidate(s) wait; top: %s (`%s learn --list`)" % (
+                learned["waiting"], learned.get("top", "?"), cli), 5)
+    add("Bank before you stop: `%s bank --note \"what you did\" --next \"what comes "
+        "next\"` (open threads: --open TEXT, --close ID)." % cli, 0)
+    return _fit_budget(lines, budget)
+
+
+def _fit_budget(lines, budget):
+    """Drop the heaviest lines (last first) until the text fits in budget bytes."""
+    kept = list(lines)
+    dropped = 0
+
+    def size(items, extra):
+        total = sum(len(t.encode("utf-8")) + 1 for _, t in items)
+        return total + (len(extra.encode("utf-8")) + 1 if extra else 0)
+
+    note = ""
+    while kept and size(kept, note) > budget:
+        heaviest = max(w for w, _ in kept)
+        if heaviest == 0:
+            break
+        for i in range(len(kept) - 1, -1, -1):
+            if kept[i][0] == heaviest:
+                del kept[i]
+                dropped += 1
+                break
+        note = "(%d line(s) left out to fit %d bytes; run `notrest packet` for all)" % (
+            dropped, budget)
+    text_lines = [t for _, t in kept] + ([note] if note else [])
+    out = "\n".join(text_lines) + "\n"
+    while len(out.encode("utf-8")) > budget and len(text_lines) > 1:
+        text_lines.pop(-2 if note else -1)
+        out = "\n".join(text_lines) + "\n"
+    if len(out.encode("utf-8")) > budget:
+        out = clip_bytes(out, budget)
+    return out
+
+
+def learned_summary(estate):
+    """Compiled tools, accepted lessons and waiting candidates for the packet."""
+    return {}
+
+
+# ==== gate ==================================================================
+# Rendering a verdict in each client's dialect. Codex rejects unknown keys and
+# runs the command on an "ask", so every answer uses only the keys both accept.
+
+def render_answer(event, verdict, context=None):
+    """(stdout, stderr, exit code) for one event's final verdict."""
+    kind, client = event.kind, event.client
+    out = {}
+    err = ""
+    action = verdict.action
+    if kind in ("PreToolUse", "PermissionRequest") and action == "ask" and client != "claude":
+        action = "deny"
+    if kind == "PreToolUse":
+        if action in ("deny", "ask", "block"):
+            out["hookSpecificOutput"] = {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "ask" if action == "ask" else "deny",
+                "permissionDecisionReason": verdict.text()}
+        elif action == "warn" or verdict.message or context:
+            note = context or verdict.message or verdict.text()
+            out["hookSpecificOutput"] = {"hookEventName": "PreToolUse",
+                                         "additionalContext": note}
+    elif kind == "PermissionRequest":
+        if action in ("deny", "block"):
+            out["hookSpecificOutput"] = {"hookEventName": "PermissionRequest",
+                                         "decision": {"behavior": "deny",
+                                                      "message": verdict.text()}}
+    elif kind == "UserPromptSubmit":
+        if action in ("deny", "block", "ask"):
+            out["decision"] = "block"
+            out["reason"] = verdict.text()
+            err = verdict.text()
+        elif context:
+            out["hookSpecificOutput"] = {"hookEventName": "UserPromptSubmit",
+                                         "additionalContext": context}
+    elif kind == "Stop":
+        if action in ("deny", "block", "ask"):
+            out["decision"] = "block"
+            out["reason"] = verdict.text()
+    elif kind == "SessionStart" and context:
+        out["hookSpecificOutput"] = {"hookEventName": "SessionStart",
+                                     "additionalContext": context}
+    if verdict.message and action not in ("deny", "block", "ask") and kind in (
+            "PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SessionStart",
+            "PostToolUse"):
+        out["systemMessage"] = verdict.message
+    return json_dumps(out), err, 0
+
+
+def summarise_call(event):
+    """A short text saying what a tool call does (for the journal and packets)."""
+    tool, ti = event.tool or "?", event.tool_input
+    if tool in SHELL_TOOLS or tool.lower() in ("bash", "shell"):
+        command = ti.get("command", ti.get("cmd", ""))
+        if isinstance(command, list):
+            command = " ".join(_quote_arg(str(a)) for a in command)
+        return clip(" ".join(str(command).split()), 400)
+    if tool == "apply_patch":
+        targets = [t for t, _ in patch_targets(ti.get("command") or ti.get("patch") or "")]
+        return "apply_patch %s" % ", ".join(targets[:8])
+    for key in ("file_path", "notebook_path", "path", "pattern", "url", "query"):
+        if isinstance(ti.get(key), str):
+            return "%s %s" % (tool, clip(ti[key], 300))
+    if tool in SPAWN_TOOLS:
+        what = ti.get("description") or ti.get("message") or ti.get("prompt") or ""
+        return "%s %s" % (tool, clip(str(what), 200))
+    return tool
+
+
+def files_touched(event, root, home):
+    """[(display path, mode)] a tool call writes or deletes."""
+    ctx = GateContext(event, LawBook())
+    seen, out = set(), []
+    for path, mode, _what in ctx.accesses:
+        if mode not in ("write", "delete") or path.startswith("/dev/"):
+            continue
+        shown = display_path(path, root)
+        if (shown, mode) not in seen:
+            seen.add((shown, mode))
+            out.append([shown, mode])
+    return out
+
+
+def load_permits(estate, now):
+    path = estate.path("permits.json")
+    if not os.path.exists(path):
+        return []
+    try:
+        data = read_json_file(path, "permits")
+    except NotrestError:
+        return []
+    permits = data.get("permits", []) if isinstance(data, dict) else []
+    return [p for p in permits if isinstance(p, dict) and (p.get("expires") or 0) > now]
+
+
+def consume_permits(estate, ids):
+    path = estate.path("permits.json")
+    with _Lock(estate.path(".permits.lock")):
+        data = read_json_file(path, "permits") or {}
+        permits = [p for p in data.get("permits", []) if p.get("id") not in ids]
+        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
+                                        "permits": permits}))
+
+
+def overrides_from_env(env):
+    raw = env.get("NOTREST_OVERRIDE", "")
+    return {part for part in raw.replace(",", " ").split() if _is_slug(part)}
+
+
+def gate_event(estate, event, book, env, now, journal=True):
+    """Judge a PreToolUse/PermissionRequest/UserPromptSubmit event end to end:
+    decide, apply overrides and permits, journal receipts; returns the verdict."""
+    if event.tool and "git" in (summarise_call(event) or ""):
+        event.branch = current_branch(estate.root)
+    verdicts = decide(book, event)
+    permits = load_permits(estate, now) if any(
+        v.action in ("deny", "ask", "block") for v in verdicts) else []
+    final, receipts, used = apply_overrides(verdicts, overrides_from_env(env), permits)
+    if journal and event.session:
+        what = summarise_call(event) if event.kind != "UserPromptSubmit" else (
+            "a prompt (withheld)")
+        path = estate.journal(event.session)
+        for receipt in receipts:
+            append_record(path, dict(_base(event, now), k="receipt", what=what,
+                                     **{k: v for k, v in receipt.items() if k != "t"}))
+        if final.action in ("deny", "ask", "block"):
+            append_record(path, dict(_base(event, now), k="deny", law=final.law,
+                                     action=final.action, what=what,
+                                     reason=final.reason))
+    if used:
+        consume_permits(estate, used)
+    if book.problems and final.action == "allow" and not final.message:
+        final.message = "notrest: %s; the built-in laws are still enforced. Fix it " \
+                        "(`notrest doctor` shows how)." % book.problems[0]
+    return final
+
+
+def _base(event, now):
+    return {"v": SCHEMA_VERSION, "t": round(now, 3), "c": event.client or "",
+            "e": event.kind}
+
+
+# ==== bank ==================================================================
+
+def bank_session(estate, session, note="", next_step="", open_items=(), close_ids=(),
+                 now=None, by="cli", client=""):
+    """Journal a note (if any) and write the session record; returns the record."""
+    now = time.time() if now is None else now
+    opened = []
+    if note or next_step or open_items or close_ids:
+        if close_ids:
+            close_threads(estate, list(close_ids), session, now)
+        if open_items:
+            opened = add_threads(estate, list(open_items), session, now)
+        append_record(estate.journal(session), {
+            "v": SCHEMA_VERSION, "t": round(now, 3), "k": "note", "by": by, "c": client,
+            "note": clip(redact_secrets(note or ""), 1000),
+            "next": clip(redact_secrets(next_step or ""), 1000),
+            "open": opened, "close": list(close_ids)})
+    return refresh_session(estate, session, force_index=True)
+
+
+def refresh_session(estate, session, force_index=False):
+    """Fold new journal lines into sessions/<id>.json; update the index when what it
+    shows changed. A damaged record is rebuilt from the journal, and said so."""
+    with _Lock(estate.path("sessions", ".%s.lock" % session)):
+        path = estate.record(session)
+        before = None
+        if os.path.exists(path):
+            before = load_session_record(estate, session)
+            if before is None:
+                sys.stderr.write("notrest: %s was damaged; rebuilt it from the journal\n"
+                                 % path)
+        rec = fold_journal(estate, session, copy_record(before))
+        save_session(estate, rec)
+    if force_index or before is None or _index_entry(before) != dict(
+            _index_entry(rec), updated=before.get("updated")):
+        update_index(estate, rec)
+    return rec
+
+
+def copy_record(rec):
+    if rec is None:
+        return None
+    return json_loads(json_dumps(rec))
+
+
+def save_session(estate, rec):
+    write_atomic(estate.record(rec["session"]), json_dumps(rec) + "\n")
+
+
+def run_stop_checks(estate, book, rec, now, session, client):
+    """Run the declared Stop checks whose answer may have changed; journal them.
+    Returns {law id: result}."""
+    results = {}
+    for law in book.active():
+        if "Stop" not in law.on or not law.check:
+            continue
+        cached = rec["checks"].get(law.id)
+        if cached and cached.get("ok") and cached.get("changes") == rec["changes"]:
+            results[law.id] = cached
+            continue
+        code, tail = run_check_command(law, estate.root)
+        result = {"ok": code == 0, "code": code, "tail": tail,
+                  "cmd": law.check if isinstance(law.check, str) else " ".join(law.check),
+                  "changes": rec["changes"]}
+        results[law.id] = result
+        append_record(estate.journal(session), dict(
+            {"v": SCHEMA_VERSION, "t": round(now, 3), "k": "check", "law": law.id,
+             "c": client}, **result))
+    return results
+
+
+def run_check_command(law, root):
+    """(exit code, output tail) of a law's check command, bounded in time."""
+    argv = law.check if isinstance(law.check, list) else ["/bin/sh", "-c", law.check]
+    timeout = float(law.timeout or CHECK_TIMEOUT_S)
+    code, out, err = run_command(argv, cwd=root, timeout=timeout)
+    text = (out + b"\n" + err).decode("utf-8", "replace").strip()
+    tail = "\n".join(text.splitlines()[-15:])
+    return code, clip(redact_secrets(tail[-1500:]), 1500)
+
+
+# ==== hook adapter ==========================================================
+# `notrest hook EVENT` is what the launchers run: read the payload with a
+# deadline and a cap, normalise it, act, answer in the client's dialect.
+# Gates fail closed; journaling fails open; a hook never shows a traceback.
+
+def read_stdin(fd=0, cap=STDIN_CAP_BYTES, deadline=STDIN_DEADLINE_S):
+    """(bytes, complete): stdin up to cap bytes or until the deadline passes."""
+    import select
+    chunks, total, end = [], 0, time.monotonic() + deadline
+    while total <= cap:
+        left = end - time.monotonic()
+        if left <= 0:
+            return b"".join(chunks), False
+        try:
+            ready, _, _ = select.select([fd], [], [], left)
+        except (OSError, ValueError):
+            ready = [fd]
+        if not ready:
+            return b"".join(chunks), False
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except OSError:
+            break
+        if not chunk:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks), False
+
+
+def detect_client(payload, env):
+    """claude, codex or unknown, from the payload's own marks."""
+    transcript = payload.get("transcript_path")
+    if isinstance(transcript, str):
+        if "/rollout-" in transcript or "/.codex/" in transcript:
+            return "codex"
+        if "/.claude/" in transcript:
+            return "claude"
+    if env.get("CLAUDE_PROJECT_DIR") or "prompt_id" in payload or "effort" in payload:
+        return "claude"
+    if "turn_id" in payload:
+        return "codex"
+    session = payload.get("session_id")
+    if isinstance(session, str) and len(session) == 36 and session[8:9] == "-":
+        return {"4": "claude", "7": "codex"}.get(session[14:15], "unknown")
+    return "unknown"
+
+
+def _valid_dir(value):
+    return (isinstance(value, str) and value.startswith("/") and "\0" not in value
+            and len(value) < 4096 and os.path.isdir(value))
+
+
+def normalise(payload, event_name="", env=None, client=None):
+    """One Event from a hook payload of either client."""
+    env = os.environ if env is None else env
+    kind = payload.get("hook_event_name")
+    if not isinstance(kind, str) or not kind or len(kind) > 64:
+        kind = event_name
+    if event_name and kind != event_name and event_name in HOOK_EVENTS and (
+            kind not in HOOK_EVENTS):
+        kind = event_name
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        tool_input = {} if tool_input is None else {"command": str(tool_input)}
+    agent = None
+    if payload.get("agent_id") or payload.get("agent_type"):
+        agent = {"id": str(payload.get("agent_id") or ""),
+                 "type": str(payload.get("agent_type") or "")}
+    cwd = payload.get("cwd")
+    tool = payload.get("tool_name")
+    event = Event(
+        client=client or detect_client(payload, env),
+        kind=kind, session=sanitize_session_id(payload.get("session_id")),
+        cwd=cwd if _valid_dir(cwd) else None,
+        transcript=payload.get("transcript_path") if isinstance(
+            payload.get("transcript_path"), str) else None,
+        tool=tool if isinstance(tool, str) else None, tool_input=tool_input,
+        tool_response=payload.get("tool_response"),
+        prompt=payload.get("prompt") if isinstance(payload.get("prompt"), str) else None,
+        source=str(payload.get("source") or ""), agent=agent, raw=payload,
+        stop_hook_active=payload.get("stop_hook_active") is True,
+        env={k: env[k] for k in ("HOME", "TMPDIR", "USER", "CODEX_HOME") if env.get(k)})
+    if kind == "PostToolUseFailure":
+        event.ok = False
+        event.error = clip(str(payload.get("error") or ""), 600)
+    elif kind == "PostToolUse":
+        event.ok, event.error = _outcome(event)
+    return event
+
+
+def _outcome(event):
+    """(ok, error) of a PostToolUse: Claude reports failures in their own event;
+    Codex gives only the output text (apply_patch prints its exit code)."""
+    response = event.tool_response
+    if isinstance(response, dict):
+        if response.get("interrupted"):
+            return False, "interrupted"
+        return True, ""
+    if isinstance(response, str) and response.startswith("Exit code: "):
+        code = response[11:].split("\n", 1)[0].strip()
+        if code.isdigit() and code != "0":
+            return False, clip(response, 600)
+        return True, ""
+    return (True, "") if event.client == "claude" else (None, "")
+
+
+def locate_root(event, env, code_dir):
+    """The project whose estate this hook writes: the project of an installed copy
+    (<root>/.notrest/notrest.py), else $CLAUDE_PROJECT_DIR or the payload's cwd,
+    walked up to the nearest estate."""
+    if code_dir and os.path.basename(code_dir) == ESTATE_DIR:
+        return os.path.dirname(code_dir)
+    for start in (env.get("CLAUDE_PROJECT_DIR"), event.cwd):
+        if _valid_dir(start):
+            return find_root(start) or start
+    return os.getcwd()
+
+
+def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
+    """Entry point of the sh launchers. Never raises; returns the exit code."""
+    env = os.environ if env is None else env
+    out = out or sys.stdout
+    err = err or sys.stderr
+    started = time.perf_counter()
+    event_name = argv[0] if argv else ""
+    client = None
+    if len(argv) >= 2 and argv[1] in ("claude", "codex"):
+        client = argv[1]
+    raw, complete = read_stdin(stdin_fd)
+    payload = None
+    if raw.strip():
+        try:
+            payload = json_loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            payload = None
+    if not isinstance(payload, dict):
+        if raw.strip():
+            err.write("notrest: hook %s: stdin held no JSON object (%d bytes%s); "
+                      "nothing to do\n" % (neutralise(event_name)[:40], len(raw),
+                                           "" if complete else ", cut at the cap"))
+        out.write("{}\n")
+        return 0
+    try:
+        event = normalise(payload, event_name, env, client)
+        code_dir = os.path.dirname(os.path.abspath(__file__))
+        event.root = locate_root(event, env, code_dir)
+        event.cwd = event.cwd or event.root
+        event.home = env.get("HOME") or os.path.expanduser("~")
+        answer, message, code = dispatch_hook(Estate(event.root), event, env,
+                                              started)
+    except Exception as exc:  # a hook never shows a traceback to the agent
+        kind = payload.get("hook_event_name") or event_name
+        if kind in ("PreToolUse", "PermissionRequest"):
+            reason = ("notrest deny [gate-error]: the gate failed (%s: %s), so the call "
+                      "was refused to stay safe. Instead: retry; if it persists, ask a "
+                      "person to run `notrest doctor`." % (type(exc).__name__,
+                                                           clip(str(exc), 200)))
+            fake = Event(kind=kind, client=detect_client(payload, env))
+            answer, message, code = render_answer(fake, Verdict("deny", "gate-error",
+                                                                reason))
+            answer = json_dumps({"hookSpecificOutput": {
+                "hookEventName": kind, "permissionDecision": "deny",
+                "permissionDecisionReason": reason}}) if kind == "PreToolUse" else answer
+        else:
+            answer, message, code = "{}", "", 0
+        err.write("notrest: hook %s failed: %s: %s\n" % (neutralise(kind)[:40],
+                                                         type(exc).__name__,
+                                                         clip(neutralise(exc), 300)))
+        if env.get("NOTREST_DEBUG"):
+            import traceback
+            traceback.print_exc(file=err)
+    out.write(answer + "\n")
+    if message:
+        err.write(message + "\n")
+    return code
+
+
+def dispatch_hook(estate, event, env, started):
+    """Act on one normalised event; (stdout, stderr, exit code)."""
+    now = time.time()
+    kind, session = event.kind, event.session
+    journal = estate.journal(session)
+    base = _base(event, now)
+    config = load_config(estate) if kind in ("SessionStart", "PreToolUse", "Stop",
+                                             "PermissionRequest", "UserPromptSubmit") else {}
+    event.facts["cli"] = cli_hint(estate, config)
+
+    def stamp(record):
+        record["ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return record
+
+    if kind == "SessionStart":
+        pid, pid_start = client_process()
+        append_record(journal, stamp(dict(base, k="start", source=event.source,
+                                          pid=pid, pid_start=pid_start,
+                                          model=str(event.raw.get("model") or ""))))
+        refresh_session(estate, session, force_index=True)
+        _export_session_id(env, session)
+        packet = build_packet(gather_snapshot(estate, session, now, config=config),
+                              _packet_budget(config))
+        return render_answer(event, Verdict("allow"), context=packet)
+    if kind in ("PreToolUse", "PermissionRequest"):
+        book = load_lawbook(estate)
+        verdict = gate_event(estate, event, book, env, now)
+        record = dict(base, k="call", tool=event.tool or "", what=summarise_call(event))
+        if event.agent:
+            record["agent"] = event.agent["id"]
+        if kind == "PreToolUse":
+            append_record(journal, stamp(record))
+            if verdict.action == "allow" and event.tool in SHELL_TOOLS and \
+                    "apply_patch" in record["what"] and event.client != "claude":
+                append_record(journal, dict(base, k="tool", tool="apply_patch",
+                                            what=record["what"], ok=None,
+                                            files=files_touched(event, estate.root,
+                                                                event.home)))
+        return render_answer(event, verdict)
+    if kind == "UserPromptSubmit":
+        book = load_lawbook(estate)
+        verdict = gate_event(estate, event, book, env, now)
+        if verdict.action in ("deny", "block", "ask"):
+            verdict.reason += ". The prompt was not sent to the model and not journaled"
+            return render_answer(event, verdict)
+        append_record(journal, stamp(dict(base, k="prompt",
+                                          text=clip(redact_secrets(event.prompt or ""),
+                                                    JOURNAL_TEXT_MAX))))
+        context = None
+        rec = current_session_record(estate, session)
+        if rec.get("compact_pending"):
+            append_record(journal, dict(base, k="start", source="compact",
+                                        pid=rec.get("client_pid"),
+                                        pid_start=rec.get("client_start"),
+                                        via="UserPromptSubmit"))
+            context = build_packet(gather_snapshot(estate, session, now, book=book,
+                                                   config=config),
+                                   _packet_budget(config))
+        return render_answer(event, verdict, context=context)
+    if kind in ("PostToolUse", "PostToolUseFailure"):
+        record = dict(base, k="tool", tool=event.tool or "", what=summarise_call(event),
+                      ok=event.ok, files=files_touched(event, estate.root, event.home))
+        if event.error:
+            record["error"] = event.error
+        if event.agent:
+            record["agent"] = event.agent["id"]
+        append_record(journal, stamp(record))
+        return "{}", "", 0
+    if kind in ("SubagentStart", "SubagentStop"):
+        agent = event.agent or {}
+        record = dict(base, k="subagent-start" if kind == "SubagentStart" else
+                      "subagent-stop", agent=agent.get("id", ""),
+                      agent_type=agent.get("type", ""))
+        if kind == "SubagentStop":
+            record["message"] = clip(str(event.raw.get("last_assistant_message") or ""),
+                                     500)
+        append_record(journal, stamp(record))
+        return "{}", "", 0
+    if kind == "Stop":
+        return stop_hook(estate, event, env, now, config, stamp)
+    if kind in ("PreCompact", "PostCompact"):
+        append_record(journal, stamp(dict(base, k="compact", phase="pre" if kind ==
+                                          "PreCompact" else "post",
+                                          trigger=str(event.raw.get("trigger") or ""))))
+        refresh_session(estate, session)
+        return "{}", "", 0
+    if kind == "SessionEnd":
+        append_record(journal, stamp(dict(base, k="end",
+                                          reason=str(event.raw.get("reason") or ""))))
+        refresh_session(estate, session, force_index=True)
+        return "{}", "", 0
+    if kind == "Notification":
+        append_record(journal, stamp(dict(base, k="notice", message=clip(
+            str(event.raw.get("message") or ""), 500))))
+        return "{}", "", 0
+    append_record(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
+    return "{}", "", 0
+
+
+def stop_hook(estate, event, env, now, config, stamp):
+    session = event.session
+    rec = refresh_session(estate, session)
+    book = load_lawbook(estate)
+    facts = event.facts
+    facts["changed_since_note"] = rec["changed_since_note"]
+    facts["bank_blocks"] = rec["bank_blocks"]
+    facts["check_blocks"] = rec["check_blocks"]
+    facts["checks"] = run_stop_checks(estate, book, rec, now, session, event.client)
+    verdicts = decide(book, event)
+    final, receipts, used = apply_overrides(
+        verdicts, overrides_from_env(env), load_permits(estate, now) if verdicts else [],
+        stop_blocks=rec["stop_blocks"], bound=book.stop_block_bound, kind="Stop")
+    journal = estate.journal(session)
+    base = _base(event, now)
+    for receipt in receipts:
+        if receipt.get("stop_allowed_after"):
+            continue
+        append_record(journal, dict(base, k="receipt", what="stop",
+                                    **{k: v for k, v in receipt.items() if k != "t"}))
+    if used:
+        consume_permits(estate, used)
+    blocked = final.action in ("deny", "block", "ask")
+    laws = [final.law] if blocked else sorted({r["law"] for r in receipts if r.get(
+        "stop_allowed_after")})
+    if blocked:
+        final.reason = _escalate(final, rec["stop_blocks"], book.stop_block_bound)
+    record = dict(base, k="stop", decision="block" if blocked else "allow", laws=laws)
+    if not blocked and laws:
+        record["allowed_after"] = rec["stop_blocks"]
+    append_record(journal, stamp(record))
+    refresh_session(estate, session)
+    if not blocked:
+        learn_on_stop(estate, now)
+    return render_answer(event, final)
+
+
+def _escalate(verdict, blocks, bound):
+    """Each block of a stop says more, and says how many are left."""
+    left = bound - blocks - 1
+    if blocks == 0:
+        return verdict.reason
+    tail = (" This is block %d of %d; after that the stop is allowed and recorded as "
+            "unmet for the next session." % (blocks + 1, bound)) if left >= 0 else ""
+    return "STILL UNMET (%s): %s.%s" % (verdict.law, verdict.reason, tail)
+
+
+def _export_session_id(env, session):
+    """Claude passes CLAUDE_ENV_FILE to SessionStart: lines there become the
+    environment of later Bash calls, so `notrest bank` finds its session."""
+    path = env.get("CLAUDE_ENV_FILE")
+    if not (isinstance(path, str) and path.startswith("/") and "\0" not in path):
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write("export NOTREST_SESSION='%s'\n" % session)
+    except OSError:
+        pass
+
+
+def _packet_budget(config):
+    budget = config.get("packet_budget")
+    return budget if isinstance(budget, int) and 500 <= budget <= 50000 else \
+        PACKET_BUDGET_BYTES
+
+
+def learn_on_stop(estate, now):
+    """Stop-time learning, bounded in work (filled in by the learn section)."""
+    return None
+
+
+# ==== learn =================================================================
+# (repeated work mined from the journals: see the learning issue)
+
+
+# ==== doctor ================================================================
+
+class Finding:
+    __slots__ = ("ok", "what", "fix")
+
+    def __init__(self, ok, what, fix=""):
+        self.ok, self.what, self.fix = ok, what, fix
+
+    def line(self):
+        return ("PASS  %s" % self.what) if self.ok else ("FAIL  %s\n      fix: %s" % (
+            self.what, self.fix))
+
+
+def _hook_command_of(group_hooks, marker):
+    for hook in group_hooks:
+        if isinstance(hook, dict) and marker in str(hook.get("command", "")):
+            return hook.get("command")
+    return None
+
+
+def wired_events(settings_path, marker="/.notrest/hooks/"):
+    """{event: command} of notrest hooks wired in a client's hook settings file."""
+    try:
+        data = read_json_file(settings_path, "hook settings")
+    except NotrestError:
+        return None
+    wired = {}
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    if not isinstance(hooks, dict):
+        return wired
+    for event, groups in hooks.items():
+        for group in groups if isinstance(groups, list) else []:
+            if isinstance(group, dict):
+                command = _hook_command_of(group.get("hooks") or [], marker)
+                if command:
+                    wired[event] = command
+    return wired
+
+
+def client_settings_path(root, client):
+    return os.path.join(root, ".claude", "settings.json") if client == "claude" else \
+        os.path.join(root, ".codex", "hooks.json")
+
+
+def law_layers(book, root, clients, skill_texts):
+    """[(law, {text, check, hook: {client: bool}})] — each law's three layers."""
+    wired = {c: wired_events(client_settings_path(root, c)) or {} for c in clients}
+    out = []
+    for law in book.active():
+        mark = str(law.text or "").split("{")[0][:40]
+        text_ok = bool(mark.strip()) and all(law.id in text and mark in text
+                                             for text in skill_texts.values())
+        check_ok = bool(law.match in PREDICATES or law.check or any(
+            getattr(law, k) for k in ("tool", "program", "command", "path", "prompt",
+                                      "spawn")))
+        hooks = {}
+        for client in clients:
+            events = [e for e in law.on if e in CLIENT_EVENTS[client]]
+            hooks[client] = bool(events) and all(e in wired[client] for e in events)
+        out.append((law, {"text": text_ok, "check": check_ok, "hook": hooks}))
+    return out
+
+
+def run_doctor(estate, now=None):
+    """Findings about an installed project: hooks, settings, interpreter, estate,
+    and every law in its three layers."""
+    findings = []
+    config = load_config(estate)
+    clients = [c for c in config.get("clients", []) if c in CLIENT_EVENTS]
+    if not estate.exists():
+        return [Finding(False, "no estate at %s" % estate.dir,
+                        "install notrest: `sh install.sh %s`" % estate.root)]
+    if not clients:
+        findings.append(Finding(False, "config.json names no installed client (%s)" %
+                                estate.path("config.json"),
+                                "run `sh install.sh --client both %s`" % estate.root))
+    python = config.get("python")
+    if python and os.access(python, os.X_OK):
+        code, out, _ = run_command([python, "-I", "-S", "-c",
+                                    "import sys;print('%d.%d'%sys.version_info[:2])"],
+                                   timeout=10)
+        version = out.decode().strip()
+        good = code == 0 and tuple(int(x) for x in version.split(".")) >= (3, 9)
+        findings.append(Finding(good, "interpreter %s (Python %s)" % (python, version),
+                                "install Python 3.9+ and run install.sh again"))
+    else:
+        findings.append(Finding(False, "the recorded interpreter %r is missing" % python,
+                                "run install.sh again to record a Python 3.9+"))
+    for event, (name, _timeout) in HOOK_EVENTS.items():
+        path = estate.path("hooks", name)
+        ok = os.path.isfile(path) and os.access(path, os.X_OK)
+        if not ok:
+            findings.append(Finding(False, "hook launcher %s missing or not executable"
+                                    % path, "run install.sh again (or chmod +x it)"))
+    if all(f.ok for f in findings[-len(HOOK_EVENTS):]) or not findings:
+        findings.append(Finding(True, "hook launchers present and executable"))
+    for client in clients:
+        settings = client_settings_path(estate.root, client)
+        wired = wired_events(settings)
+        if wired is None:
+            findings.append(Finding(False, "%s hook settings are not valid JSON (%s)" % (
+                client, settings), "fix the JSON by hand, then run install.sh again"))
+            continue
+        missing = [e for e in CLIENT_EVENTS[client] if e not in wired]
+        broken = [e for e, cmd in wired.items() if not _command_target_ok(
+            cmd, estate.root)]
+        findings.append(Finding(not missing and not broken, "%s settings wire %d/%d "
+                                "events to notrest (%s)" % (
+                                    client, len(CLIENT_EVENTS[client]) - len(missing),
+                                    len(CLIENT_EVENTS[client]), settings),
+                                "run `sh install.sh --client %s %s` (missing: %s%s)" % (
+                                    client, estate.root, ", ".join(missing) or "none",
+                                    "; pointing nowhere: " + ", ".join(broken)
+                                    if broken else "")))
+    findings += _estate_findings(estate)
+    book = load_lawbook(estate)
+    for problem in book.problems:
+        findings.append(Finding(False, problem, "fix %s; `notrest laws` shows what is in "
+                                "force" % estate.path("laws.json")))
+    skill_texts = {}
+    for client in clients:
+        path = skill_path(estate.root, client, "notrest-laws")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                skill_texts[path] = handle.read()
+        except OSError:
+            findings.append(Finding(False, "the laws skill is missing (%s)" % path,
+                                    "run install.sh again"))
+    for law, layers in law_layers(book, estate.root, clients, skill_texts):
+        gaps = []
+        if not layers["text"]:
+            gaps.append("text (not in the laws skill or the packet)")
+        if not layers["check"]:
+            gaps.append("check (`notrest check %s` cannot evaluate it)" % law.id)
+        for client, ok in layers["hook"].items():
+            if not ok:
+                gaps.append("hook for %s (%s not wired)" % (client, "/".join(
+                    e for e in law.on if e in CLIENT_EVENTS[client]) or
+                    "no event this client has"))
+        findings.append(Finding(not gaps, "law %s in all three layers" % law.id if not
+                                gaps else "law %s lacks: %s" % (law.id, "; ".join(gaps)),
+                                "run install.sh again (it re-renders the laws skill and "
+                                "rewires hooks); give the law a text and a matcher or "
+                                "check in laws.json"))
+    findings += compiled_findings(estate)
+    return findings
+
+
+def _command_target_ok(command, root):
+    text = str(command).replace("$CLAUDE_PROJECT_DIR", root).replace(
+        "${CLAUDE_PROJECT_DIR}", root)
+    words = split_words(text)
+    if not words:
+        return False
+    target = words[0]
+    if target in ("sh", "/bin/sh") and len(words) > 1:
+        target = words[1]
+    if not target.startswith("/"):
+        target = os.path.join(root, target)
+    return os.path.isfile(target)
+
+
+def _estate_findings(estate):
+    findings = []
+    for name in ("config.json", "laws.json", "index.json", "permits.json"):
+        path = estate.path(name)
+        try:
+            read_json_file(path)
+        except NotrestError as exc:
+            findings.append(Finding(False, str(exc), exc.fix))
+    torn_total, files = 0, 0
+    for folder, suffix in (("journal", ".jsonl"), ("sessions", ".json")):
+        try:
+            names = sorted(os.listdir(estate.path(folder)))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(suffix) or name.startswith("."):
+                continue
+            path = estate.path(folder, name)
+            files += 1
+            if suffix == ".json":
+                try:
+                    read_json_file(path, "session record")
+                except NotrestError as exc:
+                    findings.append(Finding(False, str(exc), "run `notrest rebuild`"))
+                continue
+            torn = [lineno for rec, lineno, _ in read_records(path) if rec is None]
+            if torn:
+                torn_total += len(torn)
+                findings.append(Finding(False, "%s: %d damaged line(s) at line %s "
+                                        "(skipped on read)" % (path, len(torn), ", ".join(
+                                            map(str, torn[:5]))),
+                                        "nothing is lost beyond those lines; leave them, "
+                                        "or move the file aside and run `notrest rebuild`"))
+    try:
+        load_threads(estate)
+    except Exception as exc:
+        findings.append(Finding(False, "threads.jsonl unreadable: %s" % exc,
+                                "move it aside"))
+    if not torn_total:
+        findings.append(Finding(True, "estate parses (%d journal and record files)" %
+                                files))
+    return findings
+
+
+def compiled_findings(estate):
+    """Findings about compiled tools (filled in by the compile section)."""
+    return []
+
+
+# ==== install ===============================================================
+# Copy-in install: idempotent, reversible, and it never overwrites a file that
+# lacks our marker. Hook entries are recognised by "/.notrest/hooks/" in their
+# command; skills and the AGENTS.md block by MANAGED_MARK / the block markers.
+
+MANAGED_MARK = "<!-- notrest:managed -->"
+BLOCK_BEGIN = "<!-- notrest:begin -->"
+BLOCK_END = "<!-- notrest:end -->"
+ESTATE_GITIGNORE = """# notrest: runtime state is local; the code, hooks and laws.json may be shared
+journal/
+sessions/
+learned/
+index.json
+threads.jsonl
+permits.json
+config.json
+install.json
+__pycache__/
+*.lock
+.*.lock
+*.tmp.*
+"""
+CLI_WRAPPER = """#!/bin/sh
+# notrest command line for this project: `.notrest/notrest packet`, `... bank`.
+# Written by install.sh; the interpreter below was recorded at install time.
+py='%(python)s'
+case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
+[ -x "$py" ] || py=python3
+exec "$py" -I -S "$dir/notrest.py" --root "$dir/.." "$@"
+"""
+LAUNCHER = """#!/bin/sh
+# notrest hook launcher: %(event)s (%(role)s).
+# Called by Claude Code or Codex CLI with the event's JSON payload on stdin;
+# the optional first argument names the client. It answers one JSON object on
+# stdout and exits 0 (a deny or a block is inside that JSON). It never blocks on
+# its own failure, except the PreToolUse gate, which fails closed.
+# The interpreter was recorded at install time; python3 on PATH is the fallback.
+py='%(python)s'
+case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
+[ -x "$py" ] || py=python3
+exec "$py" -I -S -c 'import sys; sys.path.insert(0, sys.argv[1]); import notrest; sys.exit(notrest.hook_main(sys.argv[2:]))' "$dir/.." %(event)s "$@"
+"""
+HOOK_ROLES = {
+    "SessionStart": "journal the start, inject the start packet",
+    "UserPromptSubmit": "prompt laws, journal the prompt",
+    "PreToolUse": "the gate",
+    "PermissionRequest": "the gate, on permission prompts",
+    "PostToolUse": "journal the tool call",
+    "PostToolUseFailure": "journal the failed tool call",
+    "Notification": "journal",
+    "SubagentStart": "journal the subagent",
+    "SubagentStop": "journal the subagent's end",
+    "Stop": "stop laws: bank before stop, declared checks",
+    "PreCompact": "bank a snapshot before compaction",
+    "PostCompact": "bank a snapshot after compaction",
+    "SessionEnd": "finalise the bank",
+}
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
+
+
+def render_launcher(event, python=""):
+    return LAUNCHER % {"event": event, "role": HOOK_ROLES[event], "python": python}
+
+
+def skill_path(root, client, name):
+    folder = ".claude/skills" if client == "claude" else ".agents/skills"
+    return os.path.join(root, folder, name, "SKILL.md")
+
+
+def render_skill(name, book=None, cli="notrest"):
+    """The SKILL.md text of one of our skills (front matter a YAML loader accepts)."""
+    if name == "notrest":
+        body = SKILL_NOTREST
+        description = ("The notrest session harness of this project: read its start "
+                       "packet, bank a note before you stop, and what to do when a call "
+                       "is denied. Use when you start, resume or finish work, or when "
+                       "a notrest message appears.")
+    else:
+        book = book or build_lawbook(None)
+        body = SKILL_LAWS + "\n".join(
+            "- **%s** (%s): %s%s" % (law.id, law.action, format_law_text(law.text, cli),
+                                     " Instead: %s." % format_law_text(law.instead, cli)
+                                     if law.instead else "")
+            for law in book.active()) + "\n"
+        description = ("The laws notrest enforces in this project and how to ask a person "
+                       "for an override. Use before destructive, git, secret or harness "
+                       "operations, or when a call was denied.")
+    text = "---\nname: %s\ndescription: \"%s\"\n---\n%s\n%s" % (
+        name, description.replace('"', "'"), MANAGED_MARK, body.replace("{cli}", cli))
+    return text
+
+
+SKILL_NOTREST = """
+# notrest: the session harness
+
+This project runs notrest. Its hooks journal every prompt, tool call, failure and
+denial as it happens, enforce the project's laws on every tool call, and hand each
+new session a short start packet: the laws, what the last session did and meant to
+do next, open threads, and what other live sessions are touching.
+
+## At the start
+Read the packet the session started with. To see it again: `{cli} packet`.
+If the last session *died*, its packet lists its last actions: check them before
+you build on them.
+
+## Before you stop
+After changing files, bank a note, or the Stop gate asks you to:
+
+    {cli} bank --note "what you did" --next "what comes next"
+
+Add `--open "TEXT"` for a loose end the next session must pick up, `--close ID` when
+you finished one. Run it from the project root; the session is found by itself
+(the Stop message also spells out `--session ID`).
+
+## When a call is denied
+The reason names the law and says what to do instead: do that. Never try to get
+around a law (other spellings, other tools, editing .notrest/ or the hook
+settings): the gate sees through shells, wrappers and file tools, and each attempt
+is journaled. If a law truly blocks needed work, stop and ask the person; only a
+person can grant an override.
+
+## Other commands
+`{cli} status` (sessions, open threads), `{cli} log` (this project's journal),
+`{cli} laws` (the laws in force), `{cli} check LAW-ID --command "..."` (would a
+command pass?).
+"""
+SKILL_LAWS = """
+# notrest laws
+
+Every tool call passes the notrest gate. A call that breaks a law is denied (or,
+for `ask` laws, needs a person's yes) with a reason that names the law and what to
+do instead. Check a command before you run it:
+
+    {cli} check LAW-ID --command "..."      # exit 0 holds, 1 broken
+
+## Overrides are for people
+Only a person, outside this session, can let one call through:
+
+    {cli} allow LAW-ID --once --why "..."
+
+or by starting the client with `NOTREST_OVERRIDE=LAW-ID`. Both leave a receipt in
+the journal that the next session sees. Ask for one; do not try to make one.
+
+## The laws in force
+"""
+
+
+def merge_hook_settings(data, root, client, commands):
+    """Settings with our hook entries merged in (the user's keys and hooks kept).
+    commands: {event: command}. Returns (data, changed)."""
+    data = dict(data or {})
+    hooks = data.get("hooks")
+    if hooks is None:
+        hooks = {}
+    if not isinstance(hooks, dict):
+        raise NotrestError("`hooks` is not an object", root, "fix the settings file")
+    hooks = dict(hooks)
+    changed = False
+    for event, (command, timeout) in commands.items():
+        groups = list(hooks.get(event) or [])
+        entry = {"type": "command", "command": command, "timeout": timeout}
+        found = False
+        for gi, group in enumerate(groups):
+            if not isinstance(group, dict):
+                continue
+            inner = list(group.get("hooks") or [])
+            for hi, hook in enumerate(inner):
+                if isinstance(hook, dict) and "/.notrest/hooks/" in str(hook.get(
+                        "command", "")):
+                    found = True
+                    if hook != entry:
+                        inner[hi] = entry
+                        groups[gi] = dict(group, hooks=inner)
+                        changed = True
+        if not found:
+            group = {"hooks": [entry]}
+            if client == "claude" and event in TOOL_EVENTS:
+                group = {"matcher": "*", "hooks": [entry]}
+            groups.append(group)
+            changed = True
+        hooks[event] = groups
+    data["hooks"] = hooks
+    return data, changed
+
+
+def strip_hook_settings(data):
+    """Settings without our hook entries; empty events and groups removed."""
+    data = dict(data or {})
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return data, False
+    changed = False
+    kept = {}
+    for event, groups in hooks.items():
+        new_groups = []
+        for group in groups if isinstance(groups, list) else []:
+            if not isinstance(group, dict):
+                new_groups.append(group)
+                continue
+            inner = [h for h in group.get("hooks") or [] if not (
+                isinstance(h, dict) and "/.notrest/hooks/" in str(h.get("command", "")))]
+            if len(inner) != len(group.get("hooks") or []):
+                changed = True
+            if inner:
+                new_groups.append(dict(group, hooks=inner))
+        if new_groups:
+            kept[event] = new_groups
+        elif groups:
+            changed = True
+    if kept:
+        data["hooks"] = kept
+    else:
+        data.pop("hooks", None)
+    return data, changed
+
+
+def hook_commands(root, client):
+    """{event: (command, timeout)} for one client."""
+    out = {}
+    for event in CLIENT_EVENTS[client]:
+        name, timeout = HOOK_EVENTS[event]
+        if client == "claude":
+            command = '"$CLAUDE_PROJECT_DIR"/.notrest/hooks/%s claude' % name
+        else:
+            command = "%s codex" % _quote_arg(os.path.join(root, ESTATE_DIR, "hooks",
+                                                             name))
+        out[event] = (command, timeout)
+    return out
+
+
+def _write_if_changed(path, text, report, created, what):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text:
+                return False
+        existed = True
+    except OSError:
+        existed = False
+    write_atomic(path, text)
+    if not existed:
+        created.append(path)
+    report.append("%s %s" % ("updated" if existed else "wrote", what))
+    return True
+
+
+def install_project(target, clients=("claude", "codex"), python=None, source=None):
+    """Install notrest into target; returns the lines of a report."""
+    root = os.path.abspath(target)
+    if not os.path.isdir(root):
+        raise NotrestError("no such folder", root, "create it or name another", code=2)
+    source = source or os.path.abspath(__file__)
+    python = python or sys.executable
+    estate = Estate(root)
+    report, created = [], []
+    install_state = read_json_file(estate.path("install.json"), "install record") or {}
+    created_before = list(install_state.get("created", []))
+    _ensure_dir(estate.dir)
+    with open(source, encoding="utf-8") as handle:
+        code = handle.read()
+    target_code = estate.path("notrest.py")
+    if os.path.abspath(source) != os.path.abspath(target_code):
+        _write_if_changed(target_code, code, report, created, ".notrest/notrest.py")
+    for event in HOOK_EVENTS:
+        path = estate.path("hooks", HOOK_EVENTS[event][0])
+        _write_if_changed(path, render_launcher(event, python), report, created,
+                          ".notrest/hooks/%s" % HOOK_EVENTS[event][0])
+        os.chmod(path, 0o755)
+    wrapper = estate.path("notrest")
+    _write_if_changed(wrapper, CLI_WRAPPER % {"python": python}, report, created,
+                      ".notrest/notrest")
+    os.chmod(wrapper, 0o755)
+    _write_if_changed(estate.path(".gitignore"), ESTATE_GITIGNORE, report, created,
+                      ".notrest/.gitignore")
+    if not os.path.exists(estate.path("laws.json")):
+        write_atomic(estate.path("laws.json"), json_pretty({
+            "schema_version": SCHEMA_VERSION, "disable": [],
+            "protected_branches": list(DEFAULT_PROTECTED_BRANCHES),
+            "protected_paths": [], "laws": []}))
+        report.append("wrote .notrest/laws.json (built-in laws; add your own)")
+    config = load_config(estate)
+    config.update({"schema_version": SCHEMA_VERSION, "python": python,
+                   "clients": sorted(set(clients) | set(
+                       c for c in config.get("clients", []) if c in CLIENT_EVENTS)),
+                   "cli": ".notrest/notrest", "version": __version__})
+    write_atomic(estate.path("config.json"), json_pretty(config))
+    book = load_lawbook(estate)
+    for client in clients:
+        settings = client_settings_path(root, client)
+        data = read_json_file(settings, "%s hook settings" % client)
+        if data is not None and not isinstance(data, dict):
+            raise NotrestError("the hook settings are not a JSON object", settings,
+                               "fix the file by hand and run again")
+        merged, changed = merge_hook_settings(data, root, client,
+                                              hook_commands(root, client))
+        if changed:
+            if data is None:
+                created.append(settings)
+            write_atomic(settings, json_pretty(merged))
+            report.append("wired %d %s hooks in %s" % (len(CLIENT_EVENTS[client]), client,
+                                                       os.path.relpath(settings, root)))
+        for name in ("notrest", "notrest-laws"):
+            path = skill_path(root, client, name)
+            text = render_skill(name, book, ".notrest/notrest")
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as handle:
+                    if MANAGED_MARK not in handle.read():
+                        report.append("left %s alone (not ours)" % path)
+                        continue
+            _write_if_changed(path, text, report, created, os.path.relpath(path, root))
+    _install_agents_block(root, report, created)
+    _precompile(python, target_code)
+    state = {"schema_version": SCHEMA_VERSION, "clients": config["clients"],
+             "created": sorted(set(created_before) | set(created))}
+    write_atomic(estate.path("install.json"), json_pretty(state))
+    if not report:
+        report.append("already installed; nothing changed")
+    if "codex" in clients:
+        report.append("Codex: trust this project and its hooks once: start `codex` here, "
+                      "accept the project, and approve the notrest hooks in /hooks "
+                      "(until then Codex skips them silently; AGENTS.md tells the agent "
+                      "how to use notrest by hand).")
+    return report
+
+
+AGENTS_BLOCK = """%s
+## notrest (session harness)
+This project runs notrest. Its hooks give each session a start packet and gate
+tool calls; if they are not active (Codex before you trust the hooks), use it by hand:
+- see the start packet: `.notrest/notrest packet`
+- before you stop after changing files: `.notrest/notrest bank --note "what you did" --next "what comes next"`
+- the laws in force: `.notrest/notrest laws`; check a command: `.notrest/notrest check LAW-ID --command "..."`
+Never edit `.notrest/`, `.claude/settings*.json`, `.codex/hooks.json` or `.codex/config.toml` yourself.
+%s
+"""
+
+
+def _install_agents_block(root, report, created):
+    path = os.path.join(root, "AGENTS.md")
+    block = AGENTS_BLOCK % (BLOCK_BEGIN, BLOCK_END)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        text = None
+    if text is None:
+        write_atomic(path, block)
+        created.append(path)
+        report.append("wrote AGENTS.md (the notrest block)")
+        return
+    if BLOCK_BEGIN in text and BLOCK_END in text:
+        start = text.index(BLOCK_BEGIN)
+        end = text.index(BLOCK_END) + len(BLOCK_END)
+        new = text[:start] + block.rstrip("\n") + text[end:]
+    else:
+        new = text + ("" if text.endswith("\n") or not text else "\n") + "\n" + block
+    if new != text:
+        write_atomic(path, new)
+        report.append("updated the notrest block in AGENTS.md")
+
+
+def _precompile(python, path):
+    """Cache the module's bytecode now, so the first hook does not compile it."""
+    code, _out, err = run_command([python, "-I", "-S", "-c",
+                                   "import py_compile, sys; py_compile.compile(sys.argv[1],"
+                                   " doraise=True)", path], timeout=60)
+    if code != 0:
+        sys.stderr.write("notrest: could not precompile %s: %s\n" % (
+            path, err.decode("utf-8", "replace")[-300:]))
+
+
+def uninstall_project(target, purge=False):
+    """Remove exactly what install wrote; keep the estate unless purge."""
+    root = os.path.abspath(target)
+    estate = Estate(root)
+    report = []
+    state = read_json_file(estate.path("install.json"), "install record") or {}
+    created = set(state.get("created", []))
+    for client in CLIENT_EVENTS:
+        settings = client_settings_path(root, client)
+        data = read_json_file(settings, "%s hook settings" % client)
+        if not isinstance(data, dict):
+            continue
+        stripped, changed = strip_hook_settings(data)
+        if not changed:
+            continue
+        if not stripped and settings in created:
+            os.unlink(settings)
+            _remove_empty_dirs(os.path.dirname(settings), root)
+            report.append("removed %s" % os.path.relpath(settings, root))
+        else:
+            write_atomic(settings, json_pretty(stripped))
+            report.append("removed the notrest hooks from %s" % os.path.relpath(settings,
+                                                                                 root))
+        for name in ("notrest", "notrest-laws"):
+            path = skill_path(root, client, name)
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    ours = MANAGED_MARK in handle.read()
+            except OSError:
+                continue
+            if ours:
+                os.unlink(path)
+                _remove_empty_dirs(os.path.dirname(path), root)
+                report.append("removed %s" % os.path.relpath(path, root))
+    agents = os.path.join(root, "AGENTS.md")
+    try:
+        with open(agents, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        text = None
+    if text and BLOCK_BEGIN in text and BLOCK_END in text:
+        start = text.index(BLOCK_BEGIN)
+        end = text.index(BLOCK_END) + len(BLOCK_END)
+        new = (text[:start].rstrip("\n") + "\n" + text[end:].lstrip("\n")).strip("\n")
+        if not new.strip() and agents in created:
+            os.unlink(agents)
+            report.append("removed AGENTS.md")
+        else:
+            write_atomic(agents, new + "\n" if new else "")
+            report.append("removed the notrest block from AGENTS.md")
+    if purge:
+        import shutil
+        shutil.rmtree(estate.dir, ignore_errors=True)
+        report.append("removed .notrest/ (estate purged)")
+    else:
+        import shutil
+        for name in ("notrest.py", "notrest", "install.json"):
+            try:
+                os.unlink(estate.path(name))
+            except OSError:
+                pass
+        for name in ("hooks", "__pycache__"):
+            shutil.rmtree(estate.path(name), ignore_errors=True)
+        report.append("removed the notrest code; kept the estate in .notrest/ "
+                      "(--purge removes it)")
+    return report
+
+
+def _remove_empty_dirs(folder, root):
+    while folder.startswith(root + os.sep) and folder != root:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+        folder = os.path.dirname(folder)
+
+
+# ==== CLI ===================================================================
+
+EXIT_CODES_HELP = """exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAIL),
+2 usage error or a block/deny, 3 estate unusable (path and fix printed)"""
+
+
+def build_parser():
+    import argparse
+    parser = argparse.ArgumentParser(
+        prog="notrest", description="A session harness for Claude Code and Codex: start "
+        "packets, laws enforced by hooks, a crash-safe journal.",
+        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", help="project root (default: the nearest folder "
+                        "holding .notrest/, else the current folder)")
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def add(name, help_text):
+        cmd = sub.add_parser(name, help=help_text, description=help_text,
+                             epilog=EXIT_CODES_HELP)
+        return cmd
+
+    cmd = add("packet", "print the start packet")
+    cmd.add_argument("--budget", type=int, default=None, help="size bound in bytes "
+                     "(default %d)" % PACKET_BUDGET_BYTES)
+    cmd.add_argument("--session", help="the session asking (left out of the packet)")
+    cmd.add_argument("--json", action="store_true")
+    cmd = add("gate", "judge a tool call: exit 0 allow, 2 deny")
+    cmd.add_argument("--command", help="a shell command line")
+    cmd.add_argument("--path", help="a file the call would write")
+    cmd.add_argument("--read", action="store_true", help="--path is read, not written")
+    cmd.add_argument("--tool", help="tool name (default Bash, or Write for --path)")
+    cmd.add_argument("--client", choices=("claude", "codex"), default="claude")
+    cmd.add_argument("--json", action="store_true")
+    cmd = add("bank", "write the session record, with a note")
+    cmd.add_argument("--note", default="", help="what this session did")
+    cmd.add_argument("--next", default="", help="what the next step is")
+    cmd.add_argument("--open", action="append", default=[], metavar="TEXT",
+                     help="open a thread (repeatable)")
+    cmd.add_argument("--close", action="append", default=[], metavar="ID",
+                     help="close a thread (repeatable)")
+    cmd.add_argument("--session", help="session id (found by itself when absent)")
+    cmd.add_argument("--json", action="store_true")
+    cmd = add("hook", "hook adapter (what the launchers run)")
+    cmd.add_argument("event")
+    cmd.add_argument("client", nargs="?")
+    cmd = add("install", "install notrest into a project")
+    cmd.add_argument("dir", nargs="?", default=".")
+    cmd.add_argument("--client", choices=("claude", "codex", "both"), default="both")
+    cmd.add_argument("--python", help="interpreter the hooks run (default: this one)")
+    cmd.add_argument("--uninstall", action="store_true", help="same as `uninstall`")
+    cmd.add_argument("--purge", action="store_true", help="with --uninstall: remove the "
+                     "estate too")
+    cmd.add_argument("--quiet", action="store_true", help="do not print the packet")
+    cmd = add("uninstall", "remove what install wrote (the estate stays)")
+    cmd.add_argument("dir", nargs="?", default=".")
+    cmd.add_argument("--purge", action="store_true", help="remove the estate too")
+    cmd = add("doctor", "prove the install: hooks, settings, estate, laws in 3 layers")
+    cmd.add_argument("--json", action="store_true")
+    cmd = add("check", "evaluate one law: exit 0 holds, 1 broken")
+    cmd.add_argument("law")
+    cmd.add_argument("--command")
+    cmd.add_argument("--path")
+    cmd.add_argument("--read", action="store_true")
+    cmd.add_argument("--prompt")
+    cmd.add_argument("--session")
+    cmd.add_argument("--json", action="store_true")
+    cmd = add("laws", "list the laws in force")
+    cmd.add_argument("--json", action="store_true")
+    cmd = add("allow", "(for people) let the next call a law denies pass, once")
+    cmd.add_argument("law")
+    cmd.add_argument("--once", action="store_true", required=True)
+    cmd.add_argument("--why", required=True)
+    cmd.add_argument("--minutes", type=int, default=60, help="permit lifetime "
+                     "(default 60)")
+    cmd = add("log", "read a session's journal")
+    cmd.add_argument("--session")
+    cmd.add_argument("--limit", type=int, default=200)
+    cmd.add_argument("--json", action="store_true")
+    cmd = add("status", "sessions, last bank, open threads, laws")
+    cmd.add_argument("--json", action="store_true")
+    add("rebuild", "recreate session records and the index from the journals")
+    cmd = add("learn", "mine the journals for repeated work")
+    cmd.add_argument("--list", action="store_true", help="show the candidates")
+    cmd.add_argument("--accept", metavar="ID")
+    cmd.add_argument("--reject", metavar="ID")
+    cmd.add_argument("--json", action="store_true")
+    cmd = add("compile", "turn a repeated sequence into a script and a skill")
+    cmd.add_argument("id", nargs="?")
+    cmd.add_argument("--list", action="store_true")
+    cmd.add_argument("--remove", metavar="SLUG")
+    cmd.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:
+        return hook_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    handler = COMMANDS[args.command]
+    try:
+        return handler(args)
+    except NotrestError as exc:
+        sys.stderr.write("%s\n" % exc)
+        return exc.code
+    except BrokenPipeError:
+        return 0
+
+
+def _estate(args, must_exist=False):
+    root = args.root or find_root(os.getcwd()) or os.getcwd()
+    estate = Estate(root)
+    if must_exist and not estate.exists():
+        raise NotrestError("notrest is not installed here", estate.dir,
+                           "run `sh install.sh %s` first" % root, code=3)
+    return estate
+
+
+def _print_json(value):
+    import json
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def cmd_packet(args):
+    estate = _estate(args)
+    config = load_config(estate)
+    snapshot = gather_snapshot(estate, sanitize_session_id(args.session) if args.session
+                               else "", time.time(), config=config)
+    text = build_packet(snapshot, args.budget or _packet_budget(config))
+    if args.json:
+        _print_json(dict(snapshot, text=text, bytes=len(text.encode("utf-8"))))
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_gate(args):
+    estate = _estate(args)
+    env = dict(os.environ)
+    if args.command is None and args.path is None:
+        raw, _ = read_stdin(0)
+        try:
+            payload = json_loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            raise NotrestError("give --command, --path, or a hook payload on stdin", "",
+                               "e.g. notrest gate --command \"rm -rf ~\"", code=2)
+        if not isinstance(payload, dict):
+            raise NotrestError("the payload on stdin is not a JSON object", "",
+                               "pass one hook payload", code=2)
+        event = normalise(payload, "PreToolUse", env)
+    else:
+        tool = args.tool or ("Bash" if args.command is not None else (
+            "Read" if args.read else "Write"))
+        tool_input = {"command": args.command} if args.command is not None else {
+            "file_path": args.path}
+        event = Event(client=args.client, kind="PreToolUse", session="", tool=tool,
+                      tool_input=tool_input)
+    event.root = estate.root
+    event.cwd = event.cwd or os.getcwd()
+    event.home = env.get("HOME") or os.path.expanduser("~")
+    event.env = {k: env[k] for k in ("HOME", "TMPDIR", "USER", "CODEX_HOME") if k in env}
+    event.facts["cli"] = cli_hint(estate)
+    if event.kind == "Stop":
+        raise NotrestError("`gate` judges tool calls and prompts; for Stop laws use "
+                           "`notrest check`", "", "", code=2)
+    verdict = gate_event(estate, event, load_lawbook(estate), env, time.time(),
+                         journal=False)
+    if args.json:
+        _print_json(verdict.to_dict())
+    else:
+        sys.stdout.write(verdict.text() + "\n")
+    return 2 if verdict.action in ("deny", "ask", "block") else 0
+
+
+def cmd_bank(args):
+    estate = _estate(args, must_exist=True)
+    session, how = resolve_session(estate, args.session)
+    rec = bank_session(estate, session, args.note, args.next, args.open, args.close,
+                       by="cli")
+    if args.json:
+        _print_json(rec)
+        return 0
+    lines = ["banked session %s (%s)" % (session, how)]
+    if rec["note"]:
+        lines.append("note: %s" % one_line(rec["note"], 200))
+    if rec["next"]:
+        lines.append("next: %s" % one_line(rec["next"], 200))
+    if rec["opened"] and args.open:
+        lines.append("opened: %s" % ", ".join(rec["opened"][-len(args.open):]))
+    if args.close:
+        lines.append("closed: %s" % ", ".join(args.close))
+    files = sorted(rec["files"])
+    if files:
+        lines.append("files changed this session: %s" % _list_text(files, 10))
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def cmd_hook(args):
+    return hook_main([args.event] + ([args.client] if args.client else []))
+
+
+def cmd_install(args):
+    if args.uninstall:
+        return cmd_uninstall(args)
+    clients = ("claude", "codex") if args.client == "both" else (args.client,)
+    report = install_project(args.dir, clients, args.python)
+    root = os.path.abspath(args.dir)
+    sys.stdout.write("notrest %s installed in %s\n" % (__version__, root))
+    sys.stdout.write("".join("- %s\n" % line for line in report))
+    if not args.quiet:
+        estate = Estate(root)
+        config = load_config(estate)
+        sys.stdout.write("\nThe start packet a session here now begins with:\n\n")
+        sys.stdout.write(build_packet(gather_snapshot(estate, "", time.time(),
+                                                      config=config),
+                                      _packet_budget(config)))
+    return 0
+
+
+def cmd_uninstall(args):
+    report = uninstall_project(args.dir, args.purge)
+    sys.stdout.write("notrest uninstalled from %s\n" % os.path.abspath(args.dir))
+    sys.stdout.write("".join("- %s\n" % line for line in report))
+    return 0
+
+
+def cmd_doctor(args):
+    estate = _estate(args)
+    findings = run_doctor(estate)
+    if args.json:
+        _print_json([{"ok": f.ok, "what": f.what, "fix": f.fix} for f in findings])
+    else:
+        for finding in findings:
+            sys.stdout.write(finding.line() + "\n")
+        failed = sum(1 for f in findings if not f.ok)
+        sys.stdout.write("%d finding(s) failed\n" % failed if failed else "all good\n")
+    return 1 if any(not f.ok for f in findings) else 0
+
+
+def cmd_check(args):
+    estate = _estate(args)
+    book = load_lawbook(estate)
+    law = book.get(args.law)
+    if law is None:
+        raise NotrestError("no law %r" % args.law, estate.path("laws.json"),
+                           "see `notrest laws`", code=2)
+    holds, reason = check_law(estate, book, law, args)
+    if args.json:
+        _print_json({"law": law.id, "holds": holds, "reason": reason})
+    else:
+        sys.stdout.write("%s %s: %s\n" % ("HOLDS" if holds else "BROKEN", law.id, reason))
+    return 0 if holds else 1
+
+
+def check_law(estate, book, law, args):
+    """(holds, reason) for one law, evaluated on demand."""
+    if law.disabled:
+        return True, "switched off in laws.json"
+    env = dict(os.environ)
+    if getattr(args, "command", None) is not None or getattr(args, "path", None) is not \
+            None or getattr(args, "prompt", None) is not None:
+        if args.prompt is not None:
+            event = Event(kind="UserPromptSubmit", prompt=args.prompt, client="claude")
+        elif args.command is not None:
+            event = Event(kind="PreToolUse", tool="Bash", client="claude",
+                          tool_input={"command": args.command})
+        else:
+            event = Event(kind="PreToolUse", tool="Read" if args.read else "Write",
+                          client="claude", tool_input={"file_path": args.path})
+        event.root, event.cwd = estate.root, os.getcwd()
+        event.home = env.get("HOME") or os.path.expanduser("~")
+        event.env = {k: env[k] for k in ("HOME", "TMPDIR") if k in env}
+        event.facts["cli"] = cli_hint(estate)
+        if current_branch(estate.root):
+            event.branch = current_branch(estate.root)
+        reason = evaluate_law(law, GateContext(event, book))
+        if reason:
+            return False, "%s. Instead: %s" % (reason, format_law_text(law.instead,
+                                                                       cli_hint(estate)))
+        return True, "allowed"
+    if law.check:
+        code, tail = run_check_command(law, estate.root)
+        return code == 0, "`%s` exited %d%s" % (
+            law.check if isinstance(law.check, str) else " ".join(law.check), code,
+            (": " + one_line(tail, 300)) if tail and code else "")
+    if law.id == "bank-before-stop":
+        session, _how = resolve_session(estate, args.session)
+        rec = current_session_record(estate, session)
+        if rec["changed_since_note"]:
+            return False, "session %s changed %s with no note since" % (
+                short_id(session), _list_text(rec["changed_since_note"], 5))
+        return True, "session %s has nothing unbanked" % short_id(session)
+    if law.id == "protect-harness":
+        config = load_config(estate)
+        gaps = []
+        for client in config.get("clients", []):
+            wired = wired_events(client_settings_path(estate.root, client)) or {}
+            if "PreToolUse" not in wired:
+                gaps.append("%s settings lost the gate" % client)
+        if not estate.exists() or not os.path.exists(estate.path("hooks",
+                                                                  "pre-tool-use.sh")):
+            gaps.append("the gate launcher is missing")
+        return (not gaps), "; ".join(gaps) or "the gate is wired for %s" % (
+            ", ".join(config.get("clients", [])) or "no client")
+    raise NotrestError("law %s is judged per call" % law.id, "",
+                       "give --command, --path or --prompt to check it", code=2)
+
+
+def cmd_laws(args):
+    estate = _estate(args)
+    book = load_lawbook(estate)
+    cli = cli_hint(estate)
+    if args.json:
+        _print_json({"laws": [dict(law.to_dict(), text=format_law_text(law.text, cli),
+                                   instead=format_law_text(law.instead, cli),
+                                   matches=law.matcher_text()) for law in book.laws],
+                     "protected_branches": book.protected_branches,
+                     "protected_paths": book.protected_paths,
+                     "problems": book.problems})
+        return 0
+    for law in book.laws:
+        state = "OFF (laws.json disable)" if law.disabled else law.action
+        sys.stdout.write("%-18s %-6s %-10s on %s\n    %s\n    matches: %s\n" % (
+            law.id, state, law.source, ",".join(law.on), format_law_text(law.text, cli),
+            law.matcher_text()))
+    sys.stdout.write("protected branches: %s\n" % ", ".join(book.protected_branches))
+    if book.protected_paths:
+        sys.stdout.write("protected paths: %s\n" % ", ".join(book.protected_paths))
+    for problem in book.problems:
+        sys.stdout.write("! %s\n" % problem)
+    return 0
+
+
+def cmd_allow(args):
+    estate = _estate(args, must_exist=True)
+    book = load_lawbook(estate)
+    law = book.get(args.law)
+    if law is None or law.disabled:
+        raise NotrestError("no active law %r" % args.law, estate.path("laws.json"),
+                           "see `notrest laws`", code=2)
+    if not args.why.strip():
+        raise NotrestError("say why (--why)", "", "", code=2)
+    now = time.time()
+    import getpass
+    who = env_user() or getpass.getuser()
+    path = estate.path("permits.json")
+    with _Lock(estate.path(".permits.lock")):
+        data = read_json_file(path, "permits") or {}
+        permits = [p for p in data.get("permits", []) if (p.get("expires") or 0) > now]
+        number = max([int(str(p.get("id", "p-0"))[2:] or 0) for p in permits if str(
+            p.get("id", "")).startswith("p-") and str(p.get("id"))[2:].isdigit()] + [0])
+        permit = {"id": "p-%d" % (number + 1), "law": law.id, "why": clip(args.why, 300),
+                  "who": who, "created": round(now, 3),
+                  "expires": round(now + max(1, args.minutes) * 60, 3)}
+        permits.append(permit)
+        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
+                                        "permits": permits}))
+    sys.stdout.write("permit %s: the next call that %s denies passes, once, within %d "
+                     "minutes; its receipt goes to the journal.\n" % (
+                         permit["id"], law.id, args.minutes))
+    return 0
+
+
+def env_user():
+    return os.environ.get("USER") or os.environ.get("LOGNAME") or ""
+
+
+def cmd_log(args):
+    estate = _estate(args, must_exist=True)
+    session = sanitize_session_id(args.session) if args.session else None
+    if session is None:
+        entries = load_index(estate)
+        if not entries:
+            raise NotrestError("no sessions yet", estate.path("journal"), "", code=1)
+        session = max(entries, key=lambda e: _journal_mtime(estate, e["session"]))[
+            "session"]
+    records = []
+    torn = 0
+    for record, _lineno, _end in read_records(estate.journal(session)):
+        if record is None:
+            torn += 1
+        else:
+            records.append(record)
+    records = records[-args.limit:] if args.limit > 0 else records
+    if args.json:
+        _print_json({"session": session, "records": records, "torn": torn})
+        return 0
+    sys.stdout.write("session %s: %d record(s)%s\n" % (
+        session, len(records), ", %d damaged line(s) skipped" % torn if torn else ""))
+    for record in records:
+        sys.stdout.write("%s  %s\n" % (iso_time(record.get("t")), describe_record(record)))
+    return 0
+
+
+def describe_record(rec):
+    kind = rec.get("k")
+    if kind == "tool":
+        mark = {True: "ok", False: "FAILED", None: "?"}.get(rec.get("ok"), "?")
+        return "tool %s [%s] %s%s" % (rec.get("tool"), mark, one_line(rec.get("what"), 140),
+                                      (" - " + one_line(rec.get("error"), 100)) if rec.get(
+                                          "error") else "")
+    if kind == "call":
+        return "call %s %s" % (rec.get("tool"), one_line(rec.get("what"), 140))
+    if kind == "deny":
+        return "DENIED by %s: %s (%s)" % (rec.get("law"), one_line(rec.get("what"), 100),
+                                          one_line(rec.get("reason"), 120))
+    if kind == "prompt":
+        return "prompt: %s" % one_line(rec.get("text"), 160)
+    if kind == "note":
+        return "note: %s | next: %s" % (one_line(rec.get("note"), 100),
+                                        one_line(rec.get("next"), 100))
+    if kind == "stop":
+        return "stop %s %s" % (rec.get("decision"), ",".join(rec.get("laws") or []))
+    if kind == "start":
+        return "start (%s, %s)" % (rec.get("source"), rec.get("c"))
+    if kind == "receipt":
+        return "OVERRIDE of %s by %s: %s" % (rec.get("law"), rec.get("by"),
+                                            one_line(rec.get("what"), 100))
+    rest = {k: v for k, v in rec.items() if k not in ("v", "t", "k", "c", "e", "ms", "~")}
+    return "%s %s" % (kind, one_line(json_dumps(rest), 160))
+
+
+def cmd_status(args):
+    estate = _estate(args, must_exist=True)
+    now = time.time()
+    entries = load_index(estate)
+    sessions = []
+    for entry in entries[:10]:
+        rec = current_session_record(estate, entry["session"], limit_bytes=DIED_TAIL_BYTES)
+        sessions.append({"session": rec["session"], "client": rec["client"],
+                         "state": session_state(rec, now), "updated": rec["updated"],
+                         "note": rec["note"], "tools": rec["tools"],
+                         "changed": len(rec["files"])})
+    threads = [t for t in load_threads(estate).values() if t.get("status") == "open"]
+    book = load_lawbook(estate)
+    banked = next((s for s in sessions if s["note"]), None)
+    status = {"root": estate.root, "sessions_indexed": len(entries), "recent": sessions,
+              "last_bank": banked, "open_threads": threads,
+              "laws": [law.id for law in book.active()], "law_problems": book.problems}
+    if args.json:
+        _print_json(status)
+        return 0
+    out = ["notrest status for %s" % estate.root,
+           "sessions: %d indexed" % len(entries)]
+    for s in sessions[:5]:
+        out.append("  %s %-6s %-6s %s  tools %d, files %d  %s" % (
+            short_id(s["session"]), s["client"] or "?", s["state"], iso_time(s["updated"]),
+            s["tools"], s["changed"], one_line(s["note"], 60)))
+    out.append("last bank: %s" % (("%s: %s" % (short_id(banked["session"]), one_line(
+        banked["note"], 120))) if banked else "none"))
+    out.append("open threads: %d" % len(threads))
+    for thread in sorted(threads, key=_thread_order):
+        out.append("  %s: %s" % (thread["id"], one_line(thread.get("text"), 120)))
+    out.append("laws in force: %s" % ", ".join(status["laws"]))
+    for problem in book.problems:
+        out.append("! %s" % problem)
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def cmd_rebuild(args):
+    estate = _estate(args, must_exist=True)
+    records, torn = rebuild_estate(estate)
+    sys.stdout.write("rebuilt %d session record(s) and the index from the journals%s\n" % (
+        records, "; %d damaged line(s) skipped" % torn if torn else ""))
+    return 0
+
+
+def rebuild_estate(estate):
+    """Recreate every session record and the index by streaming the journals."""
+    try:
+        names = sorted(n for n in os.listdir(estate.path("journal")) if n.endswith(
+            ".jsonl"))
+    except OSError:
+        names = []
+    entries, torn = [], 0
+    for name in names:
+        session = name[:-6]
+        if sanitize_session_id(session) != session:
+            continue
+        rec = fold_journal(estate, session, new_session_record(session))
+        torn += rec["torn"]
+        save_session(estate, rec)
+        entries.append(_index_entry(rec))
+    entries.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+    with _Lock(estate.path(".index.lock")):
+        write_atomic(estate.path("index.json"), json_dumps(
+            {"schema_version": SCHEMA_VERSION, "sessions": entries[:INDEX_MAX_SESSIONS]})
+            + "\n")
+    return len(names), torn
+
+
+def cmd_learn(args):
+    raise NotrestError("learning is not built yet", "", "", code=2)
+
+
+def cmd_compile(args):
+    raise NotrestError("compiling is not built yet", "", "", code=2)
+
+
+COMMANDS = {
+    "packet": cmd_packet, "gate": cmd_gate, "bank": cmd_bank, "hook": cmd_hook,
+    "install": cmd_install, "uninstall": cmd_uninstall, "doctor": cmd_doctor,
+    "check": cmd_check, "laws": cmd_laws, "allow": cmd_allow, "log": cmd_log,
+    "status": cmd_status, "rebuild": cmd_rebuild, "learn": cmd_learn,
+    "compile": cmd_compile,
+}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,654 @@
+"""(draft, docstring written at the end)"""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
+
+REPO = Path(__file__).resolve().parents[2]
+CLAUDE_VERSION = "2.1.332"
+CODEX_VERSION = "0.171.0"
+MARKER_VAR = "NOTREST_E2E_RUN"
+
+# variables of a surrounding coding client / model SDK that must not leak into
+# the client under test
+_SCRUB_PREFIXES = ("ANTHROPIC_", "CLAUDE", "CODEX_", "OPENAI_", "OTEL_", "MCP_",
+                   "AWS_BEARER_TOKEN_BEDROCK", "GEMINI_")
+_SCRUB_EXACT = {"CLAUDECODE", "IS_SANDBOX", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER",
+                "FAKE_KEY", "NO_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                "http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+
+PathLike = Union[str, os.PathLike]
+
+
+# --------------------------------------------------------------------------
+# binaries
+# --------------------------------------------------------------------------
+def bin_dir() -> Path:
+    """Folder holding the ``claude`` and ``codex`` binaries."""
+    env = os.environ.get("NOTREST_E2E_BIN")
+    if env:
+        return Path(env)
+    return REPO / ".e2e" / "node_modules" / ".bin"
+
+
+def find_binary(name: str) -> Optional[Path]:
+    p = bin_dir() / name
+    return p if p.exists() and os.access(str(p), os.X_OK) else None
+
+
+def require_binary(name: str) -> Path:
+    """The binary, or pytest.skip (pytest.fail when $CI is set) in one line."""
+    import pytest
+    p = find_binary(name)
+    if p is None:
+        msg = ("e2e: no %s in %s (npm install --prefix %s @anthropic-ai/claude-code@%s "
+               "@openai/codex@%s, or set NOTREST_E2E_BIN)"
+               % (name, bin_dir(), REPO / ".e2e", CLAUDE_VERSION, CODEX_VERSION))
+        if os.environ.get("CI"):
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+    return p
+
+
+# --------------------------------------------------------------------------
+# process handling
+# --------------------------------------------------------------------------
+def _proc_table(with_pgrp: bool = False) -> Dict[int, int]:
+    """pid -> ppid (or process group) for every live, non-zombie process."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+            # field 2 is "(comm)" and may hold spaces: split after the last ')'
+            rest = stat[stat.rindex(")") + 2:].split()
+            if rest[0] in ("Z", "X"):
+                continue
+            table[int(entry)] = int(rest[2] if with_pgrp else rest[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
+
+
+def group_members(pgid: int) -> List[int]:
+    return [p for p, g in _proc_table(with_pgrp=True).items() if g == pgid]
+
+
+def descendants(pid: int) -> List[int]:
+    table = _proc_table()
+    kids: Dict[int, List[int]] = {}
+    for p, pp in table.items():
+        kids.setdefault(pp, []).append(p)
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def marked_processes(marker: str) -> List[int]:
+    """Live (non-zombie) processes whose environment holds MARKER_VAR=marker."""
+    needle = ("%s=%s" % (MARKER_VAR, marker)).encode()
+    live = _proc_table()
+    found = []
+    for pid in live:
+        if pid == os.getpid():
+            continue
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            found.append(pid)
+    return found
+
+
+def _kill(pids: Iterable[int]) -> None:
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def kill_tree(proc: subprocess.Popen, marker: Optional[str] = None) -> List[int]:
+    """SIGKILL the process group of proc, every descendant, and every process
+    carrying the run marker; reap proc.  Returns the pids that were killed
+    (besides proc itself)."""
+    killed = set()
+    for _ in range(5):
+        victims = set(descendants(proc.pid))
+        if marker:
+            victims.update(marked_processes(marker))
+        victims.discard(proc.pid)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if proc.poll() is None:
+            _kill([proc.pid])
+        _kill(victims)
+        killed.update(victims)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        time.sleep(0.05)
+        if not (marker and marked_processes(marker)) and proc.poll() is not None:
+            break
+    return sorted(killed)
+
+
+class RunResult:
+    """What one client run produced."""
+
+    def __init__(self, client: str, argv: List[str], returncode: Optional[int],
+                 stdout: str, stderr: str, duration: float, killed: bool,
+                 timed_out: bool, strays: List[int], marker: str):
+        self.client = client
+        self.argv = argv
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.duration = duration
+        self.killed = killed          # kill_after fired
+        self.timed_out = timed_out    # timeout fired
+        self.strays = strays          # processes still alive after the client ended
+        self.marker = marker          # value of $NOTREST_E2E_RUN in the client's env
+        self.pid = -1                 # the client's pid (= its process group id)
+        self.stray_cmds: List[str] = []  # command lines of the strays
+        self.events = []              # parsed JSON lines of stdout
+        for line in stdout.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    self.events.append(json.loads(line))
+                except ValueError:
+                    pass
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.killed and not self.timed_out
+
+    def check(self) -> "RunResult":
+        """Raise AssertionError (with the output tails) unless the run succeeded."""
+        if not self.ok:
+            raise AssertionError(
+                "%s run failed: rc=%r killed=%s timed_out=%s\nargv=%s\n--- stdout (tail)\n%s\n"
+                "--- stderr (tail)\n%s" % (self.client, self.returncode, self.killed,
+                                           self.timed_out, self.argv, self.stdout[-3000:],
+                                           self.stderr[-3000:]))
+        return self
+
+    def final_text(self) -> Optional[str]:
+        """The client's last answer text (Claude: result event; Codex: last
+        agent_message)."""
+        text = None
+        for ev in self.events:
+            if ev.get("type") == "result" and "result" in ev:
+                text = ev["result"]
+            item = ev.get("item") or {}
+            if ev.get("type") == "item.completed" and item.get("type") == "agent_message":
+                text = item.get("text")
+        return text
+
+    def __repr__(self):
+        return "<RunResult %s rc=%r %.1fs killed=%s timed_out=%s events=%d>" % (
+            self.client, self.returncode, self.duration, self.killed, self.timed_out,
+            len(self.events))
+
+
+def base_env(home: PathLike, env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The parent's environment minus other clients' variables, with HOME set."""
+    out = {}
+    for k, v in os.environ.items():
+        if k in _SCRUB_EXACT or k.startswith(_SCRUB_PREFIXES):
+            continue
+        out[k] = v
+    out["HOME"] = str(home)
+    out.setdefault("LANG", "C.UTF-8")
+    out["NO_COLOR"] = "1"
+    if env:
+        for k, v in env.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = str(v)
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def reap(marker: str, attempts: int = 10) -> List[int]:
+    """SIGKILL every live process carrying the run marker until none is left;
+    returns the pids that were killed."""
+    killed: List[int] = []
+    for _ in range(attempts):
+        pids = marked_processes(marker)
+        if not pids:
+            break
+        _kill(pids)
+        killed.extend(p for p in pids if p not in killed)
+        time.sleep(0.05)
+    return killed
+
+
+def run_process(client: str, argv: List[str], cwd: PathLike, env: Dict[str, str], *,
+                timeout: float = 120, kill_after: Optional[float] = None,
+                kill_when: Optional[Callable[[], bool]] = None,
+                reap_strays: bool = True) -> RunResult:
+    """Run argv in its own process group (stdin /dev/null, stdout/stderr to
+    temp files) and always reap it.
+
+    ``kill_after`` seconds, or as soon as ``kill_when()`` returns true
+    (polled every 50 ms): SIGKILL the client's process group, as when the
+    client dies.  ``timeout``: the same, then every descendant.  Afterwards
+    every process that is still alive and carries the run marker
+    ($NOTREST_E2E_RUN, inherited by hooks and tool commands) or sits in the
+    client's process group is recorded in ``strays`` and, unless
+    ``reap_strays=False``, killed (then call ``reap(result.marker)`` yourself)."""
+    marker = env.get(MARKER_VAR) or uuid.uuid4().hex
+    env = dict(env)
+    env[MARKER_VAR] = marker
+    out_f = tempfile.TemporaryFile()
+    err_f = tempfile.TemporaryFile()
+    start = time.monotonic()
+    killed = timed_out = False
+    proc = subprocess.Popen(argv, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
+                            stdout=out_f, stderr=err_f, start_new_session=True)
+    strays: List[int] = []
+    stray_cmds: List[str] = []
+    try:
+        while proc.poll() is None:
+            elapsed = time.monotonic() - start
+            fire = kill_after is not None and elapsed >= kill_after
+            if not fire and kill_when is not None:
+                try:
+                    fire = bool(kill_when())
+                except Exception:
+                    fire = False
+            if fire:
+                killed = True
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    kill_tree(proc, marker)
+                break
+            if elapsed >= timeout:
+                timed_out = True
+                kill_tree(proc, marker)
+                break
+            try:
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        if proc.poll() is None:  # KeyboardInterrupt or similar
+            kill_tree(proc, marker)
+        # what the client left running: its group, or anything with our marker
+        time.sleep(0.2)
+        left = set(marked_processes(marker)) | set(group_members(proc.pid))
+        left.discard(proc.pid)
+        strays = sorted(left)
+        stray_cmds = [cmdline(p) for p in strays]
+        if reap_strays and strays:
+            _kill(strays)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            reap(marker)
+    duration = time.monotonic() - start
+    out_f.seek(0)
+    err_f.seek(0)
+    stdout = out_f.read().decode("utf-8", "replace")
+    stderr = err_f.read().decode("utf-8", "replace")
+    out_f.close()
+    err_f.close()
+    res = RunResult(client, argv, proc.returncode, stdout, stderr, duration, killed,
+                    timed_out, strays, marker)
+    res.pid = proc.pid
+    res.stray_cmds = stray_cmds
+    return res
+
+
+# --------------------------------------------------------------------------
+# Claude Code
+# --------------------------------------------------------------------------
+def _strip_v1(url: str) -> str:
+    url = url.rstrip("/")
+    return url[:-3] if url.endswith("/v1") else url
+
+
+def _default_tmpdir(home: PathLike) -> str:
+    """HOME/.tmp: keeps Claude's /tmp/claude-* files in the test's tree, and
+    Codex creates its PATH helper aliases only when CODEX_HOME is not under
+    the temp dir (it warns "Refusing to create helper binaries under
+    temporary dir" otherwise)."""
+    p = Path(home) / ".tmp"
+    p.mkdir(parents=True, exist_ok=True)
+    return str(p)
+
+
+def claude_env(home: PathLike, base_url: str, env: Optional[Dict[str, str]] = None):
+    e = base_env(home)
+    e["TMPDIR"] = _default_tmpdir(home)
+    e.update({
+        "IS_SANDBOX": "1",
+        "ANTHROPIC_BASE_URL": _strip_v1(base_url),
+        "ANTHROPIC_API_KEY": "sk-test",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    })
+    if env:
+        for k, v in env.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = str(v)
+    return e
+
+
+def run_claude(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
+               extra_args: Sequence[str] = (), env: Optional[Dict[str, str]] = None,
+               timeout: float = 120, kill_after: Optional[float] = None,
+               kill_when: Optional[Callable[[], bool]] = None,
+               reap_strays: bool = True) -> RunResult:
+    """``claude -p PROMPT --output-format stream-json --verbose
+    --dangerously-skip-permissions [extra_args]`` in project (pass
+    ``extra_args=["--continue"]`` to resume the last session)."""
+    claude = require_binary("claude")
+    argv = [str(claude), "-p", prompt, "--output-format", "stream-json", "--verbose",
+            "--dangerously-skip-permissions"] + list(extra_args)
+    return run_process("claude", argv, project, claude_env(home, base_url, env),
+                       timeout=timeout, kill_after=kill_after, kill_when=kill_when,
+                       reap_strays=reap_strays)
+
+
+# --------------------------------------------------------------------------
+# Codex
+# --------------------------------------------------------------------------
+def codex_home_of(home: PathLike, env: Optional[Dict[str, str]] = None) -> Path:
+    if env and env.get("CODEX_HOME"):
+        return Path(env["CODEX_HOME"])
+    return Path(home) / ".codex"
+
+
+def _toml_str(s: str) -> str:
+    return json.dumps(str(s))
+
+
+def codex_config_text(base_url: str, project: PathLike, *, model: str = "gpt-5.5",
+                      top: str = "", tables: str = "") -> str:
+    project = str(Path(project).resolve())
+    return "\n".join([
+        "# written by tests/e2e/rig.py",
+        "model = %s" % _toml_str(model),
+        'model_provider = "fake"',
+        'approval_policy = "never"',
+        'sandbox_mode = "danger-full-access"',
+        top.strip(),
+        "",
+        "[model_providers.fake]",
+        'name = "fake"',
+        "base_url = %s" % _toml_str(_strip_v1(base_url) + "/v1"),
+        'env_key = "FAKE_KEY"',
+        'wire_api = "responses"',
+        "request_max_retries = 0",
+        "stream_max_retries = 0",
+        "",
+        "[projects.%s]" % _toml_str(project),
+        'trust_level = "trusted"',
+        "",
+        tables.strip(),
+        "",
+    ])
+
+
+def write_codex_config(codex_home: PathLike, base_url: str, project: PathLike, **kw) -> Path:
+    p = Path(codex_home) / "config.toml"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(codex_config_text(base_url, project, **kw), encoding="utf-8")
+    return p
+
+
+def codex_env(home: PathLike, env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    e = base_env(home)
+    e["TMPDIR"] = _default_tmpdir(home)
+    e["CODEX_HOME"] = str(codex_home_of(home, env))
+    e["FAKE_KEY"] = "x"
+    if env:
+        for k, v in env.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = str(v)
+    return e
+
+
+def run_codex(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
+              resume: bool = False, extra_args: Sequence[str] = (),
+              env: Optional[Dict[str, str]] = None, timeout: float = 120,
+              kill_after: Optional[float] = None,
+              kill_when: Optional[Callable[[], bool]] = None, model: str = "gpt-5.5",
+              config_top: str = "", config_tables: str = "",
+              write_config: bool = True, reap_strays: bool = True) -> RunResult:
+    """``codex exec --skip-git-repo-check --dangerously-bypass-hook-trust --json
+    -C PROJECT [extra_args] PROMPT`` (or ``codex exec resume --last ...``)."""
+    codex = require_binary("codex")
+    e = codex_env(home, env)
+    if write_config:
+        write_codex_config(e["CODEX_HOME"], base_url, project, model=model,
+                           top=config_top, tables=config_tables)
+    project = str(Path(project).resolve())
+    common = ["--skip-git-repo-check", "--dangerously-bypass-hook-trust", "--json"]
+    if resume:
+        argv = [str(codex), "exec", "resume", "--last"] + common + list(extra_args) + [prompt]
+    else:
+        argv = [str(codex), "exec"] + common + ["-C", project] + list(extra_args) + [prompt]
+    return run_process("codex", argv, project, e, timeout=timeout, kill_after=kill_after,
+                       kill_when=kill_when, reap_strays=reap_strays)
+
+
+# --------------------------------------------------------------------------
+# a throw-away project + home + fake server, for one client
+# --------------------------------------------------------------------------
+def git_project(path: PathLike) -> Path:
+    """``git init`` + one commit in path (created if needed)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    genv = dict(os.environ, GIT_AUTHOR_NAME="e2e", GIT_AUTHOR_EMAIL="e2e@example.invalid",
+                GIT_COMMITTER_NAME="e2e", GIT_COMMITTER_EMAIL="e2e@example.invalid",
+                GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    (path / "README.md").write_text("e2e test project\n", encoding="utf-8")
+    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
+                 ["git", "commit", "-q", "-m", "init"]):
+        subprocess.run(argv, cwd=str(path), env=genv, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return path
+
+
+def make_server(client: str, script=None, log_path: Optional[PathLike] = None):
+    """An unstarted fake server for client ("claude" or "codex")."""
+    if client == "claude":
+        from fake_anthropic import FakeAnthropic
+        return FakeAnthropic(script, log_path)
+    if client == "codex":
+        from fake_openai import FakeOpenAI
+        return FakeOpenAI(script, log_path)
+    raise ValueError("client must be 'claude' or 'codex', not %r" % (client,))
+
+
+class E2EEnv:
+    """One client, one temp git project, its own HOME (and CODEX_HOME =
+    HOME/.codex), and a running fake model server.
+
+    Attributes: client, root, project, home, codex_home, server, url.
+    """
+
+    def __init__(self, client: str, root: PathLike, script=None):
+        self.client = client
+        self.root = Path(root)
+        self.project = git_project(self.root / "project")
+        self.home = self.root / "home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.codex_home = self.home / ".codex"
+        self.codex_home.mkdir(parents=True, exist_ok=True)
+        self.hook_dir = self.root / "hook-payloads"
+        self.tmpdir = self.root / "tmp"
+        self.tmpdir.mkdir(exist_ok=True)
+        self.server = make_server(client, script, self.root / "requests.jsonl")
+        self.server.start()
+        self.runs: List[RunResult] = []
+
+    # -- server ---------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def set_script(self, script) -> None:
+        self.server.set_script(script)
+
+    def requests(self, model_only: bool = True) -> List[dict]:
+        """Logged requests (JSON lines: method, path, headers, body, served)."""
+        return self.server.requests(model_only)
+
+    def request_texts(self) -> List[str]:
+        """Each model request's body as one JSON string (for 'in' checks)."""
+        return [json.dumps(r["body"], ensure_ascii=False) for r in self.requests()]
+
+    def close(self) -> None:
+        """Stop the server and kill whatever any run of this env left alive."""
+        for r in self.runs:
+            reap(r.marker)
+        self.server.stop()
+
+    # -- running ----------------------------------------------------------
+    def run(self, prompt: str, **kw) -> RunResult:
+        """run_claude / run_codex in this env; keyword args are passed on
+        (``resume=True`` resumes the last session with either client: Claude
+        ``--continue``, Codex ``exec resume --last``).  TMPDIR is ROOT/tmp."""
+        kw["env"] = dict(kw.get("env") or {})
+        kw["env"].setdefault("TMPDIR", str(self.tmpdir))
+        if self.client == "claude":
+            if kw.pop("resume", False):
+                kw["extra_args"] = ["--continue"] + list(kw.get("extra_args", ()))
+            res = run_claude(self.project, self.home, prompt, self.url, **kw)
+        else:
+            kw["env"].setdefault("CODEX_HOME", str(self.codex_home))
+            res = run_codex(self.project, self.home, prompt, self.url, **kw)
+        self.runs.append(res)
+        return res
+
+    # -- hooks ----------------------------------------------------------------
+    def hooks_file(self, scope: str = "project") -> Path:
+        """Where the client reads hooks: scope "project" (Claude
+        .claude/settings.json, Codex .codex/hooks.json), "local" (Claude
+        .claude/settings.local.json) or "user" (Claude ~/.claude/settings.json,
+        Codex $CODEX_HOME/hooks.json)."""
+        if self.client == "claude":
+            return {"project": self.project / ".claude" / "settings.json",
+                    "local": self.project / ".claude" / "settings.local.json",
+                    "user": self.home / ".claude" / "settings.json"}[scope]
+        return {"project": self.project / ".codex" / "hooks.json",
+                "user": self.codex_home / "hooks.json"}[scope]
+
+    def write_hooks(self, hooks: Dict[str, list], scope: str = "project") -> Path:
+        """Write ``{"hooks": hooks}`` to hooks_file(scope) (replacing it)."""
+        p = self.hooks_file(scope)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps({"hooks": hooks}, indent=1), encoding="utf-8")
+        return p
+
+    def write_script(self, name: str, body: str) -> Path:
+        """An executable POSIX sh script in ROOT/bin (outside the project)."""
+        d = self.root / "bin"
+        d.mkdir(exist_ok=True)
+        p = d / name
+        p.write_text("#!/bin/sh\n" + body.lstrip("\n"), encoding="utf-8")
+        p.chmod(0o755)
+        return p
+
+    def recorder(self, then: str = "") -> str:
+        """A hook command that saves its stdin payload as one file in
+        ``hook_dir`` (hooks of one event run in parallel, so one file each);
+        ``then`` is sh code run afterwards, with the payload in "$payload" and
+        stdin exhausted: its stdout is the hook's answer."""
+        self.hook_dir.mkdir(exist_ok=True)
+        script = self.write_script("record-%s.sh" % uuid.uuid4().hex[:8], (
+            'payload=$(cat)\n'
+            'f=%s/$(date +%%s%%N)-$$.json\n'
+            'printf "%%s\\n" "$payload" > "$f.tmp" && mv "$f.tmp" "$f"\n'
+            '%s\n') % (sh_quote(str(self.hook_dir)), then))
+        return sh_quote(str(script))
+
+    def hook_payloads(self, event: Optional[str] = None) -> List[dict]:
+        """Payloads saved by recorder() hooks, oldest first, optionally only
+        those of one event (``hook_event_name``)."""
+        if not self.hook_dir.exists():
+            return []
+        out = []
+        for p in sorted(self.hook_dir.glob("*.json"),
+                        key=lambda p: tuple(int(x) for x in p.stem.split("-"))):
+            try:
+                d = json.loads(p.read_text(encoding="utf-8"))
+            except ValueError:
+                continue
+            if event is None or d.get("hook_event_name") == event:
+                out.append(d)
+        return out
+
+
+def sh_quote(s: str) -> str:
+    return "'" + s.replace("'", "'\"'\"'") + "'"
+
+
+def hook_entry(command: str, matcher: Optional[str] = None, timeout: int = 30) -> dict:
+    """One element of a hooks event list (the same shape for both clients)."""
+    d: dict = {"hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+    if matcher is not None:
+        d["matcher"] = matcher
+    return d
+
+
+# --------------------------------------------------------------------------
+# script helpers (turn dicts for the fake servers)
+# --------------------------------------------------------------------------
+def shell_call(client: str, command: str) -> dict:
+    """A tool call running a shell command: Claude ``Bash`` / Codex ``exec_command``."""
+    if client == "claude":
+        return {"name": "Bash", "input": {"command": command, "description": "run"}}
+    return {"name": "exec_command", "arguments": {"cmd": command}}
+
+
+def tool_turn(*calls: dict, **extra) -> dict:
+    d = {"tool_calls": list(calls)}
+    d.update(extra)
+    return d
+
+
+def text_turn(text: str, **extra) -> dict:
+    d = {"text": text}
+    d.update(extra)
+    return d
