@@ -180,6 +180,8 @@ def json_loads(text):
         raise ValueError("not JSON at char %s" % stop.value)
     except RecursionError:
         raise ValueError("JSON nested too deep")
+    except Exception as exc:  # the C scanner reports some errors as SystemError
+        raise ValueError("not JSON (%s)" % type(exc).__name__)
     while end < n and text[end] in " \t\r\n":
         end += 1
     if end != n:
@@ -2600,9 +2602,10 @@ class _Lock:
 
 
 def append_record(path, record):
-    """Append one record as one line: O_APPEND, flock, a single write()."""
+    """Append one record as one line: secrets redacted, O_APPEND, flock, a single
+    write()."""
     import fcntl
-    line = encode_line(record).encode("utf-8")
+    line = encode_line(redact_record(record)).encode("utf-8")
     _ensure_dir(os.path.dirname(path))
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -3557,6 +3560,18 @@ def save_session(estate, rec):
     write_atomic(estate.record(rec["session"]), json_dumps(rec) + "\n")
 
 
+def register_session(estate, session, client, pid, pid_start, now):
+    """Put a starting session in the index before its first journal line, so a kill
+    at any point after that leaves a session the next packet finds."""
+    rec = load_session_record(estate, session) or new_session_record(session)
+    rec["client"] = rec["client"] or client or ""
+    rec["client_pid"], rec["client_start"] = pid, pid_start
+    rec["started"] = rec["started"] or round(now, 3)
+    rec["updated"] = round(now, 3)
+    rec["ended"] = None
+    update_index(estate, rec)
+
+
 def run_stop_checks(estate, book, rec, now, session, client):
     """Run the declared Stop checks whose answer may have changed; journal them.
     Returns {law id: result}."""
@@ -3783,10 +3798,11 @@ def dispatch_hook(estate, event, env, started):
 
     if kind == "SessionStart":
         pid, pid_start = client_process()
+        register_session(estate, session, event.client, pid, pid_start, now)
         append_record(journal, stamp(dict(base, k="start", source=event.source,
                                           pid=pid, pid_start=pid_start,
                                           model=str(event.raw.get("model") or ""))))
-        refresh_session(estate, session, force_index=True)
+        refresh_session(estate, session)
         _export_session_id(env, session)
         packet = build_packet(gather_snapshot(estate, session, now, config=config),
                               _packet_budget(config))
@@ -4614,7 +4630,7 @@ def build_parser():
     parser.add_argument("--root", help="project root (default: the nearest folder "
                         "holding .notrest/, else the current folder)")
     parser.add_argument("--version", action="version", version=__version__)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="verb", metavar="COMMAND")
     sub.required = True
 
     def add(name, help_text):
@@ -4700,7 +4716,7 @@ def main(argv=None):
     if argv[:1] == ["hook"]:
         return hook_main(argv[1:])
     args = build_parser().parse_args(argv)
-    handler = COMMANDS[args.command]
+    handler = COMMANDS[args.verb]
     try:
         return handler(args)
     except NotrestError as exc:

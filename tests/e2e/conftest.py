@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the rig's modules are imported by their plain names (rig, fake_anthropic, ...);
+# appended, not prepended, so that nothing here shadows a module of tests/
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.append(_HERE)
 
 import rig  # noqa: E402
 

@@ -55,9 +55,14 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fakebase import (Choice, FakeServer, new_hex, serve_main,  # noqa: E402
-                      start_subprocess)
+try:  # imported as part of the e2e package
+    from .fakebase import Choice, FakeServer, new_hex, serve_main, start_subprocess
+except ImportError:  # run as a script, or imported with tests/e2e on sys.path
+    _HERE = str(Path(__file__).resolve().parent)
+    if _HERE not in sys.path:
+        sys.path.append(_HERE)
+    from fakebase import (Choice, FakeServer, new_hex, serve_main,  # noqa: E402
+                          start_subprocess)
 
 COMPACT_MARKERS = (
     "create a detailed summary of the conversation",

@@ -1,4 +1,182 @@
-"""(draft, docstring written at the end)"""
+"""End-to-end rig: drive the real Claude Code and Codex CLIs against local fake
+model servers (stdlib only, Python 3.9+; pytest only for require_binary).
+
+Pinned clients: ``npm install --prefix .e2e @anthropic-ai/claude-code@2.1.332
+@openai/codex@0.171.0`` (REPO/.e2e is git-ignored).  The binaries are looked up
+in $NOTREST_E2E_BIN or REPO/.e2e/node_modules/.bin; when absent the tests skip
+with one line, or fail when $CI is set.
+
+Quick start (pytest; fixtures in conftest.py)::
+
+    def test_x(e2e):                                   # or (e2e, client) for both
+        env = e2e("codex", {"scripts": {"my-task": [
+            tool_turn(shell_call("codex", "touch a.txt")), text_turn("done")]}})
+        env.write_hooks({"PreToolUse": [hook_entry(env.recorder(), matcher="Bash")]})
+        res = env.run("my-task: go", timeout=60).check()
+        assert env.hook_payloads("PreToolUse")[0]["tool_input"]["command"] == "touch a.txt"
+        assert "a.txt" in env.request_texts()[1]
+
+API
+---
+run_claude(project, home, prompt, base_url, *, extra_args=(), env=None,
+           timeout=120, kill_after=None, kill_when=None, reap_strays=True)
+    ``claude -p PROMPT --output-format stream-json --verbose
+    --dangerously-skip-permissions [extra_args]`` in project, stdin /dev/null,
+    env: HOME=home, IS_SANDBOX=1, ANTHROPIC_BASE_URL=base_url (a trailing /v1 is
+    dropped), ANTHROPIC_API_KEY=sk-test, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1,
+    DISABLE_TELEMETRY=1, DISABLE_AUTOUPDATER=1, TMPDIR=home/.tmp, plus ``env``
+    (a value None removes a variable).  ``extra_args=["--continue"]`` resumes.
+run_codex(project, home, prompt, base_url, *, resume=False, extra_args=(),
+          env=None, timeout=120, kill_after=None, kill_when=None,
+          model="gpt-5.5", config_top="", config_tables="", write_config=True,
+          reap_strays=True)
+    Writes $CODEX_HOME/config.toml (CODEX_HOME = env["CODEX_HOME"] or
+    home/.codex; see codex_config_text: model, model_provider "fake" at
+    base_url/v1 with env_key FAKE_KEY, wire_api responses, request/stream
+    retries 0, approval never, danger-full-access, project trusted;
+    ``config_top`` = extra top-level TOML such as
+    ``model_auto_compact_token_limit = 5000``, ``config_tables`` = extra
+    tables such as ``[hooks]``), then runs ``codex exec --skip-git-repo-check
+    --dangerously-bypass-hook-trust --json -C PROJECT [extra_args] PROMPT``,
+    or with resume=True ``codex exec resume --last ... PROMPT`` (cwd = project).
+run_process(client, argv, cwd, env, *, timeout, kill_after, kill_when, reap_strays)
+    The common runner.  Own process group (start_new_session), stdout/stderr
+    to temp files, every process tagged with $NOTREST_E2E_RUN=<marker>.
+    ``kill_after`` seconds or ``kill_when()`` true (polled every 50 ms):
+    SIGKILL the client's process group, as when the client dies.  ``timeout``:
+    kill group and all descendants, ``timed_out=True``.  Afterwards processes
+    still alive in the group or carrying the marker are listed in ``strays`` /
+    ``stray_cmds`` and killed (``reap_strays=False``: left alone; call
+    ``reap(marker)`` yourself; E2EEnv.close() reaps every run anyway).
+RunResult: client, argv, returncode, stdout, stderr, events (parsed JSON lines
+    of stdout), duration, killed, timed_out, strays, stray_cmds, marker, pid;
+    ``ok``; ``check()`` (raise with output tails unless ok; returns self);
+    ``final_text()`` (Claude ``result`` event / Codex last ``agent_message``).
+Processes: marked_processes(marker), group_members(pgid), descendants(pid),
+    reap(marker), kill_tree(proc, marker), cmdline(pid).
+Binaries: bin_dir(), find_binary(name), require_binary(name); CLAUDE_VERSION,
+    CODEX_VERSION.
+Codex config: codex_config_text(base_url, project, *, model, top, tables),
+    write_codex_config(codex_home, base_url, project, **same).
+E2EEnv(client, root, script=None): git_project(root/project) (git init -b main,
+    README.md, one commit), home=root/home, codex_home=home/.codex,
+    tmpdir=root/tmp, server = make_server(client, script, root/requests.jsonl)
+    started.  .url, .set_script(s), .requests(model_only=True) (logged lines:
+    ts, method, path, headers, body, served={kind, script, turn}),
+    .request_texts() (bodies as JSON strings), .run(prompt, resume=False, **kw)
+    (run_claude/run_codex; resume works for both), .write_hooks(hooks,
+    scope="project"|"local"|"user"), .hooks_file(scope), .write_script(name,
+    body) (executable sh in root/bin), .recorder(then="") (a hook command that
+    saves its stdin to root/hook-payloads/<ns>-<pid>.json, then runs sh ``then``
+    with "$payload" set; its stdout is the hook's answer), .hook_payloads(event=None),
+    .close().
+Helpers: hook_entry(command, matcher=None, timeout=30) -> one element of an
+    event's list; shell_call(client, cmd) -> Bash / exec_command call;
+    tool_turn(*calls, **extra); text_turn(text, **extra); sh_quote(s).
+Fixtures (conftest.py): ``e2e`` -> factory ``e2e(client, script=None,
+    name=None) -> E2EEnv`` under tmp_path (require_binary first; all envs
+    closed at teardown, pass or fail); ``client`` -> parametrised "claude"/"codex".
+    tests/e2e is a package (__init__.py) so that its conftest is imported as
+    ``e2e.conftest`` and never shadows tests/conftest.py (tests/test_hooks.py
+    does ``from conftest import ...``); this folder is appended to sys.path.
+
+Script format (fakebase.py has the details)
+-------------------------------------------
+``{"scripts": {"<substring of the first user prompt>": [turn, ...]}, "default": [...]}``;
+a turn is ``{"text": ...}`` and/or ``{"tool_calls": [...]}`` with optional
+``delay`` (s), ``input_tokens``, ``output_tokens``, ``error``
+({"status": 529, "type": ..., "message": ...}).  Next turn = highest stamp in
+the assistant part of the request + 1 (or ``turns_done`` from a fake
+compaction summary); past the end: "done [tN]".  Claude calls::
+
+    {"name": "Bash",  "input": {"command": "make test", "description": "run tests"}}
+    {"name": "Write", "input": {"file_path": "/abs/notes.txt", "content": "alpha\\n"}}
+    {"name": "Edit",  "input": {"file_path": "/abs/notes.txt", "old_string": "alpha",
+                                "new_string": "beta"}}
+    {"name": "Agent", "input": {"description": "sub task", "prompt": "SUBTASK-1: ...",
+                                "subagent_type": "general-purpose"}}
+      + a script keyed "SUBTASK-1" for the subagent, and one extra main turn
+        for the <task-notification> request that follows its end.
+
+Codex calls::
+
+    {"name": "exec_command", "arguments": {"cmd": "make test"}}
+    {"name": "apply_patch", "input": "*** Begin Patch\\n*** Add File: a.txt\\n+hi\\n"
+                                     "*** Update File: b.txt\\n@@\\n-old\\n+new\\n*** End Patch\\n"}
+    {"name": "spawn_agent", "arguments": {"message": "SUBTASK-1: ..."}}
+    {"name": "wait_agent",  "arguments": {"targets": ["$agent"]}}   # id substituted
+      + a script keyed "SUBTASK-1"; always wait_agent before the main turn
+        ends (codex exec kills running subagents when the main turn ends).
+    auto-compaction: config_top="model_auto_compact_token_limit = 5000" and a
+    turn with "input_tokens": 200000.
+
+Compaction detection: Claude: last user message contains "Your task is to
+create a detailed summary of the conversation so far" (sent by
+``claude -p "/compact" --continue``).  Codex: header x-codex-turn-metadata
+``"request_kind": "compaction"`` or a last user message "You are performing a
+CONTEXT CHECKPOINT COMPACTION".  Both answered with
+``[fake-summary script=KEY turns_done=N]``; details in fake_anthropic.py /
+fake_openai.py.
+
+Observed with these versions (surprises vs clients.md, which was written
+against Claude Code 2.1.197)
+--------------------------------------------------------------------------
+Both clients
+* Tool commands are NOT in the client's process group: after SIGKILL of the
+  group, Claude leaves its ``/bin/bash -c source ~/.claude/shell-snapshots/...
+  eval '<cmd>'`` wrapper and the command running, Codex the command (it runs in
+  a PTY, its own session).  The rig finds them by the inherited marker
+  variable.  A "client died" test must expect orphaned tool commands.
+* Both start in ~0.5 s against the fake; a whole scripted session is < 1 s.
+* SessionStart plain stdout (not only additionalContext) reaches the model;
+  user-level and project-level hooks both run.
+Claude Code 2.1.332
+* ``messages`` holds ``{"role": "system"}`` entries (environment, deferred-tool
+  list, agent types) after the first user message, and the first user message
+  starts with <system-reminder> text blocks (git status, attribution) before
+  the prompt.  Default model claude-opus-5-5.  Only POST /v1/messages?beta=true
+  was called (no count_tokens, no probes).
+* API tools: Agent, Bash, Edit, ListAgents, Read, ReportFindings,
+  ScheduleWakeup, Skill, ToolSearch, Workflow, DeferredToolPlaceholder, Write
+  (NotebookEdit, WebFetch, Monitor... deferred behind ToolSearch); the
+  stream-json ``init`` event still calls the agent tool "Task".
+* ``Agent`` runs asynchronously even with -p: tool_result "Async agent launched
+  successfully ... agentId: ..."; the main thread answers at once (Stop hook
+  fires), the subagent runs, then a ``<task-notification>`` user message brings
+  one more main request (Stop fires again).  -p waits for the subagent.
+* The Bash tool refuses a command that starts with a long ``sleep`` ("Blocked:
+  sleep 300 followed by: ... use Monitor / run_in_background"): tests needing a
+  long-running command must use something else.
+* /compact: SessionStart fires twice in that run (``resume``, then
+  ``compact``), PreCompact/PostCompact trigger "manual"; the summarisation
+  request keeps all tools and omits the session's final assistant text.
+* Writes ``$TMPDIR/claude-<hex>-cwd`` and ``$TMPDIR/claude-<uid>/<project>/``
+  (default /tmp): the rig sets TMPDIR inside the test tree.
+* npm 11 says the package's postinstall "is not covered by allowScripts" and
+  warns about node < 22 (EBADENGINE); the native binary works anyway.
+Codex 0.171.0
+* The tool set depends on the model name: ``gpt-5.5`` gets apply_patch (a
+  freeform ``custom`` tool) and defers the agent tools behind ``tool_search``;
+  an unknown name (``fake-model``) gets no apply_patch at all, lists the agent
+  tools in a ``namespace`` tool ``multi_agent_v1``, and prints "Model metadata
+  for `fake-model` not found".  The rig uses gpt-5.5.
+* Agent tool calls need ``"namespace": "multi_agent_v1"`` on the function_call
+  item, else "unsupported call: spawn_agent".  Hooks then see tool_name
+  ``spawn_agent`` but ``multi_agent_v1wait_agent`` (namespace glued on).
+* ``--json`` reports the hook-trust bypass as two ``{"type": "error"}`` items;
+  stderr always says "Reading additional input from stdin..." (stdin is
+  /dev/null, harmless).
+* With CODEX_HOME under the temp dir (e.g. pytest's /tmp tree and the default
+  TMPDIR) Codex warns "Refusing to create helper binaries under temporary dir"
+  and skips its PATH aliases; the rig points TMPDIR elsewhere.
+* The heredoc form ``apply_patch <<'EOF' ... EOF`` through exec_command works
+  too (reported as a ``file_change`` item).
+* Auto-compaction: PreCompact/PostCompact trigger "auto", then SessionStart
+  ``source: compact``, all inside the same turn; see fake_openai.py for the
+  request.  Subagent requests carry header ``x-openai-subagent: collab_spawn``.
+* ``codex exec resume --last`` (cwd = project) gives SessionStart ``resume``
+  with the same session_id; the old history is sent again.
+"""
 
 import json
 import os
@@ -19,7 +197,7 @@ MARKER_VAR = "NOTREST_E2E_RUN"
 # the client under test
 _SCRUB_PREFIXES = ("ANTHROPIC_", "CLAUDE", "CODEX_", "OPENAI_", "OTEL_", "MCP_",
                    "AWS_BEARER_TOKEN_BEDROCK", "GEMINI_")
-_SCRUB_EXACT = {"CLAUDECODE", "IS_SANDBOX", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER",
+_SCRUB_EXACT = {MARKER_VAR, "CLAUDECODE", "IS_SANDBOX", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER",
                 "FAKE_KEY", "NO_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                 "http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 
@@ -161,7 +339,7 @@ class RunResult:
         self.stdout = stdout
         self.stderr = stderr
         self.duration = duration
-        self.killed = killed          # kill_after fired
+        self.killed = killed          # kill_after / kill_when fired
         self.timed_out = timed_out    # timeout fired
         self.strays = strays          # processes still alive after the client ended
         self.marker = marker          # value of $NOTREST_E2E_RUN in the client's env

@@ -5,8 +5,6 @@ file tools."""
 import json
 import time
 
-import pytest
-
 import rig
 from rig import hook_entry, shell_call, text_turn, tool_turn
 
@@ -17,7 +15,7 @@ DENY_LAW_X = ('case "$payload" in *denied.txt*) printf \'%s\' \'{"hookSpecificOu
               '"permissionDecisionReason": "LAW-X: no touching denied.txt"}}\';; esac')
 
 
-LONG_COMMAND = "touch started.txt; python3 -c 'import time; time.sleep(300)'; touch never.txt"
+LONG_COMMAND = "touch started.txt && python3 -c 'import time; time.sleep(300)' && touch never.txt"
 
 
 def served(env):

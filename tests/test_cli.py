@@ -1,0 +1,147 @@
+"""The commands people and agents run by hand, through the installed wrapper."""
+import json
+import os
+
+from conftest import REPO
+import notrest
+
+
+def busy_session(proj, session="cli-1"):
+    proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
+    proj.hook("PostToolUse", proj.payload("PostToolUse", session, tool_name="Write",
+                                          tool_input={"file_path": str(proj.root / "a.py"),
+                                                      "content": "1"},
+                                          tool_response={}))
+    proj.hook("PreToolUse", proj.payload("PreToolUse", session, tool_name="Bash",
+                                         tool_input={"command": "git push -f origin main"}))
+    return session
+
+
+def test_gate_by_hand_exit_codes_and_json(proj):
+    deny = proj.cli("gate", "--command", "rm -rf /")
+    assert deny.code == 2 and "no-destroy" in deny.stdout and "Instead:" in deny.stdout
+    allow = proj.cli("gate", "--command", "rm -rf node_modules")
+    assert allow.code == 0
+    path = proj.cli("gate", "--path", ".codex/config.toml", "--json")
+    assert path.code == 2 and json.loads(path.stdout)["law"] == "protect-harness"
+    read = proj.cli("gate", "--path", ".env", "--read")
+    assert read.code == 2 and "protect-secrets" in read.stdout
+    payload = json.dumps(proj.payload("PreToolUse", "x", tool_name="Bash",
+                                      tool_input={"command": "git push --force origin main"}))
+    stdin = proj.cli("gate", input=payload.encode())
+    assert stdin.code == 2 and "no-force-push" in stdin.stdout
+    bad = proj.cli("gate", input=b"nope")
+    assert bad.code == 2 and "Traceback" not in bad.stderr
+
+
+def test_status_log_and_laws(proj):
+    session = busy_session(proj)
+    proj.cli("bank", "--session", session, "--note", "wrote a.py", "--open", "ship it")
+    status = proj.cli("status")
+    assert status.code == 0
+    assert "last bank: cli-1: wrote a.py" in status.stdout
+    assert "t1: ship it" in status.stdout
+    data = json.loads(proj.cli("status", "--json").stdout)
+    assert data["open_threads"][0]["text"] == "ship it"
+    log = proj.cli("log", "--session", session)
+    assert "DENIED by no-force-push" in log.stdout and "tool Write [ok]" in log.stdout
+    records = json.loads(proj.cli("log", "--json").stdout)["records"]
+    assert [r["k"] for r in records][:2] == ["start", "tool"]
+    laws = proj.cli("laws")
+    for law in notrest.BUILTIN_LAWS:
+        assert law["id"] in laws.stdout
+    listed = json.loads(proj.cli("laws", "--json").stdout)
+    assert {l["id"] for l in listed["laws"]} >= {l["id"] for l in notrest.BUILTIN_LAWS}
+
+
+def test_threads_open_and_close(proj):
+    session = busy_session(proj, "th-1")
+    proj.cli("bank", "--session", session, "--open", "one", "--open", "two")
+    assert "t2" in proj.cli("status").stdout
+    result = proj.cli("bank", "--session", session, "--close", "t1")
+    assert result.code == 0
+    status = proj.cli("status").stdout
+    assert "t1: one" not in status and "t2: two" in status
+    missing = proj.cli("bank", "--session", session, "--close", "t9")
+    assert missing.code == 2 and "no thread named t9" in missing.stderr
+
+
+def test_check_evaluates_one_law(proj):
+    assert proj.cli("check", "no-destroy", "--command", "rm -rf ~").code == 1
+    assert proj.cli("check", "no-destroy", "--command", "rm -rf build").code == 0
+    assert proj.cli("check", "secret-in-prompt", "--prompt",
+                    "key AKIAIOSFODNN7EXAMPLE").code == 1
+    assert proj.cli("check", "protect-harness").code == 0
+    session = busy_session(proj, "chk-1")
+    broken = proj.cli("check", "bank-before-stop", "--session", session)
+    assert broken.code == 1 and "a.py" in broken.stdout
+    proj.cli("bank", "--session", session, "--note", "done")
+    assert proj.cli("check", "bank-before-stop", "--session", session).code == 0
+    assert proj.cli("check", "no-such-law").code == 2
+    assert proj.cli("check", "no-destroy").code == 2
+
+
+def test_override_and_permit_leave_receipts_and_a_permit_is_used_once(proj):
+    payload = proj.payload("PreToolUse", "ov-1", tool_name="Bash",
+                           tool_input={"command": "git push --force origin main"})
+    over = proj.hook("PreToolUse", payload, NOTREST_OVERRIDE="no-force-push")
+    answer = over.answer
+    assert "permissionDecision" not in answer.get("hookSpecificOutput", {})
+    assert "override of no-force-push" in answer["systemMessage"]
+    receipts = [r for r in proj.journal("ov-1") if r and r["k"] == "receipt"]
+    assert receipts and receipts[0]["by"] == "NOTREST_OVERRIDE"
+
+    granted = proj.cli("allow", "no-force-push", "--once", "--why", "fixing history",
+                       USER="alice")
+    assert granted.code == 0, granted.stderr
+    first = proj.hook("PreToolUse", dict(payload, session_id="ov-2"))
+    assert "permissionDecision" not in first.answer.get("hookSpecificOutput", {})
+    second = proj.hook("PreToolUse", dict(payload, session_id="ov-2"))
+    assert second.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    receipt = [r for r in proj.journal("ov-2") if r and r["k"] == "receipt"][0]
+    assert receipt["who"] == "alice" and receipt["why"] == "fixing history"
+    proj.hook("SessionEnd", proj.payload("SessionEnd", "ov-2", reason="other"))
+    packet = proj.cli("packet").stdout
+    assert "Override of no-force-push by permit p-1 (alice: fixing history)" in packet
+
+
+def test_the_agent_cannot_grant_itself_a_permit(proj):
+    for command in (".notrest/notrest allow no-destroy --once --why x",
+                    "python3 .notrest/notrest.py uninstall",
+                    "sh install.sh --uninstall ."):
+        result = proj.cli("gate", "--command", command)
+        assert result.code == 2 and "protect-harness" in result.stdout, command
+    assert proj.cli("gate", "--command", ".notrest/notrest bank --note hi").code == 0
+
+
+def test_rebuild_recreates_records_and_index(proj):
+    session = busy_session(proj, "rb-1")
+    proj.cli("bank", "--session", session, "--note", "rebuilt note")
+    sessions = proj.root / ".notrest" / "sessions"
+    before = json.loads((sessions / "rb-1.json").read_text())
+    for path in sessions.glob("*.json"):
+        path.unlink()
+    (proj.root / ".notrest" / "index.json").unlink()
+    result = proj.cli("rebuild")
+    assert result.code == 0 and "rebuilt 1 session record" in result.stdout
+    after = json.loads((sessions / "rb-1.json").read_text())
+    assert after == before
+    index = json.loads((proj.root / ".notrest" / "index.json").read_text())
+    assert index["sessions"][0]["session"] == "rb-1"
+
+
+def test_bank_outside_an_install_says_how_to_fix(tmp_path):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, str(REPO / "notrest.py"), "--root",
+                           str(tmp_path), "bank", "--note", "x"], capture_output=True)
+    assert proc.returncode == 3
+    assert b"not installed" in proc.stderr and b"install.sh" in proc.stderr
+
+
+def test_main_can_be_called_in_process(capsys, tmp_path):
+    assert notrest.main(["--root", str(tmp_path), "gate", "--command", "ls -la"]) == 0
+    assert "allowed" in capsys.readouterr().out
+    assert notrest.main(["--root", str(tmp_path), "packet", "--budget", "800"]) == 0
+    out = capsys.readouterr().out
+    assert "## Laws in force" in out and len(out.encode()) <= 800

@@ -1,0 +1,145 @@
+"""Promise 1 and 3 end to end through the real sh hooks: what one session did,
+left open and meant to do next reaches the next session's packet, also when the
+first session was killed."""
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import read_results, simulate, step
+
+
+def session_a_steps(proj, client, session):
+    p = lambda event, **f: proj.payload(event, session, client, **f)  # noqa: E731
+    steps = [
+        step("SessionStart", p("SessionStart", source="startup"), client),
+        step("UserPromptSubmit", p("UserPromptSubmit", prompt="add a greeting module"),
+             client),
+    ]
+    if client == "claude":
+        steps.append(step("PostToolUse", p(
+            "PostToolUse", tool_name="Write",
+            tool_input={"file_path": str(proj.root / "greet.py"), "content": "x = 1\n"},
+            tool_response={"type": "create"}), client))
+        steps.append(step("PostToolUse", p(
+            "PostToolUse", tool_name="Edit",
+            tool_input={"file_path": str(proj.root / "README.txt"), "old_string": "a",
+                        "new_string": "b"}, tool_response={}), client))
+    else:
+        steps.append(step("PostToolUse", p(
+            "PostToolUse", tool_name="apply_patch",
+            tool_input={"command": "*** Begin Patch\n*** Add File: greet.py\n+x = 1\n"
+                                   "*** Update File: README.txt\n@@\n-a\n+b\n"
+                                   "*** End Patch\n"},
+            tool_response="Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess."),
+            client))
+    steps.append(step("PreToolUse", p("PreToolUse", tool_name="Bash",
+                                      tool_input={"command": "rm -rf ~"}), client))
+    if client == "claude":
+        steps.append(step("PostToolUseFailure", p(
+            "PostToolUseFailure", tool_name="Bash",
+            tool_input={"command": "python3 -m pytest -q tests/test_greet.py"},
+            error="Exit code 1\n1 failed, 3 passed"), client))
+    else:
+        steps.append(step("PostToolUse", p(
+            "PostToolUse", tool_name="apply_patch",
+            tool_input={"command": "*** Begin Patch\n*** Update File: nothere.py\n@@\n"
+                                   "-q\n+r\n*** End Patch\n"},
+            tool_response="Exit code: 1\nerror: nothere.py: No such file"), client))
+    steps.append(step("Stop", p("Stop", stop_hook_active=False,
+                                last_assistant_message="done"), client))
+    steps.append({"cli": ["bank", "--note", "added greet.py; tests still red",
+                          "--next", "make tests/test_greet.py pass",
+                          "--open", "decide the greeting language"]})
+    steps.append(step("Stop", p("Stop", stop_hook_active=True,
+                                last_assistant_message="done"), client))
+    steps.append(step("SessionEnd", p("SessionEnd", reason="other"), client))
+    return steps
+
+
+@pytest.mark.parametrize("client", ["claude", "codex"])
+def test_next_session_starts_knowing_what_the_last_one_did(proj, tmp_path, client):
+    session_a = "aaaa1111-0000-4000-8000-000000000001"
+    steps = session_a_steps(proj, client, session_a)
+    _proc, results = simulate(proj, steps, tmp_path)
+    done = {r["i"]: r for r in read_results(results)}
+    first = next(i for i, s in enumerate(steps) if s.get("hook") == "Stop")
+    first_stop = json.loads(done[first]["stdout"])
+    assert first_stop["decision"] == "block"
+    assert "bank-before-stop" in first_stop["reason"]
+    bank = done[first + 1]
+    assert bank["code"] == 0, bank["stderr"]
+    assert session_a in bank["stdout"], "bank did not land on the calling session"
+    assert json.loads(done[first + 2]["stdout"]).get("decision") != "block"
+    record = json.loads((proj.root / ".notrest" / "sessions" /
+                         (session_a + ".json")).read_text())
+    assert record["note"] == "added greet.py; tests still red"
+
+    result = proj.hook("SessionStart", proj.payload("SessionStart", "bbbb2222", client,
+                                                    source="startup"), client)
+    packet = result.answer["hookSpecificOutput"]["additionalContext"]
+    assert "Last session aaaa1111" in packet
+    assert "added greet.py; tests still red" in packet
+    assert "Next step: make tests/test_greet.py pass" in packet
+    assert "greet.py" in packet and "README.txt" in packet
+    assert "Denied (no-destroy): `rm -rf ~`" in packet
+    failed = "python3 -m pytest -q tests/test_greet.py" if client == "claude" else \
+        "apply_patch nothere.py"
+    assert "Failed: `%s`" % failed in packet
+    assert "decide the greeting language" in packet
+
+
+def test_bank_lands_on_the_calling_session_among_several(proj, tmp_path):
+    """Two live sessions; the one that banks is not the most recently active, and no
+    session id is in sight of the bank command: it still lands on its own session."""
+    steps_a = [step("SessionStart", proj.payload("SessionStart", "sess-A",
+                                                 source="startup")),
+               {"sleep": 2.0},
+               {"cli": ["bank", "--note", "note of A"]}]
+    steps_b = [{"sleep": 0.5},
+               step("SessionStart", proj.payload("SessionStart", "sess-B",
+                                                 source="startup")),
+               step("PostToolUse", proj.payload("PostToolUse", "sess-B", tool_name="Bash",
+                                                tool_input={"command": "ls"},
+                                                tool_response={}))]
+    client_b, _ = simulate(proj, steps_b, tmp_path, "b", linger=20, wait=False)
+    try:
+        _, results = simulate(proj, steps_a, tmp_path, "a")
+    finally:
+        os.killpg(client_b.pid, signal.SIGKILL)
+        client_b.wait()
+    out = {r["i"]: r for r in read_results(results)}[2]
+    assert out["code"] == 0, out["stderr"]
+    assert "banked session sess-A (its client is this process's ancestor)" in out["stdout"]
+    sessions = proj.root / ".notrest" / "sessions"
+    assert json.loads((sessions / "sess-A.json").read_text())["note"] == "note of A"
+    assert json.loads((sessions / "sess-B.json").read_text())["note"] == ""
+
+
+def test_a_killed_session_is_recovered_by_the_next_packet(proj, tmp_path):
+    session = "dead0000-1111-4222-8333-444455556666"
+    p = lambda event, **f: proj.payload(event, session, **f)  # noqa: E731
+    steps = [
+        step("SessionStart", p("SessionStart", source="startup")),
+        step("PostToolUse", p("PostToolUse", tool_name="Write",
+                              tool_input={"file_path": str(proj.root / "half.py"),
+                                          "content": "x"}, tool_response={})),
+        step("PreToolUse", p("PreToolUse", tool_name="Bash",
+                             tool_input={"command": "make build"})),
+        {"sleep": 60},
+    ]
+    client, results = simulate(proj, steps, tmp_path, wait=False)
+    deadline = time.time() + 30
+    while time.time() < deadline and len(read_results(results)) < 3:
+        time.sleep(0.05)
+    os.killpg(client.pid, signal.SIGKILL)
+    client.wait()
+    packet = proj.hook("SessionStart", proj.payload("SessionStart", "next-one",
+                                                    source="startup")).answer
+    text = packet["hookSpecificOutput"]["additionalContext"]
+    assert "Last session dead0000" in text
+    assert "DIED" in text
+    assert "half.py" in text
+    assert "It was running: `make build`" in text

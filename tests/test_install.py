@@ -1,0 +1,241 @@
+"""install.sh as a user runs it: idempotent, keeps the user's settings, reversible;
+the hooks are POSIX sh; doctor proves each law in its three layers."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO, make_project
+import notrest
+
+USER_CLAUDE = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(ls:*)"]},
+    "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "echo mine"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "./my-stop.sh"}]}]},
+}
+USER_CODEX = {"hooks": {"SessionStart": [{"hooks": [
+    {"type": "command", "command": "echo codex-mine"}]}]}}
+
+
+def install(project, *args):
+    env = {"PATH": os.environ["PATH"], "HOME": str(project.home)}
+    return subprocess.run(["sh", str(REPO / "install.sh")] + list(args) + [
+        str(project.root)], capture_output=True, env=env, timeout=120)
+
+
+def snapshot_tree(root):
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and ".git/" not in str(path) and "__pycache__" not in str(path):
+            out[str(path.relative_to(root))] = path.read_bytes()
+    return out
+
+
+def test_install_keeps_the_users_settings_and_is_idempotent(tmp_path):
+    project = make_project(tmp_path, install=False)
+    (project.root / ".claude").mkdir()
+    (project.root / ".claude" / "settings.json").write_text(json.dumps(USER_CLAUDE))
+    (project.root / ".codex").mkdir()
+    (project.root / ".codex" / "hooks.json").write_text(json.dumps(USER_CODEX))
+    (project.root / "AGENTS.md").write_text("# My agents file\n\nBe nice.\n")
+    first = install(project, "--client", "both")
+    assert first.returncode == 0, first.stderr
+    assert b"## Laws in force" in first.stdout, "install must print the packet"
+    tree = snapshot_tree(project.root)
+    claude = json.loads((project.root / ".claude" / "settings.json").read_text())
+    assert claude["model"] == "opus" and claude["permissions"] == USER_CLAUDE["permissions"]
+    commands = [h["command"] for g in claude["hooks"]["PreToolUse"] for h in g["hooks"]]
+    assert "echo mine" in commands and any("/.notrest/hooks/pre-tool-use.sh" in c
+                                           for c in commands)
+    assert set(notrest.CLIENT_EVENTS["claude"]) <= set(claude["hooks"])
+    codex = json.loads((project.root / ".codex" / "hooks.json").read_text())
+    assert set(notrest.CLIENT_EVENTS["codex"]) <= set(codex["hooks"])
+    assert any("echo codex-mine" == h["command"] for g in codex["hooks"]["SessionStart"]
+               for h in g["hooks"])
+    agents = (project.root / "AGENTS.md").read_text()
+    assert agents.startswith("# My agents file\n\nBe nice.\n")
+    assert agents.count(notrest.BLOCK_BEGIN) == 1
+    for skill in (".claude/skills/notrest/SKILL.md", ".claude/skills/notrest-laws/SKILL.md",
+                  ".agents/skills/notrest/SKILL.md", ".agents/skills/notrest-laws/SKILL.md"):
+        assert (project.root / skill).exists(), skill
+    second = install(project, "--client", "both", "--quiet")
+    assert second.returncode == 0
+    assert b"already installed; nothing changed" in second.stdout
+    assert snapshot_tree(project.root) == tree
+
+    removed = install(project, "--uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads((project.root / ".claude" / "settings.json").read_text()) == \
+        USER_CLAUDE
+    assert json.loads((project.root / ".codex" / "hooks.json").read_text()) == USER_CODEX
+    assert (project.root / "AGENTS.md").read_text() == "# My agents file\n\nBe nice.\n"
+    assert not (project.root / ".claude" / "skills").exists()
+    assert not (project.root / ".notrest" / "notrest.py").exists()
+    assert (project.root / ".notrest" / "laws.json").exists(), "the estate is kept"
+
+
+def test_uninstall_of_a_fresh_install_leaves_the_project_as_it_was(tmp_path):
+    project = make_project(tmp_path, install=False)
+    before = snapshot_tree(project.root)
+    assert install(project).returncode == 0
+    project.hook("SessionStart", project.payload("SessionStart", "s1", source="startup"))
+    assert install(project, "--uninstall").returncode == 0
+    after = snapshot_tree(project.root)
+    kept = {k for k in after if k.startswith(".notrest/")}
+    assert {k: v for k, v in after.items() if k not in kept} == before
+    assert ".notrest/journal/s1.jsonl" in kept
+    assert install(project, "--uninstall", "--purge").returncode == 0
+    assert snapshot_tree(project.root) == before
+
+
+def test_a_skill_that_is_not_ours_is_never_overwritten(tmp_path):
+    project = make_project(tmp_path, install=False)
+    mine = project.root / ".claude" / "skills" / "notrest" / "SKILL.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("---\nname: notrest\ndescription: mine\n---\nmy own\n")
+    result = install(project, "--client", "claude")
+    assert result.returncode == 0
+    assert mine.read_text().endswith("my own\n")
+    assert b"left" in result.stdout and b"(not ours)" in result.stdout
+
+
+def test_broken_settings_are_reported_not_overwritten(tmp_path):
+    project = make_project(tmp_path, install=False)
+    settings = project.root / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"hooks": {')
+    result = install(project, "--client", "claude")
+    assert result.returncode == 3
+    assert str(settings).encode() in result.stderr and b"fix" in result.stderr
+    assert settings.read_text() == '{"hooks": {'
+
+
+def _front_matter(text):
+    assert text.startswith("---\n")
+    head, _, _body = text[4:].partition("\n---\n")
+    fields = {}
+    for line in head.splitlines():
+        key, sep, value = line.partition(": ")
+        assert sep, line
+        value = value.strip()
+        if value.startswith('"'):
+            assert value.endswith('"') and '"' not in value[1:-1]
+            value = value[1:-1]
+        else:
+            assert ": " not in value and not value.startswith(("'", "[", "{", "&", "*"))
+        fields[key] = value
+    return fields
+
+
+@pytest.mark.parametrize("path", ["skills/notrest/SKILL.md",
+                                  "skills/notrest-laws/SKILL.md"])
+def test_skills_have_valid_front_matter_and_are_current(path):
+    text = (REPO / path).read_text()
+    fields = _front_matter(text)
+    name = path.split("/")[1]
+    assert fields["name"] == name and len(name) <= 64
+    assert 0 < len(fields["description"]) <= 1024
+    assert text == notrest.render_skill(name, None, "notrest"), \
+        "skills/ is stale: regenerate it with tests/regenerate.py"
+
+
+def test_repo_hooks_are_the_rendered_launchers_and_the_plugin_lists_them():
+    for event, (name, _timeout) in notrest.HOOK_EVENTS.items():
+        text = (REPO / "hooks" / name).read_text()
+        assert text == notrest.render_launcher(event, ""), name
+        assert os.access(REPO / "hooks" / name, os.X_OK)
+    plugin = json.loads((REPO / "hooks" / "hooks.json").read_text())
+    for event in notrest.CLIENT_EVENTS["claude"]:
+        command = plugin["hooks"][event][0]["hooks"][0]["command"]
+        assert "${CLAUDE_PLUGIN_ROOT}" in command
+        assert notrest.HOOK_EVENTS[event][0] in command
+    manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "notrest"
+
+
+@pytest.mark.skipif(not shutil.which("shellcheck"), reason="shellcheck not installed")
+def test_sh_files_are_shellcheck_clean():
+    files = [str(p) for p in (REPO / "hooks").glob("*.sh")] + [str(REPO / "install.sh")]
+    result = subprocess.run(["shellcheck", "-s", "sh"] + files, capture_output=True)
+    assert result.returncode == 0, result.stdout.decode()
+
+
+@pytest.mark.skipif(not shutil.which("dash"), reason="dash not installed")
+def test_hooks_run_under_dash(proj):
+    payload = json.dumps(proj.payload("PreToolUse", "d1", tool_name="Bash",
+                                      tool_input={"command": "rm -rf /"}))
+    proc = subprocess.run(["dash", str(proj.root / ".notrest/hooks/pre-tool-use.sh"),
+                           "claude"], input=payload.encode(), capture_output=True,
+                          env=proj.env())
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_hooks_fall_back_to_python3_when_the_recorded_interpreter_is_gone(proj):
+    launcher = proj.root / ".notrest" / "hooks" / "pre-tool-use.sh"
+    text = launcher.read_text()
+    launcher.write_text(text.replace("py='", "py='/nonexistent/python", 1))
+    payload = json.dumps(proj.payload("PreToolUse", "f1", tool_name="Bash",
+                                      tool_input={"command": "rm -rf ~"}))
+    proc = subprocess.run(["sh", str(launcher), "claude"], input=payload.encode(),
+                          capture_output=True, env=proj.env())
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_doctor_passes_on_a_fresh_install(proj):
+    result = proj.cli("doctor")
+    assert result.code == 0, result.stdout
+    assert "FAIL" not in result.stdout
+    for law in notrest.BUILTIN_LAWS:
+        assert "law %s in all three layers" % law["id"] in result.stdout
+
+
+def _strip_event(proj, client, event):
+    path = notrest.client_settings_path(str(proj.root), client)
+    data = json.loads(open(path).read())
+    del data["hooks"][event]
+    open(path, "w").write(json.dumps(data))
+
+
+def test_doctor_fails_a_law_without_its_hook(proj):
+    _strip_event(proj, "codex", "Stop")
+    result = proj.cli("doctor")
+    assert result.code == 1
+    assert "law bank-before-stop lacks: hook for codex" in result.stdout
+    assert "fix:" in result.stdout
+
+
+def test_doctor_fails_a_law_without_its_text(proj):
+    laws = proj.root / ".notrest" / "laws.json"
+    laws.write_text(json.dumps({"schema_version": 1, "laws": [
+        {"id": "no-curl", "text": "Never call curl in this project.", "on": ["PreToolUse"],
+         "program": ["curl"], "instead": "use the vendored client"}]}))
+    result = proj.cli("doctor")
+    assert result.code == 1
+    assert "law no-curl lacks: text" in result.stdout
+    # re-running install renders the laws skill again: the text layer is back
+    env = {"PATH": os.environ["PATH"], "HOME": str(proj.home)}
+    subprocess.run(["sh", str(REPO / "install.sh"), "--quiet", str(proj.root)], env=env,
+                   check=True, capture_output=True)
+    assert proj.cli("doctor").code == 0
+
+
+def test_doctor_fails_a_law_without_a_check(proj):
+    laws = proj.root / ".notrest" / "laws.json"
+    laws.write_text(json.dumps({"schema_version": 1, "laws": [
+        {"id": "tests-green", "text": "Tests pass before a stop.", "on": ["Stop"]}]}))
+    result = proj.cli("doctor")
+    assert result.code == 1
+    assert "tests-green" in result.stdout and "check command" in result.stdout
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    command = "python3 -m pip install pytest && python3 -m pytest"
+    assert command in readme.split("## Three promises")[0]
+    assert command in (REPO / ".ci" / "run").read_text()
+    assert "sh /path/to/notrest/install.sh --client both ." in readme
