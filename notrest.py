@@ -2395,10 +2395,7 @@ def _project_law_hit(law, ctx):
         if result is None or result.get("ok"):
             return None
         tail = one_line(result.get("tail", ""), 600)
-        blocks = event.facts.get("check_blocks", {}).get(law.id, 0)
-        lead = ("`%s` failed (exit %s)" if blocks == 0 else
-                "`%s` still fails (exit %s, block " + str(blocks + 1) + ")") % (
-            result.get("cmd"), result.get("code"))
+        lead = "`%s` failed (exit %s)" % (result.get("cmd"), result.get("code"))
         return lead + (": " + tail if tail else "")
     if not said:
         return None
@@ -2717,7 +2714,7 @@ def new_session_record(session):
             "bank_blocks": 0, "check_blocks": {}, "checks": {}, "stop_allowed": [],
             "client_pid": None, "client_start": None, "source": "", "compactions": 0,
             "compact_pending": False, "last_prompt": "", "opened": [], "closed": [],
-            "hook_ms": {}}
+            "hook_ms": {}, "transcript": "", "transcript_offset": 0}
 
 
 def migrate_session_record(data, session):
@@ -2753,6 +2750,7 @@ def fold_event(rec, ev):
         stats[1] = round(stats[1] + ev["ms"], 3)
         stats[2] = max(stats[2], ev["ms"])
     if kind == "start":
+        rec["transcript"] = ev.get("transcript") or rec["transcript"]
         rec["client_pid"] = ev.get("pid")
         rec["client_start"] = ev.get("pid_start")
         rec["source"] = ev.get("source") or ""
@@ -2829,6 +2827,14 @@ def fold_event(rec, ev):
     elif kind == "compact":
         if ev.get("phase") == "post":
             rec["compact_pending"] = True
+    elif kind == "exits":
+        rec["transcript_offset"] = max(rec["transcript_offset"], ev.get("cursor") or 0)
+        for item in ev.get("items") or []:
+            what = item.get("what", "")
+            rec["failed"] = [f for f in rec["failed"] if f.get("what") != what]
+            if item.get("code"):
+                _push(rec["failed"], {"what": what, "error": "exit %s: %s" % (
+                    item.get("code"), item.get("error", "")), "t": t})
     elif kind == "end":
         rec["ended"] = t
         rec["end_reason"] = ev.get("reason", "")
@@ -3543,11 +3549,86 @@ def refresh_session(estate, session, force_index=False):
                 sys.stderr.write("notrest: %s was damaged; rebuilt it from the journal\n"
                                  % path)
         rec = fold_journal(estate, session, copy_record(before))
+        if rec["client"] == "codex" and rec["transcript"]:
+            _fold_codex_exits(estate, rec)
         save_session(estate, rec)
     if force_index or before is None or _index_entry(before) != dict(
             _index_entry(rec), updated=before.get("updated")):
         update_index(estate, rec)
     return rec
+
+
+ROLLOUT_READ_MAX = 8 * 1024 * 1024
+
+
+def codex_transcript_ok(path, env):
+    """A Codex rollout path from a payload is read only when it is a rollout file
+    under $CODEX_HOME or ~/.codex."""
+    if not (isinstance(path, str) and path.startswith("/") and "\0" not in path):
+        return False
+    name = os.path.basename(path)
+    if not (name.startswith("rollout-") and name.endswith(".jsonl")):
+        return False
+    real = os.path.realpath(path)
+    homes = [env.get("CODEX_HOME"), os.path.join(env.get("HOME") or "~", ".codex")]
+    return any(h and is_within(real, os.path.realpath(h)) for h in homes) and \
+        os.path.isfile(real)
+
+
+def read_rollout_exits(path, offset):
+    """([{id, what, code, error}], new offset): the exit codes of shell commands a
+    Codex rollout recorded after offset (Codex hooks never see them)."""
+    items = []
+    try:
+        handle = open(path, "rb")
+    except OSError:
+        return items, offset
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size < offset:
+            offset = 0
+        if size - offset > ROLLOUT_READ_MAX:
+            offset = size - ROLLOUT_READ_MAX
+            handle.seek(offset)
+            offset += len(handle.readline())
+        handle.seek(offset)
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break
+            offset += len(raw)
+            if b'"CommandExecution"' not in raw or b'"item_completed"' not in raw:
+                continue
+            try:
+                item = json_loads(raw.decode("utf-8", "replace"))["payload"]["item"]
+                code = item.get("exit_code")
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+            if not isinstance(code, int):
+                continue
+            command = item.get("command")
+            if isinstance(command, list) and len(command) == 3 and os.path.basename(
+                    str(command[0])) in SHELL_NAMES and command[1] in ("-lc", "-c"):
+                command = command[2]
+            elif isinstance(command, list):
+                command = " ".join(_quote_arg(str(a)) for a in command)
+            items.append({"id": str(item.get("id") or ""),
+                          "what": clip(" ".join(str(command).split()), 400), "code": code,
+                          "error": clip(str(item.get("aggregated_output") or "")
+                                        .strip()[-300:], 300)})
+    return items, offset
+
+
+def _fold_codex_exits(estate, rec):
+    path = rec["transcript"]
+    if not codex_transcript_ok(path, os.environ):
+        return
+    items, cursor = read_rollout_exits(path, rec["transcript_offset"])
+    if cursor == rec["transcript_offset"]:
+        return
+    record = {"v": SCHEMA_VERSION, "t": round(time.time(), 3), "k": "exits",
+              "c": "codex", "cursor": cursor, "items": items}
+    append_record(estate.journal(rec["session"]), record)
+    fold_journal(estate, rec["session"], rec)
 
 
 def copy_record(rec):
@@ -3801,6 +3882,7 @@ def dispatch_hook(estate, event, env, started):
         register_session(estate, session, event.client, pid, pid_start, now)
         append_record(journal, stamp(dict(base, k="start", source=event.source,
                                           pid=pid, pid_start=pid_start,
+                                          transcript=event.transcript or "",
                                           model=str(event.raw.get("model") or ""))))
         refresh_session(estate, session)
         _export_session_id(env, session)
@@ -3908,7 +3990,9 @@ def stop_hook(estate, event, env, now, config, stamp):
     laws = [final.law] if blocked else sorted({r["law"] for r in receipts if r.get(
         "stop_allowed_after")})
     if blocked:
-        final.reason = _escalate(final, rec["stop_blocks"], book.stop_block_bound)
+        final.reason = _escalate(final, rec["stop_blocks"],
+                                 rec["check_blocks"].get(final.law, 0),
+                                 book.stop_block_bound)
     record = dict(base, k="stop", decision="block" if blocked else "allow", laws=laws)
     if not blocked and laws:
         record["allowed_after"] = rec["stop_blocks"]
@@ -3919,14 +4003,18 @@ def stop_hook(estate, event, env, now, config, stamp):
     return render_answer(event, final)
 
 
-def _escalate(verdict, blocks, bound):
-    """Each block of a stop says more, and says how many are left."""
-    left = bound - blocks - 1
-    if blocks == 0:
-        return verdict.reason
-    tail = (" This is block %d of %d; after that the stop is allowed and recorded as "
-            "unmet for the next session." % (blocks + 1, bound)) if left >= 0 else ""
-    return "STILL UNMET (%s): %s.%s" % (verdict.law, verdict.reason, tail)
+def _escalate(verdict, blocks, law_blocks, bound):
+    """Each block of a stop says more than the last, and how many are left."""
+    reason = verdict.reason
+    if law_blocks:
+        reason = "STILL UNMET after %d block%s (%s): %s" % (
+            law_blocks, "" if law_blocks == 1 else "s", verdict.law, reason)
+    if blocks + 1 >= bound:
+        reason += ". This is the last block (%d of %d): the next stop is allowed and " \
+                  "recorded as unmet for the next session" % (blocks + 1, bound)
+    elif blocks:
+        reason += " (block %d of %d)" % (blocks + 1, bound)
+    return reason
 
 
 def _export_session_id(env, session):
