@@ -3370,9 +3370,6 @@ def _fit_budget(lines, budget):
     return out
 
 
-def learned_summary(estate):
-    """Compiled tools, accepted lessons and waiting candidates for the packet."""
-    return {}
 
 
 # ==== gate ==================================================================
@@ -3999,7 +3996,11 @@ def stop_hook(estate, event, env, now, config, stamp):
     append_record(journal, stamp(record))
     refresh_session(estate, session)
     if not blocked:
-        learn_on_stop(estate, now)
+        try:
+            learn_on_stop(estate, now, session)
+        except Exception as exc:  # learning is advisory: it never blocks a stop
+            sys.stderr.write("notrest: learning skipped: %s\n" % clip(neutralise(exc),
+                                                                     200))
     return render_answer(event, final)
 
 
@@ -4036,13 +4037,611 @@ def _packet_budget(config):
         PACKET_BUDGET_BYTES
 
 
-def learn_on_stop(estate, now):
-    """Stop-time learning, bounded in work (filled in by the learn section)."""
-    return None
 
 
 # ==== learn =================================================================
-# (repeated work mined from the journals: see the learning issue)
+# Deterministic mining of the journals, no model calls, no background process.
+# A cursor per journal makes every run read only new lines. The state keeps
+# n-gram counts of normalised shell commands (1-6 in a row), denials per law and
+# failure -> fix pairs; candidates.json is recomputed from it after each run.
+
+LEARN_MIN_SESSIONS = 3
+LEARN_MAX_RUN = 6
+LEARN_SINGLE_CAP = 4000
+LEARN_STOP_LINES = 400
+LEARN_STOP_SECONDS = 0.04
+LEARN_FIX_WINDOW = 6
+_TRIVIAL_PROGRAMS = frozenset((
+    "cd", "ls", "pwd", "echo", "printf", "cat", "clear", "true", "false", "which", "type",
+    "head", "tail", "wc", "sleep", "date", "whoami", "env", "printenv", "history", "tree",
+    "less", "more", "file", "stat", "test", "[", ":", "exit", "export", "source", "."))
+_TRIVIAL_GIT = frozenset(("status", "diff", "log", "show", "branch", "remote", "rev-parse",
+                          "fetch"))
+
+
+def _placeholder(word):
+    """The typed placeholder a varying word stands for, or None."""
+    if not word or word.startswith("-") and "=" not in word:
+        return None
+    if word.startswith(("http://", "https://", "git@", "ssh://")):
+        return "url"
+    if any(ch in word for ch in " \t\n"):
+        return "str"
+    digits = word.replace(".", "", 1)
+    if digits.isdigit():
+        return "num"
+    if len(word) >= 7 and all(c in "0123456789abcdef" for c in word.lower()) and any(
+            c.isdigit() for c in word):
+        return "hash"
+    if "/" in word or word in (".", "..") or word.startswith("~"):
+        return "path"
+    base, dot, ext = word.rpartition(".")
+    if dot and base and 1 <= len(ext) <= 5 and ext.isalnum() and not ext.isdigit():
+        return "path"
+    return None
+
+
+def normalise_command(argv):
+    """(key, values): argv with paths, numbers, hashes, urls and quoted strings
+    replaced by typed placeholders, and the words they replaced."""
+    tokens, values = [os.path.basename(argv[0]) if argv[0].startswith("/") else argv[0]], []
+    previous = argv[0]
+    for word in argv[1:]:
+        kind = _placeholder(word)
+        if previous in ("-m", "--message") and kind is None:
+            kind = "str"
+        if kind is None and word.startswith("--") and "=" in word:
+            name, _, value = word.partition("=")
+            inner = _placeholder(value)
+            if inner:
+                tokens.append("%s=<%s>" % (name, inner))
+                values.append(value)
+                previous = word
+                continue
+        if kind:
+            tokens.append("<%s>" % kind)
+            values.append(word)
+        else:
+            tokens.append(word)
+        previous = word
+    return " ".join(tokens), values
+
+
+def _is_harness_command(argv):
+    for word in argv[:3]:
+        base = os.path.basename(word)
+        if base in ("notrest", "notrest.py") or "/.notrest/" in word or word.startswith(
+                ".notrest/"):
+            return True
+    return False
+
+
+def command_units(command, cwd="/"):
+    """The top-level simple commands of one shell call worth learning from:
+    [(key, values, argv)]; harness and trivial commands are left out."""
+    units = []
+    for cmd in parse_shell(command, cwd):
+        if cmd.depth or not cmd.argv or _is_harness_command(cmd.argv):
+            continue
+        prog = cmd.prog
+        if prog in _TRIVIAL_PROGRAMS or prog in SHELL_NAMES:
+            continue
+        if prog == "git" and _git_parts(cmd)[0] in _TRIVIAL_GIT and len(cmd.argv) <= 3:
+            continue
+        key, values = normalise_command(cmd.argv)
+        units.append((key, values, cmd.argv))
+    return units
+
+
+def _stable_id(prefix, text):
+    import zlib
+    return "%s-%08x" % (prefix, zlib.crc32(text.encode("utf-8")) & 0xFFFFFFFF)
+
+
+def new_learn_state():
+    return {"schema_version": SCHEMA_VERSION, "ngrams": {}, "tails": {}, "denials": {},
+            "fixes": {}, "pending": {}}
+
+
+def _learn_paths(estate):
+    return (estate.path("learned", "state.json"), estate.path("learned", "cursors.json"),
+            estate.path("learned", "candidates.json"),
+            estate.path("learned", "decisions.json"))
+
+
+def _load_learn_json(path, default):
+    try:
+        data = read_json_file(path, "learning file")
+    except NotrestError:
+        data = None
+    return data if isinstance(data, dict) else default
+
+
+def _note_ngram(state, key, values, session, line, argvs):
+    entry = state["ngrams"].get(key)
+    if entry is None:
+        entry = {"n": 0, "s": [], "ev": [], "vals": [], "ex": argvs}
+    else:
+        del state["ngrams"][key]  # re-insert: dict order is recency
+    state["ngrams"][key] = entry
+    entry["n"] += 1
+    if session not in entry["s"]:
+        if len(entry["s"]) < 50:
+            entry["s"].append(session)
+        else:
+            entry["more"] = entry.get("more", 0) + 1
+    if len(entry["ev"]) < 8:
+        entry["ev"].append([session, line])
+    slots = entry["vals"]
+    while len(slots) < len(values):
+        slots.append([])
+    for slot, value in zip(slots, values):
+        if value not in slot and len(slot) < 6:
+            slot.append(value)
+
+
+def _session_count(entry):
+    return len(entry["s"]) + entry.get("more", 0)
+
+
+def _learn_units(state, session, new_units):
+    """Count every run of 1..6 units that ends in the new units of a session."""
+    tail = state["tails"].get(session, [])
+    units = tail + new_units
+    first_new = len(tail)
+    for end in range(first_new, len(units)):
+        for length in range(1, LEARN_MAX_RUN + 1):
+            start = end - length + 1
+            if start < 0:
+                break
+            run = units[start:end + 1]
+            key = " && ".join(u[0] for u in run)
+            values = [v for u in run for v in u[1]]
+            _note_ngram(state, key, values, session, run[0][3], [u[2] for u in run])
+    state["tails"][session] = units[-(LEARN_MAX_RUN - 1):]
+
+
+def _learn_failures(state, session, events):
+    """Pair a failing command with the next different command when the failing one
+    then succeeds: a failure -> fix pair."""
+    pending = state["pending"].get(session)
+    for key, ok, line in events:
+        if pending is not None:
+            fail_key, fix, seen = pending
+            if key == fail_key and ok is not False and fix is not None:
+                pair = "%s => %s" % (fail_key, fix)
+                entry = state["fixes"].setdefault(pair, {"n": 0, "s": [], "ev": []})
+                entry["n"] += 1
+                if session not in entry["s"] and len(entry["s"]) < 50:
+                    entry["s"].append(session)
+                if len(entry["ev"]) < 8:
+                    entry["ev"].append([session, line])
+                pending = None
+            elif key != fail_key and fix is None:
+                pending = [fail_key, key, seen + 1]
+            else:
+                pending = [fail_key, fix, seen + 1]
+            if pending is not None and pending[2] > LEARN_FIX_WINDOW:
+                pending = None
+        if ok is False:
+            pending = [key, None, 0]
+    if pending is None:
+        state["pending"].pop(session, None)
+    else:
+        state["pending"][session] = pending
+
+
+def _learn_denial(state, session, record, line):
+    law = str(record.get("law") or "?")
+    entry = state["denials"].setdefault(law, {"n": 0, "s": [], "ev": [], "ex": []})
+    entry["n"] += 1
+    if session not in entry["s"] and len(entry["s"]) < 50:
+        entry["s"].append(session)
+    if len(entry["ev"]) < 8:
+        entry["ev"].append([session, line])
+    what = clip(record.get("what", ""), 160)
+    if what and what not in entry["ex"] and len(entry["ex"]) < 5:
+        entry["ex"].append(what)
+
+
+def _prune_state(state):
+    singles = [k for k, e in state["ngrams"].items() if len(e["s"]) <= 1]
+    for key in singles[:max(0, len(singles) - LEARN_SINGLE_CAP)]:
+        del state["ngrams"][key]
+    for name in ("tails", "pending"):
+        keys = list(state[name])
+        for key in keys[:max(0, len(keys) - 300)]:
+            del state[name][key]
+
+
+def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
+    """Read new journal lines (all journals, or the named sessions), update the
+    learning state and candidates. Returns {lines, sessions, candidates}."""
+    state_path, cursor_path, _cands, _decisions = _learn_paths(estate)
+    state = _load_learn_json(state_path, new_learn_state())
+    for key, value in new_learn_state().items():
+        state.setdefault(key, value)
+    cursors = _load_learn_json(cursor_path, {})
+    if sessions is None:
+        try:
+            sessions = sorted(n[:-6] for n in os.listdir(estate.path("journal"))
+                              if n.endswith(".jsonl"))
+        except OSError:
+            sessions = []
+    read_lines, touched = 0, 0
+    memo = {}
+    for session in sessions:
+        if budget_lines is not None and read_lines >= budget_lines:
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        path = estate.journal(session)
+        cursor = cursors.get(session) or [0, 0]
+        try:
+            if os.path.getsize(path) <= cursor[0]:
+                continue
+        except OSError:
+            continue
+        touched += 1
+        offset, line = cursor
+        units, events = [], []
+        for record, _n, end in read_records(path, offset):
+            if budget_lines is not None and read_lines >= budget_lines:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            read_lines += 1
+            line += 1
+            offset = end
+            if record is None:
+                continue
+            kind = record.get("k")
+            if kind == "tool" and record.get("tool") in SHELL_TOOLS:
+                what = record.get("what", "")
+                found = memo.get(what)
+                if found is None:
+                    if len(memo) > 8192:
+                        memo.clear()
+                    found = memo[what] = command_units(what)
+                for key, values, argv in found:
+                    units.append((key, values, argv, line))
+                    events.append((key, record.get("ok"), line))
+            elif kind == "deny":
+                _learn_denial(state, session, record, line)
+        if units:
+            _learn_units(state, session, [list(u) for u in units])
+        if events:
+            _learn_failures(state, session, events)
+        cursors[session] = [offset, line]
+    _prune_state(state)
+    if read_lines or not os.path.exists(state_path):
+        write_atomic(state_path, json_dumps(state) + "\n")
+        write_atomic(cursor_path, json_dumps(cursors) + "\n")
+        candidates = write_candidates(estate, state)
+    else:
+        candidates = load_candidates(estate)
+    return {"lines": read_lines, "sessions": touched, "candidates": len(candidates)}
+
+
+def load_decisions(estate):
+    return _load_learn_json(_learn_paths(estate)[3], {})
+
+
+def load_candidates(estate):
+    data = _load_learn_json(_learn_paths(estate)[2], {})
+    items = data.get("candidates", [])
+    return items if isinstance(items, list) else []
+
+
+def compute_candidates(state, book=None, decisions=None):
+    """Pure: the candidates a learning state holds, best first, without those a
+    person rejected."""
+    decisions = decisions or {}
+    book = book or build_lawbook(None)
+    found = []
+    sequences = []
+    for key, entry in state["ngrams"].items():
+        if _session_count(entry) < LEARN_MIN_SESSIONS:
+            continue
+        commands = key.split(" && ")
+        if len(commands) < 2 and sum(1 for w in commands[0].split()
+                                     if "<" not in w) < 4:
+            continue
+        sequences.append((key, commands, entry))
+    keep = []
+    for key, commands, entry in sequences:
+        wrapped = " && %s && " % key
+        longer = any(len(other) > len(commands) and wrapped in " && %s && " % okey and
+                     _session_count(oentry) >= _session_count(entry)
+                     for okey, other, oentry in sequences)
+        if not longer:
+            keep.append((key, commands, entry))
+    for key, commands, entry in keep:
+        varying = [{"slot": i + 1, "examples": values} for i, values in
+                   enumerate(entry["vals"]) if len(values) > 1]
+        found.append({"id": _stable_id("seq", key), "kind": "sequence",
+                      "occurrences": entry["n"], "sessions": _session_count(entry),
+                      "pattern": commands,
+                      "example": [" ".join(_quote_arg(a) for a in argv)
+                                  for argv in entry["ex"]],
+                      "slots": entry["vals"], "varying": varying,
+                      "evidence": [{"session": s, "line": n} for s, n in entry["ev"]]})
+    for law_id, entry in state["denials"].items():
+        if len(entry["s"]) < LEARN_MIN_SESSIONS:
+            continue
+        law = book.get(law_id)
+        instead = format_law_text(law.instead, ".notrest/notrest") if law else ""
+        tried = ", ".join("`%s`" % clip(e, 80) for e in entry["ex"][:3])
+        found.append({"id": "deny-%s" % law_id, "kind": "denial", "law": law_id,
+                      "occurrences": entry["n"], "sessions": len(entry["s"]),
+                      "example": entry["ex"], "varying": [],
+                      "text": "Agents keep trying %s (law %s denied it in %d sessions). "
+                              "Do this instead: %s." % (tried, law_id, len(entry["s"]),
+                                                       instead or "ask a person"),
+                      "evidence": [{"session": s, "line": n} for s, n in entry["ev"]]})
+    for pair, entry in state["fixes"].items():
+        if len(entry["s"]) < LEARN_MIN_SESSIONS:
+            continue
+        failing, _, fix = pair.partition(" => ")
+        found.append({"id": _stable_id("fix", pair), "kind": "failure",
+                      "occurrences": entry["n"], "sessions": len(entry["s"]),
+                      "example": [failing, fix], "varying": [],
+                      "text": "When `%s` fails, the fix that worked in %d sessions was "
+                              "`%s`." % (failing, len(entry["s"]), fix),
+                      "evidence": [{"session": s, "line": n} for s, n in entry["ev"]]})
+    found = [c for c in found if decisions.get(c["id"]) != "rejected"]
+    for item in found:
+        item["status"] = decisions.get(item["id"], "new")
+    found.sort(key=lambda c: (-c["sessions"] * max(1, len(c.get("pattern") or [1])),
+                              c["id"]))
+    return found
+
+
+def write_candidates(estate, state):
+    candidates = compute_candidates(state, load_lawbook(estate), load_decisions(estate))
+    write_atomic(_learn_paths(estate)[2], json_pretty(
+        {"schema_version": SCHEMA_VERSION, "candidates": candidates}))
+    return candidates
+
+
+def decide_candidate(estate, candidate_id, verdict, now=None):
+    """Accept or reject a candidate; an accepted lesson becomes a lesson thread."""
+    candidates = {c["id"]: c for c in load_candidates(estate)}
+    candidate = candidates.get(candidate_id)
+    if candidate is None:
+        raise NotrestError("no candidate %r" % candidate_id, _learn_paths(estate)[2],
+                           "see `notrest learn --list`", code=2)
+    decisions = load_decisions(estate)
+    if verdict == "accepted":
+        if candidate["kind"] == "sequence":
+            raise NotrestError("%s is a repeated sequence" % candidate_id, "",
+                               "compile it: `notrest compile %s`" % candidate_id, code=2)
+        add_threads(estate, [candidate["text"]], "learn", now or time.time(),
+                    kind="lesson", extra={"evidence": candidate["evidence"][:3],
+                                          "law": candidate.get("law")})
+    decisions[candidate_id] = verdict
+    write_atomic(_learn_paths(estate)[3], json_pretty(decisions))
+    state = _load_learn_json(_learn_paths(estate)[0], new_learn_state())
+    write_candidates(estate, state)
+    return candidate
+
+
+def learned_summary(estate):
+    """Compiled tools, accepted lessons and waiting candidates, for the packet."""
+    tools = []
+    for slug, meta in sorted(load_compiled(estate).items()):
+        tools.append({"slug": slug, "summary": "sh .notrest/compiled/%s/run.sh %s (%s)" % (
+            slug, " ".join(meta.get("args", [])), clip(" && ".join(meta.get("pattern",
+                                                                             [])), 90))})
+    lessons = [{"id": t["id"], "text": t.get("text", "")} for t in sorted(
+        load_threads(estate).values(), key=_thread_order)
+        if t.get("kind") == "lesson" and t.get("status") == "open"]
+    waiting = [c for c in load_candidates(estate) if c.get("status") == "new"]
+    out = {"tools": tools, "lessons": lessons, "waiting": len(waiting)}
+    if waiting:
+        top = waiting[0]
+        out["top"] = "%s (%s, %d sessions)" % (top["id"], clip(
+            top.get("text") or " && ".join(top.get("pattern") or []), 100),
+            top["sessions"])
+    return out
+
+
+def learn_on_stop(estate, now, session=None):
+    """Learning inside the Stop-time bank: bounded in lines read and in time, over
+    this session and the newest sessions of the index; the rest waits."""
+    sessions = [session] if session else []
+    for entry in load_index(estate)[:INDEX_SCAN_SESSIONS]:
+        if entry["session"] not in sessions:
+            sessions.append(entry["session"])
+    return learn_run(estate, sessions, budget_lines=LEARN_STOP_LINES,
+                     deadline=time.perf_counter() + LEARN_STOP_SECONDS)
+
+
+# ==== compile ===============================================================
+# A repeated sequence becomes .notrest/compiled/<slug>/run.sh (POSIX sh, set -eu,
+# the varying parts as arguments) and a SKILL.md installed where each client
+# finds project skills.
+
+def _compiled_root(estate):
+    return estate.path("compiled")
+
+
+def load_compiled(estate):
+    """{slug: meta} of compiled tools."""
+    out = {}
+    try:
+        names = sorted(os.listdir(_compiled_root(estate)))
+    except OSError:
+        return out
+    for slug in names:
+        try:
+            meta = read_json_file(os.path.join(_compiled_root(estate), slug, "meta.json"),
+                                  "compiled tool")
+        except NotrestError:
+            meta = None
+        out[slug] = meta if isinstance(meta, dict) else {}
+    return out
+
+
+def slug_for(pattern):
+    words = []
+    for command in pattern:
+        for token in command.split()[:2]:
+            if token.startswith("<") or token.startswith("-"):
+                continue
+            word = "".join(ch if ch.isalnum() else "-" for ch in os.path.basename(
+                token).lower()).strip("-")
+            if word and word not in words:
+                words.append(word)
+    return ("-".join(words) or "tool")[:48].strip("-")
+
+
+def render_run_script(candidate, slug):
+    """(run.sh text, argument names) for a sequence candidate."""
+    slots = candidate.get("slots") or []
+    varying = {v["slot"] for v in candidate.get("varying") or []}
+    args, lines, slot = [], [], 0
+    for command in candidate["pattern"]:
+        words = []
+        for token in command.split(" "):
+            if token.startswith("<") and token.endswith(">") or "=<" in token:
+                slot += 1
+                observed = slots[slot - 1] if slot - 1 < len(slots) else []
+                prefix = token.split("=<")[0] + "=" if "=<" in token else ""
+                if slot in varying or not observed:
+                    args.append("%s%d" % (token.split("<")[-1].rstrip(">").upper(),
+                                          len(args) + 1))
+                    words.append('%s"$%d"' % (_quote_arg(prefix) if prefix else "",
+                                             len(args)))
+                else:
+                    words.append(_quote_arg(prefix + observed[0]))
+            else:
+                words.append(_quote_arg(token))
+        lines.append(" ".join(words))
+    usage = " ".join(args)
+    examples = []
+    for item in candidate.get("varying") or []:
+        examples.append(", ".join(item["examples"][:4]))
+    evidence = ", ".join("%s:%s" % (e["session"], e["line"]) for e in
+                         candidate.get("evidence", [])[:5])
+    header = [
+        "#!/bin/sh",
+        "# notrest compiled tool: %s" % slug,
+        "# Repeated work found by `notrest learn` (candidate %s): %d occurrences in %d "
+        "sessions." % (candidate["id"], candidate["occurrences"], candidate["sessions"]),
+        "# Evidence (session:journal line): %s" % evidence,
+        "# Usage: sh .notrest/compiled/%s/run.sh %s" % (slug, usage),
+    ]
+    for name, example in zip(args, examples or [""] * len(args)):
+        header.append("#   %s  e.g. %s" % (name, example or "(see evidence)"))
+    body = ["set -eu"]
+    if args:
+        body += ['if [ "$#" -lt %d ]; then' % len(args),
+                 "  printf 'usage: %%s %s\\n' \"$0\" >&2" % usage,
+                 "  exit 2", "fi"]
+    return "\n".join(header + body + lines) + "\n", args
+
+
+def compile_candidate(estate, candidate_id):
+    """Write run.sh, SKILL.md and meta.json for a sequence; install the skill."""
+    candidates = {c["id"]: c for c in load_candidates(estate)}
+    candidate = candidates.get(candidate_id)
+    if candidate is None:
+        raise NotrestError("no candidate %r" % candidate_id, _learn_paths(estate)[2],
+                           "run `notrest learn` and see `notrest learn --list`", code=2)
+    if candidate["kind"] != "sequence":
+        raise NotrestError("%s is a lesson, not a sequence" % candidate_id, "",
+                           "accept it: `notrest learn --accept %s`" % candidate_id, code=2)
+    slug = slug_for(candidate["pattern"])
+    existing = load_compiled(estate)
+    if slug in existing and existing[slug].get("candidate") != candidate_id:
+        slug = "%s-%s" % (slug[:39], candidate_id[-8:])
+    folder = os.path.join(_compiled_root(estate), slug)
+    script, args = render_run_script(candidate, slug)
+    write_atomic(os.path.join(folder, "run.sh"), script)
+    os.chmod(os.path.join(folder, "run.sh"), 0o755)
+    skill = render_compiled_skill(slug, candidate, args)
+    write_atomic(os.path.join(folder, "SKILL.md"), skill)
+    meta = {"schema_version": SCHEMA_VERSION, "candidate": candidate_id, "slug": slug,
+            "pattern": candidate["pattern"], "args": args,
+            "evidence": candidate["evidence"][:5]}
+    write_atomic(os.path.join(folder, "meta.json"), json_pretty(meta))
+    for client in load_config(estate).get("clients", []):
+        path = skill_path(estate.root, client, slug)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                if MANAGED_MARK not in handle.read():
+                    continue
+        write_atomic(path, skill)
+    decisions = load_decisions(estate)
+    decisions[candidate_id] = "compiled"
+    write_atomic(_learn_paths(estate)[3], json_pretty(decisions))
+    write_candidates(estate, _load_learn_json(_learn_paths(estate)[0], new_learn_state()))
+    return slug, meta
+
+
+def render_compiled_skill(slug, candidate, args):
+    steps = "\n".join("    %s" % c for c in candidate["pattern"])
+    usage = "sh .notrest/compiled/%s/run.sh %s" % (slug, " ".join(args))
+    description = ("Runs the %d-step sequence %s in one go (sessions here repeated it %d "
+                   "times). Use it instead of typing these commands one by one." % (
+                       len(candidate["pattern"]), " then ".join(
+                           c.split(" <")[0] for c in candidate["pattern"])[:300],
+                       candidate["occurrences"]))
+    body = ("\n# %s\n\nCompiled by notrest from repeated work (candidate %s, seen in %d "
+            "sessions). It runs, stopping at the first failure:\n\n%s\n\nRun it:\n\n    "
+            "%s\n" % (slug, candidate["id"], candidate["sessions"], steps, usage))
+    return "---\nname: %s\ndescription: \"%s\"\n---\n%s\n%s" % (
+        slug, description.replace('"', "'"), MANAGED_MARK, body)
+
+
+def remove_compiled(estate, slug):
+    compiled = load_compiled(estate)
+    if slug not in compiled:
+        raise NotrestError("no compiled tool %r" % slug, _compiled_root(estate),
+                           "see `notrest compile --list`", code=2)
+    import shutil
+    shutil.rmtree(os.path.join(_compiled_root(estate), slug), ignore_errors=True)
+    for client in CLIENT_EVENTS:
+        path = skill_path(estate.root, client, slug)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                ours = MANAGED_MARK in handle.read()
+        except OSError:
+            continue
+        if ours:
+            os.unlink(path)
+            _remove_empty_dirs(os.path.dirname(path), estate.root)
+    candidate = compiled[slug].get("candidate")
+    if candidate:
+        decisions = load_decisions(estate)
+        decisions.pop(candidate, None)
+        write_atomic(_learn_paths(estate)[3], json_pretty(decisions))
+
+
+def compiled_findings(estate):
+    """Doctor: each compiled tool's files exist, its script parses, its skill is
+    installed for each client."""
+    findings = []
+    clients = load_config(estate).get("clients", [])
+    for slug, meta in load_compiled(estate).items():
+        folder = os.path.join(_compiled_root(estate), slug)
+        problems = [name for name in ("run.sh", "SKILL.md", "meta.json")
+                    if not os.path.isfile(os.path.join(folder, name))]
+        if not problems:
+            code, _out, err = run_command(["sh", "-n", os.path.join(folder, "run.sh")],
+                                          timeout=10)
+            if code != 0:
+                problems.append("run.sh does not parse (%s)" % err.decode(
+                    "utf-8", "replace").strip()[:120])
+        for client in clients:
+            if not os.path.isfile(skill_path(estate.root, client, slug)):
+                problems.append("skill not installed for %s" % client)
+        findings.append(Finding(not problems, "compiled tool %s%s" % (
+            slug, "" if not problems else ": " + "; ".join(problems)),
+            "recompile it (`notrest compile %s`) or remove it (`notrest compile --remove "
+            "%s`)" % (meta.get("candidate", "ID"), slug)))
+    return findings
 
 
 # ==== doctor ================================================================
@@ -4251,9 +4850,6 @@ def _estate_findings(estate):
     return findings
 
 
-def compiled_findings(estate):
-    """Findings about compiled tools (filled in by the compile section)."""
-    return []
 
 
 # ==== install ===============================================================
@@ -5199,11 +5795,58 @@ def rebuild_estate(estate):
 
 
 def cmd_learn(args):
-    raise NotrestError("learning is not built yet", "", "", code=2)
+    estate = _estate(args, must_exist=True)
+    if args.accept or args.reject:
+        candidate = decide_candidate(estate, args.accept or args.reject,
+                                     "accepted" if args.accept else "rejected")
+        sys.stdout.write("%s %s%s\n" % ("accepted" if args.accept else "rejected",
+                                         candidate["id"], ": it is in the next packet"
+                                         if args.accept else ": it will not come back"))
+        return 0
+    report = None if args.list else learn_run(estate)
+    candidates = load_candidates(estate)
+    if args.json:
+        _print_json({"run": report, "candidates": candidates})
+        return 0
+    if report is not None:
+        sys.stdout.write("read %d new journal line(s) from %d session(s); %d candidate(s)\n"
+                         % (report["lines"], report["sessions"], report["candidates"]))
+    for item in candidates:
+        what = item.get("text") or " && ".join(item.get("pattern") or [])
+        sys.stdout.write("%-14s %-9s %-8s %d sessions, %d times: %s\n" % (
+            item["id"], item["kind"], item["status"], item["sessions"],
+            item["occurrences"], one_line(what, 140)))
+        for vary in item.get("varying") or []:
+            sys.stdout.write("    varies: slot %d, e.g. %s\n" % (
+                vary["slot"], ", ".join(vary["examples"][:4])))
+    if candidates:
+        sys.stdout.write("compile a sequence: notrest compile ID; accept a lesson: "
+                         "notrest learn --accept ID; --reject ID drops it for good\n")
+    return 0
 
 
 def cmd_compile(args):
-    raise NotrestError("compiling is not built yet", "", "", code=2)
+    estate = _estate(args, must_exist=True)
+    if args.remove:
+        remove_compiled(estate, args.remove)
+        sys.stdout.write("removed compiled tool %s and its skills\n" % args.remove)
+        return 0
+    if args.list or not args.id:
+        compiled = load_compiled(estate)
+        if args.json:
+            _print_json(compiled)
+            return 0
+        for slug, meta in compiled.items():
+            sys.stdout.write("%-32s sh .notrest/compiled/%s/run.sh %s\n" % (
+                slug, slug, " ".join(meta.get("args", []))))
+        if not compiled:
+            sys.stdout.write("no compiled tools yet (see `notrest learn`)\n")
+        return 0
+    slug, meta = compile_candidate(estate, args.id)
+    sys.stdout.write("compiled %s into .notrest/compiled/%s/run.sh %s (skill installed "
+                     "for %s)\n" % (args.id, slug, " ".join(meta["args"]), ", ".join(
+                         load_config(estate).get("clients", [])) or "no client"))
+    return 0
 
 
 COMMANDS = {

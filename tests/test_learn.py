@@ -1,0 +1,211 @@
+"""Learning from the journals: repeated sequences become compiled tools, repeated
+denials and failure fixes become lessons; incremental, streaming, bounded at stop."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+import notrest
+
+
+def tool(what, ok=True, t=1.0):
+    return {"v": 1, "t": t, "k": "tool", "c": "claude", "tool": "Bash", "what": what,
+            "ok": ok, "files": []}
+
+
+def write_session(estate, session, records):
+    for record in records:
+        notrest.append_record(estate.journal(session), record)
+
+
+NOISE = ["npm ci", "git add -A", "python3 setup.py sdist", "docker build -t app .",
+         "make docs", "git push origin feature-%d"]
+
+
+def test_a_sequence_repeated_in_five_sessions_is_one_candidate_and_compiles(proj, tmp_path):
+    estate = proj.estate
+    files = ["tests/test_a.py", "tests/test_b.py", "tests/test_c.py", "tests/test_d.py",
+             "tests/test_e.py"]
+    for n, name in enumerate(files):
+        write_session(estate, "seq-%d" % n, [
+            tool(NOISE[n]), tool("git status"),
+            tool("make fmt && make lint && pytest -q %s" % name),
+            tool("ls -la"), tool(NOISE[(n + 2) % 5] + " --verbose --retries 3 x%d" % n)])
+    result = proj.cli("learn", "--json")
+    assert result.code == 0, result.stderr
+    candidates = json.loads(result.stdout)["candidates"]
+    sequences = [c for c in candidates if c["kind"] == "sequence"]
+    assert len(sequences) == 1, [c["pattern"] for c in sequences]
+    candidate = sequences[0]
+    assert candidate["pattern"] == ["make fmt", "make lint", "pytest -q <path>"]
+    assert candidate["sessions"] == 5 and candidate["occurrences"] == 5
+    assert [v["examples"] for v in candidate["varying"]] == [files]
+    assert all(e["session"].startswith("seq-") and e["line"] == 3
+               for e in candidate["evidence"])
+
+    compiled = proj.cli("compile", candidate["id"])
+    assert compiled.code == 0, compiled.stderr
+    folder = proj.root / ".notrest" / "compiled" / "make-fmt-lint-pytest"
+    script = (folder / "run.sh").read_text()
+    assert script.startswith("#!/bin/sh") and "set -eu" in script
+    assert candidate["id"] in script and "seq-0:3" in script
+    assert "tests/test_a.py" in script  # the observed values, as examples
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    for prog in ("make", "pytest"):
+        fake = bin_dir / prog
+        fake.write_text("#!/bin/sh\necho \"%s $*\" >> %s\n" % (prog, log))
+        fake.chmod(0o755)
+    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ["PATH"]))
+    run = subprocess.run(["sh", str(folder / "run.sh"), "tests/test_new.py"], env=env,
+                         cwd=str(proj.root), capture_output=True)
+    assert run.returncode == 0, run.stderr
+    assert log.read_text().splitlines() == ["make fmt", "make lint",
+                                            "pytest -q tests/test_new.py"]
+    usage = subprocess.run(["sh", str(folder / "run.sh")], capture_output=True)
+    assert usage.returncode == 2 and b"usage" in usage.stderr
+    for skill in (".claude/skills/make-fmt-lint-pytest/SKILL.md",
+                  ".agents/skills/make-fmt-lint-pytest/SKILL.md"):
+        assert (proj.root / skill).read_text().startswith("---\nname: make-fmt-lint-pytest")
+    assert "make-fmt-lint-pytest" in proj.cli("compile", "--list").stdout
+    packet = proj.cli("packet").stdout
+    assert "- tool make-fmt-lint-pytest: sh .notrest/compiled/make-fmt-lint-pytest/run.sh"\
+        in packet
+    doctor = proj.cli("doctor")
+    assert "PASS  compiled tool make-fmt-lint-pytest" in doctor.stdout
+    (folder / "run.sh").write_text("if then fi (\n")
+    assert "FAIL  compiled tool make-fmt-lint-pytest: run.sh does not parse" in \
+        proj.cli("doctor").stdout
+    assert proj.cli("compile", "--remove", "make-fmt-lint-pytest").code == 0
+    assert not folder.exists()
+    assert not (proj.root / ".claude/skills/make-fmt-lint-pytest").exists()
+
+
+def test_below_the_threshold_and_one_off_noise_give_nothing(proj):
+    estate = proj.estate
+    for n in range(2):
+        write_session(estate, "two-%d" % n, [tool("make fmt"), tool("make lint"),
+                                             tool("pytest -q tests/t%d.py" % n)])
+    for n in range(6):
+        write_session(estate, "noise-%d" % n, [tool("echo %d" % n),
+                                               tool("python3 tool_%d.py --run %d" % (n, n)),
+                                               tool("git status")])
+    out = json.loads(proj.cli("learn", "--json").stdout)
+    assert out["candidates"] == []
+
+
+def test_the_same_law_denied_in_three_sessions_becomes_a_lesson(proj):
+    estate = proj.estate
+    for n in range(3):
+        write_session(estate, "deny-%d" % n, [
+            {"v": 1, "t": 1.0, "k": "deny", "c": "codex", "law": "no-force-push",
+             "action": "deny", "what": "git push --force origin main", "reason": "x"}])
+    out = json.loads(proj.cli("learn", "--json").stdout)
+    lessons = [c for c in out["candidates"] if c["kind"] == "denial"]
+    assert len(lessons) == 1 and lessons[0]["id"] == "deny-no-force-push"
+    assert "git push --force origin main" in lessons[0]["text"]
+    assert "git push -u origin HEAD:refs/heads/my-branch" in lessons[0]["text"]
+    packet = proj.cli("packet").stdout
+    assert "1 new candidate(s) wait; top: deny-no-force-push" in packet
+    assert proj.cli("learn", "--accept", "deny-no-force-push").code == 0
+    packet = proj.cli("packet").stdout
+    assert "- lesson L1: Agents keep trying `git push --force origin main`" in packet
+    assert "new candidate" not in packet
+
+
+def test_a_rejected_candidate_does_not_come_back(proj):
+    estate = proj.estate
+    for n in range(3):
+        write_session(estate, "rej-%d" % n, [
+            {"v": 1, "t": 1.0, "k": "deny", "law": "pipe-to-shell", "what": "curl x | sh"}])
+    proj.cli("learn")
+    assert proj.cli("learn", "--reject", "deny-pipe-to-shell").code == 0
+    write_session(estate, "rej-9", [
+        {"v": 1, "t": 1.0, "k": "deny", "law": "pipe-to-shell", "what": "curl y | sh"}])
+    out = json.loads(proj.cli("learn", "--json").stdout)
+    assert out["run"]["lines"] == 1
+    assert out["candidates"] == []
+
+
+def test_the_same_failure_fixed_the_same_way_becomes_a_lesson(proj):
+    estate = proj.estate
+    for n in range(3):
+        write_session(estate, "fix-%d" % n, [
+            tool("pytest -q", ok=False), tool("pip install -e ."), tool("pytest -q")])
+    out = json.loads(proj.cli("learn", "--json").stdout)
+    lessons = [c for c in out["candidates"] if c["kind"] == "failure"]
+    assert len(lessons) == 1
+    assert lessons[0]["text"] == ("When `pytest -q` fails, the fix that worked in 3 "
+                                  "sessions was `pip install -e <path>`.")
+
+
+def test_learning_is_incremental(proj):
+    estate = proj.estate
+    for n in range(4):
+        write_session(estate, "inc-%d" % n, [tool("make build %d" % i) for i in range(25)])
+    first = json.loads(proj.cli("learn", "--json").stdout)["run"]
+    assert first["lines"] == 100
+    second = json.loads(proj.cli("learn", "--json").stdout)["run"]
+    assert second["lines"] == 0 and second["sessions"] == 0
+    write_session(estate, "inc-2", [tool("make again %d" % i) for i in range(10)])
+    third = json.loads(proj.cli("learn", "--json").stdout)["run"]
+    assert third["lines"] == 10 and third["sessions"] == 1
+
+
+def test_stop_time_learning_is_bounded_in_work_and_catches_up(proj):
+    estate = proj.estate
+    for n in range(3):
+        write_session(estate, "big-%d" % n, [tool("make step%d" % (i % 7))
+                                             for i in range(500)])
+        proj.hook("SessionStart", proj.payload("SessionStart", "big-%d" % n,
+                                               source="startup"))
+    budget = notrest.LEARN_STOP_LINES
+    reads = []
+    for _ in range(10):
+        reads.append(notrest.learn_on_stop(estate, 0.0, "big-0")["lines"])
+    assert all(r <= budget for r in reads)
+    assert sum(reads) == 3 * 500 + 3, reads  # every line read once, the starts too
+    assert reads[-1] == 0
+
+
+def test_a_stop_runs_learning_by_itself(proj):
+    estate = proj.estate
+    for n in range(3):
+        proj.hook("SessionStart", proj.payload("SessionStart", "auto-%d" % n,
+                                               source="startup"))
+        write_session(estate, "auto-%d" % n, [tool("make fmt"), tool("make lint")])
+    proj.hook("Stop", proj.payload("Stop", "auto-0"))
+    candidates = json.loads((proj.root / ".notrest/learned/candidates.json").read_text())
+    assert [c["pattern"] for c in candidates["candidates"]] == [["make fmt", "make lint"]]
+
+
+def test_learn_streams_a_million_line_estate(tmp_path):
+    root = tmp_path / "big"
+    journal = root / ".notrest" / "journal"
+    journal.mkdir(parents=True)
+    commands = ["make fmt", "make lint", "pytest -q tests/test_%d.py", "git add -A",
+                "git commit -m 'change %d'", "npm run build", "cargo test --lib"]
+    line = 0
+    for session in range(1000):
+        parts = []
+        for i in range(1000):
+            what = commands[(session + i) % len(commands)]
+            if "%d" in what:
+                what = what % (i % 50)
+            parts.append(notrest.encode_line(tool(what, t=float(i))))
+        (journal / ("s%04d.jsonl" % session)).write_text("".join(parts))
+        line += 1000
+    assert line == 1000000
+    proc = subprocess.Popen([sys.executable, "-I", "-S", str(REPO / "notrest.py"), "--root",
+                             str(root), "learn", "--json"], stdout=subprocess.PIPE)
+    out = proc.stdout.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    assert status == 0
+    report = json.loads(out)["run"]
+    assert report["lines"] == 1000000
+    peak_mb = usage.ru_maxrss / 1024.0
+    assert peak_mb < 150, peak_mb
