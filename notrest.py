@@ -316,7 +316,7 @@ def iso_time(epoch):
 # Secrets never reach the estate. A cheap substring scan decides whether the
 # regular expressions (and the cost of importing `re`) are needed at all.
 
-_SECRET_HINTS = ("sk-", "sk_", "rk_", "akia", "asia", "ghp_", "gho_", "ghs_", "ghu_",
+_SECRET_HINTS = ("://", "sk-", "sk_", "rk_", "akia", "asia", "ghp_", "gho_", "ghs_", "ghu_",
                  "ghr_", "github_pat_", "xox", "aiza", "eyj", "private key", "bearer",
                  "authorization", "passw", "pwd", "secret", "token", "api_key",
                  "apikey", "api-key", "access_key", "credential")
@@ -353,6 +353,8 @@ def _secret_patterns():
     for kind, pattern in strong:
         _SECRET_PATTERNS.append((kind, re.compile(pattern), 0))
     _SECRET_PATTERNS.append(("assignment", re.compile(assignment), 3))
+    _SECRET_PATTERNS.append(("url-password", re.compile(
+        r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:)([^\s@/]+)@"), 2))
     _SECRET_PATTERNS.append(("env-value", re.compile(entropy), 3))
     return _SECRET_PATTERNS
 
@@ -390,6 +392,28 @@ def _looks_random(value):
     return kinds >= 3 or (kinds >= 2 and len(value) >= 16)
 
 
+_STRONG_KEYS = ("password", "passwd", "pwd", "secret", "token", "apikey", "api_key",
+                "api-key", "access_key", "secret_key", "private_key", "credential",
+                "credentials", "passphrase")
+_PLACEHOLDERS = ("changeme", "password", "secret", "example", "xxxxxx", "******",
+                 "your_", "your-", "<", "{", "...", "redacted", "dummy", "placeholder")
+
+
+def _plausible_secret(key, value, kind):
+    """Strict mode: a value that is really a secret, not a field name, a variable,
+    a placeholder or a piece of code."""
+    low = value.lower()
+    if len(value) < 6 or value.isdigit() or any(low.startswith(p) for p in _PLACEHOLDERS):
+        return False
+    if any(ch in value for ch in "()[]") or (
+            "." in value and all(part.isidentifier() for part in value.split("."))):
+        return False
+    if kind == "url-password":
+        return True
+    name = key.lower().strip(" \t\"':=")
+    return name.endswith(_STRONG_KEYS) or _looks_random(value)
+
+
 def find_secrets(text, strict=False):
     """[(kind, start, end)] of secret values in text. strict: only sure findings."""
     if not text or not _might_hold_secret(text):
@@ -401,8 +425,10 @@ def find_secrets(text, strict=False):
                 value = match.group(group)
                 if kind == "env-value" and not _looks_random(value):
                     continue
-                if kind == "assignment" and (value.startswith("$") or value.startswith(
-                        "[REDACTED") or (strict and not _looks_random(value))):
+                if kind in ("assignment", "url-password") and (
+                        value.startswith("$") or value.startswith("[REDACTED") or (
+                            strict and not _plausible_secret(match.group(1), value,
+                                                             kind))):
                     continue
                 found.append((kind, match.start(group), match.end(group)))
             else:
@@ -839,8 +865,9 @@ def expand_word(word, env, cwd, depth=0):
             out.append(text)
         elif kind == "tilde":
             if part[1]:
-                out.append("~" + part[1])
-                unknown = True
+                home = _user_home(part[1])
+                out.append(home or "~" + part[1])
+                unknown = unknown or home is None
             else:
                 out.append(env.get("HOME", "~"))
         elif kind == "var":
@@ -860,6 +887,15 @@ def expand_word(word, env, cwd, depth=0):
             else:
                 out.append(value)
     return "".join(out), unknown, globbed
+
+
+def _user_home(user):
+    """The home folder of `~user`, from the password database, or None."""
+    try:
+        import pwd
+        return pwd.getpwnam(user).pw_dir or None
+    except (ImportError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _evaluate_substitution(script, env, cwd, depth):
@@ -888,6 +924,9 @@ def _evaluate_substitution(script, env, cwd, depth):
         return argv[1].replace("\\n", "")
     if prog in ("realpath", "readlink") and len(argv) >= 2:
         return os.path.normpath(os.path.join(cwd, argv[-1]))
+    if (prog == "which" or (prog in ("command", "type") and len(argv) >= 3 and
+                            argv[1] in ("-v", "-p", "-P"))) and len(argv) >= 2:
+        return argv[-1]
     return None
 
 
@@ -952,7 +991,14 @@ def _finish_command(tokens, state, cmds, depth):
             redirect.target = expand_word(redirect.target, env, cwd)[0]
     while expanded and expanded[0][0] in _SHELL_KEYWORDS:
         expanded.pop(0)
-    if expanded and expanded[0][0] in ("for", "select", "case"):
+    if expanded and expanded[0][0] in ("for", "select") and len(expanded) >= 2:
+        values = [e[0] for e in expanded[3:]] if expanded[2:3] and expanded[2][0] == \
+            "in" else []
+        if values:
+            # the body is parsed once: bind the value nearest the root (the worst)
+            env[expanded[1][0]] = min(values, key=lambda v: (v.count("/"), len(v)))
+        expanded = []
+    elif expanded and expanded[0][0] == "case":
         expanded = []
     assigns = {}
     while expanded and _is_assignment(expanded[0][0]):
@@ -1092,7 +1138,13 @@ def _unwrap(cmd, state, cmds, depth):
             if prog == "busybox" and len(argv) > 1 and not argv[1].startswith("-"):
                 i = 1
             elif script is not None:
-                cmds.extend(parse_shell(script, cmd.cwd, cmd.env, depth + 1))
+                inner_env = dict(cmd.env)
+                rest = argv[argv.index(script) + 1:] if script in argv else []
+                for n, value in enumerate(rest[:10]):
+                    inner_env[str(n)] = value
+                if rest[1:]:
+                    inner_env["@"] = inner_env["*"] = " ".join(rest[1:])
+                cmds.extend(parse_shell(script, cmd.cwd, inner_env, depth + 1))
                 break
             else:
                 body = _stdin_script(cmd)
@@ -1123,7 +1175,7 @@ def _unwrap(cmd, state, cmds, depth):
             cmd.unknown.pop(0)
             cmd.globbed.pop(0)
     cmd.argv = argv
-    if argv:
+    if argv or cmd.redirects:
         cmds.append(cmd)
 
 
@@ -1307,7 +1359,8 @@ _READERS = frozenset((
     "scp", "rsync", "sftp", "curl", "nc", "netcat", "socat", "pbcopy", "xclip", "xsel",
     "wl-copy", "expand", "unexpand", "rev", "look", "dos2unix", "unix2dos", "tr", "split",
     "csplit", "md5sum", "sha1sum", "sha256sum", "cksum", "sum", "file", "stat", "wc",
-    "vi", "vim", "nvim", "nano", "emacs", "code", "subl", "ed", "ex", "pico", "micro"))
+    "vi", "vim", "nvim", "nano", "emacs", "code", "subl", "ed", "ex", "pico", "micro",
+    "sed", "7z", "7za", "cpio", "pax"))
 _CONTENT_READERS = _READERS - frozenset(("md5sum", "sha1sum", "sha256sum", "cksum", "sum",
                                          "file", "stat", "wc"))
 _EDITORS = frozenset(("vi", "vim", "nvim", "nano", "emacs", "code", "subl", "ed", "ex",
@@ -1425,11 +1478,12 @@ def command_paths(cmd):
             if prog == "rsync" and has_flag(cmd, "", ("--delete", "--delete-after",
                                                       "--delete-before", "--del")):
                 found += [(p, "delete") for p in (target_dir or ops[-1:])]
-    elif prog in ("tee", "touch", "truncate", "mkdir", "mkfifo", "chattr", "setfacl",
-                  "xattr", "sponge"):
+    elif prog in ("tee", "truncate", "mkdir", "mkfifo", "sponge"):
         found += [(p, "write") for p in operands(cmd)]
+    elif prog in ("touch", "chattr", "setfacl", "xattr"):
+        found += [(p, "meta") for p in operands(cmd)]
     elif prog in ("chmod", "chown", "chgrp"):
-        found += [(p, "write") for p in operands(cmd, skip_first=1)]
+        found += [(p, "meta") for p in _chmod_targets(cmd)]
     elif prog in ("sed", "perl", "ruby") and (has_flag(cmd, "i", ("--in-place",)) or any(
             a.startswith("-i") or a.startswith("--in-place") for a in cmd.argv[1:])):
         ops = operands(cmd)
@@ -1443,6 +1497,8 @@ def command_paths(cmd):
                 found.append((arg[3:], "read"))
     elif prog == "git" and len(cmd.argv) > 1:
         found += _git_paths(cmd)
+    elif prog == "find":
+        found += [(root, "delete") for root in _find_roots_deleting(cmd)]
     elif prog in ("patch",):
         found += [(p, "write") for p in operands(cmd)[:1]]
     elif prog == "apply_patch":
@@ -1480,9 +1536,67 @@ def command_paths(cmd):
             ops = option_values(cmd, ("-in", "-key", "-inkey"))
         found += [(p, "read") for p in ops]
     elif prog in INTERPRETERS or prog.startswith("python") or prog.startswith("pypy"):
-        for code in option_values(cmd, ("-c", "-e", "-E", "--eval", "-r", "-p")):
+        for code in interpreter_code(cmd):
             found += [(t, "code") for t in _code_tokens(code)]
     return [(p, m) for p, m in found if p]
+
+
+def interpreter_code(cmd):
+    """Inline code an interpreter runs: -c/-e arguments and a script on stdin."""
+    codes = option_values(cmd, ("-c", "-e", "-E", "--eval", "-r", "-p"))
+    if not codes and (cmd.argv[1:2] in (["-"], []) or "-" in cmd.argv):
+        body = _stdin_script(cmd)
+        if body:
+            codes.append(body)
+    return codes
+
+
+def _chmod_targets(cmd):
+    """The files of chmod/chown/chgrp: everything after the mode or owner (a mode
+    may look like an option: chmod -x FILE)."""
+    out, seen_mode, reference = [], False, False
+    for arg in cmd.argv[1:]:
+        if arg.startswith("--reference"):
+            reference = True
+            continue
+        if arg in ("-R", "-v", "-c", "-f", "-h", "-H", "-L", "-P", "--recursive",
+                   "--verbose", "--changes", "--silent", "--quiet", "--no-dereference",
+                   "--dereference") or arg.startswith("--from="):
+            continue
+        if not seen_mode and not reference:
+            seen_mode = True
+            continue
+        out.append(arg)
+    return out
+
+
+def _find_roots_deleting(cmd):
+    """The starting points of a find that deletes (-delete, -exec rm ...)."""
+    argv = cmd.argv
+    expr_at = next((i for i, a in enumerate(argv[1:], 1) if a.startswith("-") or a in (
+        "(", "!")), len(argv))
+    expr = argv[expr_at:]
+    deleting = "-delete" in expr or any(
+        a in ("-exec", "-execdir", "-ok", "-okdir") and j + 1 < len(expr) and
+        os.path.basename(expr[j + 1]) in ("rm", "shred", "unlink", "srm")
+        for j, a in enumerate(expr))
+    if not deleting:
+        return []
+    return [a for a in argv[1:expr_at] if a not in ("-H", "-L", "-P")] or ["."]
+
+
+def find_name_patterns(cmd):
+    """The -name/-iname/-path patterns of a find, and whether it has any test that
+    narrows what it matches."""
+    patterns, narrowed = [], False
+    argv = cmd.argv
+    for i, arg in enumerate(argv):
+        if arg in ("-name", "-iname", "-path", "-ipath", "-wholename", "-regex",
+                   "-iregex") and i + 1 < len(argv):
+            patterns.append((arg, argv[i + 1]))
+        if arg in _FIND_FILTERS:
+            narrowed = True
+    return patterns, narrowed
 
 
 def _git_paths(cmd):
@@ -1498,6 +1612,14 @@ def _git_paths(cmd):
         if sub == "checkout" and "--" not in argv:
             return [(p, "write") for p in rest if "/" in p or "." in p]
         return [(p, "write") for p in rest if p != "--"]
+    if sub in ("show", "diff", "log", "blame", "cat-file", "grep", "archive"):
+        found = []
+        for arg in rest:
+            if ":" in arg and not arg.startswith(":"):
+                found.append((arg.split(":", 1)[1], "read"))
+            elif "/" in arg or "." in arg:
+                found.append((arg, "read"))
+        return found
     return []
 
 
@@ -1596,6 +1718,7 @@ SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib
                "/libx32", "/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin",
                "/snap", "/srv", "/sys", "/usr", "/var", "/nix", "/System", "/Library",
                "/Applications", "/Users", "/Volumes", "/private", "/cores")
+GIT_HISTORY = ("objects", "refs", "logs", "packed-refs", "HEAD")
 TEMP_DIRS = ("/tmp", "/var/tmp", "/private/tmp", "/private/var/tmp",
              "/private/var/folders", "/dev/shm")
 BLOCK_DEVICES = ("/dev/sd", "/dev/hd", "/dev/vd", "/dev/xvd", "/dev/nvme", "/dev/mmcblk",
@@ -1822,7 +1945,8 @@ class GateContext:
 
     @property
     def accesses(self):
-        """[(absolute path, mode, what)] the call would touch."""
+        """[(absolute path, mode, what, Cmd or None)] the call would touch; mode is
+        read, write, delete, meta (permissions, times) or code (named in inline code)."""
         if self._accesses is None:
             self._accesses = list(self._collect_accesses())
         return self._accesses
@@ -1838,21 +1962,21 @@ class GateContext:
                 if isinstance(value, str) and value:
                     if tool == "Glob" and key == "path":
                         continue
-                    yield (resolve_path(value, self.cwd, self.home), mode, tool)
+                    yield (resolve_path(value, self.cwd, self.home), mode, tool, None)
         if tool == "apply_patch" or (tool and "patch" in tool.lower()):
             text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
             if isinstance(text, list):
                 text = "\n".join(map(str, text))
             for target, mode in patch_targets(text):
                 yield (resolve_path(target, self.cwd, self.home, follow=mode != "delete"),
-                       mode, "apply_patch")
+                       mode, "apply_patch", None)
         for cmd in self.cmds:
             for text, mode in command_paths(cmd):
                 if text.startswith("$(") or "/dev/fd/" in text:
                     continue
                 follow = mode not in ("delete",)
                 yield (resolve_path(text, cmd.cwd, self.home, follow=follow), mode,
-                       cmd.text())
+                       cmd.text(), cmd)
 
 
 def _quote_arg(arg):
@@ -1895,6 +2019,8 @@ def classify_delete(ctx, text, cwd, unknown, globbed, shown=None):
 
 def _classify_delete(ctx, text, cwd, unknown, globbed):
     if unknown:
+        if text.startswith("~"):
+            return "deletes the home folder of %s" % text.split("/", 1)[0]
         head = text.split("/", 1)
         if text.startswith("$") and len(head) == 2 and (head[1] in ("", "*") or
                                                          _whole_glob(head[1])):
@@ -1913,6 +2039,9 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
     path = resolve_path(path, cwd, ctx.home, follow=False)
     home, root = ctx.home, ctx.root
     if children:
+        segment = text.rstrip("/").rsplit("/", 1)[-1]
+        if path == root and _segment_match(segment, ".git"):
+            return "deletes the project's git history (.git matches %s)" % segment
         if is_within(path, root) or (_temp_dir(path, ctx.event.env) and path not in
                                      TEMP_DIRS):
             return None
@@ -1929,6 +2058,9 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
             "deletes %s, which holds the project" % path)
     if path == os.path.join(root, ".git"):
         return "deletes the project's git history (.git)"
+    for part in GIT_HISTORY:
+        if is_within(path, os.path.join(root, ".git", part)):
+            return "deletes the project's git history (.git/%s)" % part
     if is_within(path, root):
         return None
     temp = _temp_dir(path, ctx.event.env)
@@ -1942,7 +2074,7 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
 
 
 _FIND_FILTERS = ("-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex",
-                 "-type", "-mtime", "-mmin", "-newer", "-size", "-empty", "-user",
+                 "-mtime", "-mmin", "-newer", "-size", "-empty", "-user",
                  "-perm", "-atime", "-ctime", "-amin", "-cmin", "-links", "-inum",
                  "-lname", "-samefile")
 
@@ -1967,6 +2099,11 @@ def _find_deletes(cmd):
         return None
     filtered = any(arg in _FIND_FILTERS for arg in expr)
     return roots or [(".", False)], filtered
+
+
+_CODE_DELETERS = ("rmtree", "rmdir", "remove(", "unlink", "removedirs", "rimraf",
+                  "rmSync", "rm_rf", "rm(", "File.delete", "FileUtils.rm", "system(",
+                  "subprocess", "popen(", "spawn", "execSync", "exec(")
 
 
 def predicate_destroy(ctx):
@@ -2012,6 +2149,22 @@ def predicate_destroy(ctx):
                 reason = _judge_find(ctx, cmd, found, cmd)
                 if reason:
                     reasons.append(reason)
+        elif prog == "rsync" and any(a.startswith("--del") for a in cmd.argv):
+            ops = operands(cmd)
+            for dest in ops[-1:]:
+                reason = classify_delete(ctx, dest, cmd.cwd, False, False, cmd.text())
+                if reason:
+                    reasons.append(reason)
+        elif prog in INTERPRETERS or prog.startswith("python") or prog.startswith("pypy"):
+            for code in interpreter_code(cmd):
+                if not any(word in code for word in _CODE_DELETERS):
+                    continue
+                for token in _code_tokens(code):
+                    if token.startswith(("/", "~", "./", "../")) or token in (".", ".."):
+                        reason = classify_delete(ctx, token, cmd.cwd, False, False,
+                                                 clip(cmd.text(), 80))
+                        if reason:
+                            reasons.append(reason)
         elif prog.startswith("mkfs") or prog in ("mke2fs", "mkswap", "wipefs",
                                                   "blkdiscard", "mkdosfs", "newfs"):
             reasons.append("`%s` formats or wipes a disk" % cmd.text())
@@ -2025,7 +2178,7 @@ def predicate_destroy(ctx):
                         cmd.text(), path, " and everything under it" if recursive else ""))
         if reasons:
             return reasons[0]
-    for path, mode, what in ctx.accesses:
+    for path, mode, what, _cmd in ctx.accesses:
         if mode == "write" and any(path.startswith(dev) for dev in BLOCK_DEVICES):
             return "`%s` writes to the block device %s" % (what, path)
     return reasons[0] if reasons else None
@@ -2187,8 +2340,6 @@ def _judge_branch(cmd, args, protected):
             deleting = True
         elif arg in ("-f", "--force"):
             forced = True
-        elif arg in ("-M", "-C"):
-            forced = True
         elif arg.startswith("-") and len(arg) > 1 and not arg.startswith("--"):
             deleting = deleting or "d" in arg or "D" in arg
             forced = forced or "D" in arg or "f" in arg
@@ -2202,9 +2353,25 @@ def _judge_branch(cmd, args, protected):
     return None
 
 
+SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".config/gcloud", ".kube")
+_SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519",
+                   "id_ecdsa", "id_dsa", "server.pem", "server.key", "cert.p12",
+                   "credentials", "config.json", ".netrc", ".git-credentials", ".pypirc")
+_COPIERS = frozenset(("cp", "scp", "rsync", "tar", "zip", "7z", "7za", "cpio", "pax",
+                      "gzip", "xz", "zstd", "bzip2", "sftp", "curl", "nc", "netcat",
+                      "socat", "base64", "xxd", "od"))
+
+
 def is_secret_path(path, home):
-    """Whether a path names a secret file (templates and public keys excluded)."""
+    """Whether a path names a secret file (templates and public keys excluded); a
+    glob counts when it could match one."""
     base = path.rstrip("/").rsplit("/", 1)[-1]
+    if any(ch in base for ch in "*?["):
+        folder = path.rstrip("/").rsplit("/", 1)[0] or "/"
+        return any(_segment_match(base, sample) and (base.startswith(".") or
+                                                    not sample.startswith("."))
+                   and is_secret_path(folder + "/" + sample, home)
+                   for sample in _SECRET_SAMPLES)
     if any(base.endswith(suffix) for suffix in SECRET_TEMPLATES):
         return False
     for name in SECRET_NAMES:
@@ -2216,14 +2383,30 @@ def is_secret_path(path, home):
     return False
 
 
+def holds_secrets(path, home):
+    """A folder that holds secret files by convention (~/.ssh, ~/.aws, ...), or one
+    of its parents up to the home folder."""
+    if not home or home == "/":
+        return False
+    for folder in SECRET_DIRS:
+        full = os.path.join(home, folder)
+        if is_within(full, path) and is_within(path, home) or path == full:
+            return True
+    return False
+
+
 def predicate_secrets(ctx):
-    for path, mode, what in ctx.accesses:
-        if mode == "delete":
+    for path, mode, what, cmd in ctx.accesses:
+        if mode in ("delete", "meta"):
             continue
         if is_secret_path(path, ctx.home):
             verb = {"read": "reads", "write": "writes", "code": "opens"}.get(mode, "uses")
             return "`%s` %s the secret file %s" % (clip(what, 120), verb,
                                                     display_path(path, ctx.root))
+        if mode == "read" and cmd is not None and cmd.prog in _COPIERS and holds_secrets(
+                path, ctx.home):
+            return "`%s` copies %s, which holds private keys or credentials" % (
+                clip(what, 120), path)
     return None
 
 
@@ -2249,14 +2432,64 @@ def harness_hit(path, mode, root, home, extra=()):
     return False
 
 
+_HARNESS_SAMPLES = (".notrest", ".notrest/laws.json", ".notrest/config.json",
+                    ".notrest/notrest.py", ".notrest/hooks/pre-tool-use.sh",
+                    ".notrest/journal/s.jsonl", ".notrest/sessions/s.json", ".claude",
+                    ".claude/settings.json", ".claude/settings.local.json", ".codex",
+                    ".codex/hooks.json", ".codex/config.toml")
+
+
+def _find_may_hit_harness(cmd, root_path, ctx):
+    """Whether a deleting find started at an ancestor of the harness can reach it."""
+    patterns, narrowed = find_name_patterns(cmd)
+    if not patterns:
+        return not narrowed
+    for sample in _HARNESS_SAMPLES:
+        full = os.path.join(ctx.root, sample)
+        if not is_within(full, root_path):
+            continue
+        rel = "./" + full[len(root_path.rstrip("/")) + 1:]
+        for test, pattern in patterns:
+            if test in ("-regex", "-iregex"):
+                return True
+            target = os.path.basename(full) if test in ("-name", "-iname") else rel
+            if _segment_match(pattern.lower() if test.startswith("-i") else pattern,
+                              target.lower() if test.startswith("-i") else target) or \
+                    glob_match(pattern, target):
+                return True
+    return False
+
+
+def _glob_hits_harness(path, mode, ctx, extra):
+    """A globbed operand (rm -rf .n*) that would expand onto the harness."""
+    samples = [os.path.join(ctx.root, s) for s in _HARNESS_SAMPLES]
+    if ctx.home and ctx.home != "/":
+        samples += [os.path.join(ctx.home, s) for s in HOME_HARNESS_PATHS]
+    for sample in samples:
+        if glob_match(path, sample) and harness_hit(sample, mode, ctx.root, ctx.home,
+                                                    extra):
+            return True
+    return False
+
+
 def predicate_harness(ctx):
     extra = tuple(ctx.book.protected_paths)
-    for path, mode, what in ctx.accesses:
+    for path, mode, what, cmd in ctx.accesses:
         if mode == "read":
             continue
         if mode == "code" and not any(code_writes(a) for c in ctx.cmds for a in c.argv):
             continue
-        if harness_hit(path, mode, ctx.root, ctx.home, extra):
+        mode = "write" if mode in ("meta", "code") else mode
+        if cmd is not None and cmd.prog == "find" and mode == "delete" and not any(
+                is_within(path, os.path.join(ctx.root, d)) for d in (
+                    ".notrest", ".claude", ".codex")):
+            hit = harness_hit(path, mode, ctx.root, ctx.home, extra) and \
+                _find_may_hit_harness(cmd, path, ctx)
+        elif any(ch in os.path.basename(path) for ch in "*?["):
+            hit = _glob_hits_harness(path, mode, ctx, extra)
+        else:
+            hit = harness_hit(path, mode, ctx.root, ctx.home, extra)
+        if hit:
             verb = "deletes or moves" if mode == "delete" else "changes"
             return "`%s` %s %s, which belongs to the harness" % (
                 clip(what, 120), verb, display_path(path, ctx.root))
@@ -2264,12 +2497,26 @@ def predicate_harness(ctx):
         argv = cmd.argv
         for k, arg in enumerate(argv[:3]):
             base = os.path.basename(arg)
-            if base in ("notrest", "notrest.py") and k + 1 < len(argv) and argv[k + 1] in (
-                    "allow", "uninstall"):
-                return "`%s` is for a person, not the agent" % cmd.text()
+            if base in ("notrest", "notrest.py"):
+                verb = _cli_verb(argv[k + 1:])
+                if verb in ("allow", "uninstall"):
+                    return "`%s` is for a person, not the agent" % cmd.text()
             if base == "install.sh" and "--uninstall" in argv:
                 return "`%s` removes the harness" % cmd.text()
     return None
+
+
+def _cli_verb(args):
+    """The subcommand of a notrest command line (global options skipped)."""
+    i = 0
+    while i < len(args):
+        if args[i] == "--root":
+            i += 2
+        elif args[i].startswith("-"):
+            i += 1
+        else:
+            return args[i]
+    return ""
 
 
 def predicate_pipe_to_shell(ctx):
@@ -2292,13 +2539,16 @@ def predicate_pipe_to_shell(ctx):
     return None
 
 
+_STDIN_PATHS = ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+
+
 def _reads_program_from_stdin(cmd):
     args = cmd.argv[1:]
     if cmd.prog in SHELL_NAMES:
         if _shell_script_arg(cmd.argv) is not None:
             return False
         for arg in args:
-            if arg == "-s" or arg == "-":
+            if arg in ("-s", "-") or arg in _STDIN_PATHS:
                 return True
             if not arg.startswith("-") and not arg.startswith("+"):
                 return False
@@ -2306,7 +2556,7 @@ def _reads_program_from_stdin(cmd):
     for arg in args:
         if arg in ("-c", "-e", "-m", "-E", "--eval", "-r", "-p", "-n"):
             return False
-        if arg == "-":
+        if arg == "-" or arg in _STDIN_PATHS:
             return True
         if not arg.startswith("-"):
             return False
@@ -2367,7 +2617,7 @@ def _project_law_hit(law, ctx):
     if law.path:
         mode = law.mode or "write"
         hit = None
-        for path, access, what in ctx.accesses:
+        for path, access, what, _cmd in ctx.accesses:
             if mode != "any" and (access == "read") != (mode == "read"):
                 continue
             rel = display_path(path, ctx.root)
@@ -2554,8 +2804,14 @@ def write_atomic(path, text):
 
 
 def _crc(text):
-    import zlib
-    return "%08x" % (zlib.crc32(text.encode("utf-8")) & 0xFFFFFFFF)
+    """Adler-32 of the UTF-8 body: detects a torn or damaged line (not an attacker),
+    computed with C-speed builtins so the hook path imports no zlib."""
+    from _operator import mul
+    data = text.encode("utf-8")
+    size = len(data)
+    low = (1 + sum(data)) % 65521
+    high = (size + sum(map(mul, data, range(size, 0, -1)))) % 65521
+    return "%08x" % ((high << 16) | low)
 
 
 def encode_line(record):
@@ -3445,9 +3701,10 @@ def files_touched(event, root, home):
     """[(display path, mode)] a tool call writes or deletes."""
     ctx = GateContext(event, LawBook())
     seen, out = set(), []
-    for path, mode, _what in ctx.accesses:
-        if mode not in ("write", "delete") or path.startswith("/dev/"):
+    for path, mode, _what, _cmd in ctx.accesses:
+        if mode not in ("write", "delete", "meta") or path.startswith("/dev/"):
             continue
+        mode = "write" if mode == "meta" else mode
         shown = display_path(path, root)
         if (shown, mode) not in seen:
             seen.add((shown, mode))
