@@ -241,9 +241,36 @@ def json_dumps(obj):
 
 
 def json_pretty(obj):
-    """Indented, key-sorted JSON with a trailing newline: for files people diff."""
-    import json
-    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Indented, key-sorted JSON with a trailing newline: for files people diff
+    (same bytes as json.dumps(indent=2, sort_keys=True, ensure_ascii=False))."""
+    try:
+        from _json import encode_basestring as encode
+    except ImportError:
+        from json.encoder import py_encode_basestring as encode
+    out = []
+    _pretty_into(obj, out, encode, "\n")
+    out.append("\n")
+    return "".join(out)
+
+
+def _pretty_into(obj, out, encode, newline):
+    inner = newline + "  "
+    if isinstance(obj, dict) and obj:
+        out.append("{")
+        for i, key in enumerate(sorted(obj, key=str)):
+            out.append(("," if i else "") + inner + encode(str(key)) + ": ")
+            _pretty_into(obj[key], out, encode, inner)
+        out.append(newline + "}")
+    elif isinstance(obj, (list, tuple)) and obj:
+        out.append("[")
+        for i, item in enumerate(obj):
+            out.append(("," if i else "") + inner)
+            _pretty_into(item, out, encode, inner)
+        out.append(newline + "]")
+    elif isinstance(obj, (dict, list, tuple)):
+        out.append("{}" if isinstance(obj, dict) else "[]")
+    else:
+        _dump_into(obj, out, encode)
 
 
 # ==== text ==================================================================
@@ -2771,8 +2798,10 @@ def _ensure_dir(path):
                            "move it aside and run again")
 
 
-def write_atomic(path, text):
-    """Replace a file whole: temp file in the same folder, fsync, rename, fsync dir."""
+def write_atomic(path, text, durable=True):
+    """Replace a file whole: temp file in the same folder, rename. durable adds the
+    fsyncs that survive a power loss; views the journal can rebuild skip them (a
+    killed process still leaves the old file or the new one, never half of one)."""
     folder = os.path.dirname(path)
     _ensure_dir(folder)
     tmp = "%s.tmp.%d.%d" % (path, os.getpid(), int(time.monotonic() * 1e6) % 1000000)
@@ -2783,7 +2812,8 @@ def write_atomic(path, text):
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -2793,6 +2823,8 @@ def write_atomic(path, text):
         except OSError:
             pass
         raise
+    if not durable:
+        return
     try:
         dfd = os.open(folder, os.O_RDONLY)
         try:
@@ -3081,7 +3113,9 @@ def fold_event(rec, ev):
                                  "phase": kind[9:], "message": ev.get("message", ""),
                                  "t": t})
     elif kind == "compact":
-        if ev.get("phase") == "post":
+        # Claude fires SessionStart(compact) before PostCompact, Codex after it: the
+        # compaction starts the wait for a packet, a compact start ends it
+        if ev.get("phase") == "pre":
             rec["compact_pending"] = True
     elif kind == "exits":
         rec["transcript_offset"] = max(rec["transcript_offset"], ev.get("cursor") or 0)
@@ -3189,8 +3223,9 @@ def update_index(estate, rec):
                     rec["session"]]
         sessions.append(_index_entry(rec))
         sessions.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
-        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
-                                        "sessions": sessions[:INDEX_MAX_SESSIONS]}))
+        write_atomic(path, json_dumps({"schema_version": SCHEMA_VERSION,
+                                       "sessions": sessions[:INDEX_MAX_SESSIONS]}) + "\n",
+                     durable=False)
 
 
 # ---- processes: who is the client, is it alive ------------------------------
@@ -3200,7 +3235,7 @@ _SHELL_COMMS = frozenset(("sh", "dash", "bash", "zsh", "ksh", "mksh", "ash", "bu
 
 
 def _proc_stat(pid):
-    """(comm, ppid, start ticks) from /proc, or None where there is no /proc."""
+    """(comm, ppid, start ticks, state) from /proc, or None where there is no /proc."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as handle:
             data = handle.read().decode("utf-8", "replace")
@@ -3210,7 +3245,7 @@ def _proc_stat(pid):
     comm = data[data.find("(") + 1:close]
     fields = data[close + 2:].split()
     try:
-        return comm, int(fields[1]), int(fields[19])
+        return comm, int(fields[1]), int(fields[19]), fields[0]
     except (IndexError, ValueError):
         return None
 
@@ -3223,7 +3258,7 @@ def client_process():
         stat = _proc_stat(pid)
         if stat is None:
             return pid, None
-        comm, ppid, start = stat
+        comm, ppid, start, _state = stat
         if comm not in _SHELL_COMMS and not comm.endswith(".sh") or ppid <= 1:
             return pid, start
         pid = ppid
@@ -3241,9 +3276,11 @@ def process_alive(pid, start=None):
         pass
     except OSError:
         return False
-    if start is not None:
-        stat = _proc_stat(pid)
-        if stat is not None and stat[2] != start:
+    stat = _proc_stat(pid)
+    if stat is not None:
+        if stat[3] in ("Z", "X", "x"):
+            return False  # killed, waiting to be reaped: dead to us
+        if start is not None and stat[2] != start:
             return False
     return True
 
@@ -3385,11 +3422,54 @@ def run_command(argv, cwd=None, timeout=10.0, input_bytes=None, env=None):
         return 124, out, err + b"\n(timed out after %ds)" % int(timeout)
 
 
+def spawn_capture(argv, timeout=3.0, cap=1 << 20):
+    """(exit code, stdout) of a small command, without importing subprocess (the
+    packet's hot path): posix_spawn in its own session, killed on timeout."""
+    import select
+    read_fd, write_fd = os.pipe()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        pid = os.posix_spawnp(argv[0], argv, dict(os.environ), file_actions=[
+            (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
+            (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, read_fd)],
+            setsid=True)
+    except (OSError, AttributeError, TypeError):
+        for fd in (read_fd, write_fd, devnull):
+            os.close(fd)
+        return 127, b""
+    os.close(write_fd)
+    os.close(devnull)
+    chunks, size, end = [], 0, time.monotonic() + timeout
+    timed_out = False
+    try:
+        while size < cap:
+            left = end - time.monotonic()
+            ready = select.select([read_fd], [], [], max(0.0, left))[0] if left > 0 else []
+            if not ready:
+                timed_out = True
+                break
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(read_fd)
+    if timed_out or size >= cap:
+        try:
+            os.killpg(pid, 9)
+        except OSError:
+            pass
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
+        else (status >> 8)
+    return (124 if timed_out else code), b"".join(chunks)
+
+
 def git_state(root):
     """{branch, dirty, commit, subject} from one bounded git call, or None."""
-    code, out, _err = run_command(["git", "-C", root, "status", "--porcelain=v2",
-                                   "--branch", "-z", "--untracked-files=normal"],
-                                  timeout=3.0)
+    code, out = spawn_capture(["git", "-C", root, "status", "--porcelain=v2", "--branch",
+                               "-z", "--untracked-files=normal"], timeout=3.0)
     if code != 0:
         return None
     state = {"branch": "", "dirty": 0, "commit": "", "subject": ""}
@@ -3554,7 +3634,7 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
             add("Changed after its last note: %s" % _list_text(
                 last["changed_since_note"], 8), 3)
         for agent in last["subagents"][::-1]:
-            if agent.get("phase") == "stop":
+            if agent.get("phase") == "stop" and agent.get("type"):
                 add("Subagent %s (%s) ended: %s" % (short_id(agent.get("id")),
                                                    agent.get("type"),
                                                    one_line(agent.get("message"), 80)), 4)
@@ -3791,7 +3871,7 @@ def bank_session(estate, session, note="", next_step="", open_items=(), close_id
     return refresh_session(estate, session, force_index=True)
 
 
-def refresh_session(estate, session, force_index=False):
+def refresh_session(estate, session, force_index=False, index=True):
     """Fold new journal lines into sessions/<id>.json; update the index when what it
     shows changed. A damaged record is rebuilt from the journal, and said so."""
     with _Lock(estate.path("sessions", ".%s.lock" % session)):
@@ -3806,8 +3886,8 @@ def refresh_session(estate, session, force_index=False):
         if rec["client"] == "codex" and rec["transcript"]:
             _fold_codex_exits(estate, rec)
         save_session(estate, rec)
-    if force_index or before is None or _index_entry(before) != dict(
-            _index_entry(rec), updated=before.get("updated")):
+    if index and (force_index or before is None or _index_entry(before) != dict(
+            _index_entry(rec), updated=before.get("updated"))):
         update_index(estate, rec)
     return rec
 
@@ -3892,7 +3972,7 @@ def copy_record(rec):
 
 
 def save_session(estate, rec):
-    write_atomic(estate.record(rec["session"]), json_dumps(rec) + "\n")
+    write_atomic(estate.record(rec["session"]), json_dumps(rec) + "\n", durable=False)
 
 
 def register_session(estate, session, client, pid, pid_start, now):
@@ -4138,7 +4218,7 @@ def dispatch_hook(estate, event, env, started):
                                           pid=pid, pid_start=pid_start,
                                           transcript=event.transcript or "",
                                           model=str(event.raw.get("model") or ""))))
-        refresh_session(estate, session)
+        refresh_session(estate, session, index=False)
         _export_session_id(env, session)
         packet = build_packet(gather_snapshot(estate, session, now, config=config),
                               _packet_budget(config))
@@ -4220,7 +4300,7 @@ def dispatch_hook(estate, event, env, started):
 
 def stop_hook(estate, event, env, now, config, stamp):
     session = event.session
-    rec = refresh_session(estate, session)
+    rec = current_session_record(estate, session)
     book = load_lawbook(estate)
     facts = event.facts
     facts["changed_since_note"] = rec["changed_since_note"]
@@ -4572,8 +4652,8 @@ def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
         cursors[session] = [offset, line]
     _prune_state(state)
     if read_lines or not os.path.exists(state_path):
-        write_atomic(state_path, json_dumps(state) + "\n")
-        write_atomic(cursor_path, json_dumps(cursors) + "\n")
+        write_atomic(state_path, json_dumps(state) + "\n", durable=False)
+        write_atomic(cursor_path, json_dumps(cursors) + "\n", durable=False)
         candidates = write_candidates(estate, state)
     else:
         candidates = load_candidates(estate)
@@ -4656,8 +4736,15 @@ def compute_candidates(state, book=None, decisions=None):
 
 def write_candidates(estate, state):
     candidates = compute_candidates(state, load_lawbook(estate), load_decisions(estate))
-    write_atomic(_learn_paths(estate)[2], json_pretty(
-        {"schema_version": SCHEMA_VERSION, "candidates": candidates}))
+    path = _learn_paths(estate)[2]
+    text = json_pretty({"schema_version": SCHEMA_VERSION, "candidates": candidates})
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text:
+                return candidates
+    except OSError:
+        pass
+    write_atomic(path, text, durable=False)
     return candidates
 
 
@@ -6047,7 +6134,7 @@ def rebuild_estate(estate):
     with _Lock(estate.path(".index.lock")):
         write_atomic(estate.path("index.json"), json_dumps(
             {"schema_version": SCHEMA_VERSION, "sessions": entries[:INDEX_MAX_SESSIONS]})
-            + "\n")
+            + "\n", durable=False)
     return len(names), torn
 
 
