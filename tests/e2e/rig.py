@@ -19,7 +19,7 @@ Quick start (pytest; fixtures in conftest.py)::
 API
 ---
 run_claude(project, home, prompt, base_url, *, extra_args=(), env=None,
-           timeout=120, kill_after=None, kill_when=None, reap_strays=True)
+           timeout=120, kill_after=None, kill_when=None, reap_strays=True, wrap=())
     ``claude -p PROMPT --output-format stream-json --verbose
     --dangerously-skip-permissions [extra_args]`` in project, stdin /dev/null,
     env: HOME=home, IS_SANDBOX=1, ANTHROPIC_BASE_URL=base_url (a trailing /v1 is
@@ -29,7 +29,7 @@ run_claude(project, home, prompt, base_url, *, extra_args=(), env=None,
 run_codex(project, home, prompt, base_url, *, resume=False, extra_args=(),
           env=None, timeout=120, kill_after=None, kill_when=None,
           model="gpt-5.5", config_top="", config_tables="", write_config=True,
-          reap_strays=True)
+          reap_strays=True, wrap=())
     Writes $CODEX_HOME/config.toml (CODEX_HOME = env["CODEX_HOME"] or
     home/.codex; see codex_config_text: model, model_provider "fake" at
     base_url/v1 with env_key FAKE_KEY, wire_api responses, request/stream
@@ -73,6 +73,17 @@ E2EEnv(client, root, script=None): git_project(root/project) (git init -b main,
 Helpers: hook_entry(command, matcher=None, timeout=30) -> one element of an
     event's list; shell_call(client, cmd) -> Bash / exec_command call;
     tool_turn(*calls, **extra); text_turn(text, **extra); sh_quote(s).
+notrest: install_notrest(project, home, clients="both", codex_home=None) runs
+    ``sh REPO/install.sh --client CLIENTS PROJECT`` as a user would (raises
+    unless it exits 0); read_journal(path) -> records (notrest.read_records);
+    session_id(result) -> the session id the client printed.
+Hook timing as the client reports it: client_hook_times(result) -> [(event,
+    ms)], from Claude's ``--debug-file`` ("Hooks: EVENT[:matcher] [cmd] finished
+    with status N (Mms)") or Codex's stderr with ``RUST_LOG=CODEX_HOOK_LOG``
+    (hook/started -> hook/completed, named by the codex.hooks.command span);
+    claude_hook_times(text), codex_hook_times(text).  Neither client times
+    SessionEnd hooks.  ``wrap=[...]`` on run_claude/run_codex prepends a parent
+    command (test_scenarios uses a parent sh to leave a killed client a zombie).
 Fixtures (conftest.py): ``e2e`` -> factory ``e2e(client, script=None,
     name=None) -> E2EEnv`` under tmp_path (require_binary first; all envs
     closed at teardown, pass or fail); ``client`` -> parametrised "claude"/"codex".
@@ -178,10 +189,13 @@ Codex 0.171.0
   with the same session_id; the old history is sent again.
 """
 
+import datetime
 import json
 import os
+import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -552,13 +566,14 @@ def run_claude(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
                extra_args: Sequence[str] = (), env: Optional[Dict[str, str]] = None,
                timeout: float = 120, kill_after: Optional[float] = None,
                kill_when: Optional[Callable[[], bool]] = None,
-               reap_strays: bool = True) -> RunResult:
+               reap_strays: bool = True, wrap: Sequence[str] = ()) -> RunResult:
     """``claude -p PROMPT --output-format stream-json --verbose
     --dangerously-skip-permissions [extra_args]`` in project (pass
-    ``extra_args=["--continue"]`` to resume the last session)."""
+    ``extra_args=["--continue"]`` to resume the last session).  ``wrap``:
+    argv prepended to the command (e.g. a parent shell)."""
     claude = require_binary("claude")
-    argv = [str(claude), "-p", prompt, "--output-format", "stream-json", "--verbose",
-            "--dangerously-skip-permissions"] + list(extra_args)
+    argv = list(wrap) + [str(claude), "-p", prompt, "--output-format", "stream-json",
+                         "--verbose", "--dangerously-skip-permissions"] + list(extra_args)
     return run_process("claude", argv, project, claude_env(home, base_url, env),
                        timeout=timeout, kill_after=kill_after, kill_when=kill_when,
                        reap_strays=reap_strays)
@@ -631,9 +646,11 @@ def run_codex(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
               kill_after: Optional[float] = None,
               kill_when: Optional[Callable[[], bool]] = None, model: str = "gpt-5.5",
               config_top: str = "", config_tables: str = "",
-              write_config: bool = True, reap_strays: bool = True) -> RunResult:
+              write_config: bool = True, reap_strays: bool = True,
+              wrap: Sequence[str] = ()) -> RunResult:
     """``codex exec --skip-git-repo-check --dangerously-bypass-hook-trust --json
-    -C PROJECT [extra_args] PROMPT`` (or ``codex exec resume --last ...``)."""
+    -C PROJECT [extra_args] PROMPT`` (or ``codex exec resume --last ...``);
+    ``wrap``: argv prepended to the command."""
     codex = require_binary("codex")
     e = codex_env(home, env)
     if write_config:
@@ -645,6 +662,7 @@ def run_codex(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
         argv = [str(codex), "exec", "resume", "--last"] + common + list(extra_args) + [prompt]
     else:
         argv = [str(codex), "exec"] + common + ["-C", project] + list(extra_args) + [prompt]
+    argv = list(wrap) + argv
     return run_process("codex", argv, project, e, timeout=timeout, kill_after=kill_after,
                        kill_when=kill_when, reap_strays=reap_strays)
 
@@ -796,6 +814,122 @@ class E2EEnv:
             if event is None or d.get("hook_event_name") == event:
                 out.append(d)
         return out
+
+
+
+# --------------------------------------------------------------------------
+# notrest in a test project; what the clients report about hooks
+# --------------------------------------------------------------------------
+def install_notrest(project: PathLike, home: PathLike, clients: str = "both",
+                    codex_home: Optional[PathLike] = None,
+                    timeout: float = 60) -> subprocess.CompletedProcess:
+    """``sh REPO/install.sh --client CLIENTS PROJECT`` exactly as a user runs it
+    (HOME=home, CODEX_HOME=codex_home or home/.codex, cwd=project, the
+    environment scrubbed like the clients'); raises AssertionError with its
+    output unless it exits 0.  Returns the CompletedProcess (text)."""
+    env = base_env(home, {"CODEX_HOME": str(codex_home or Path(home) / ".codex")})
+    proc = subprocess.run(["sh", str(REPO / "install.sh"), "--client", clients, str(project)],
+                          cwd=str(project), env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        raise AssertionError("install.sh exited %d\n--- stdout\n%s\n--- stderr\n%s"
+                             % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+    return proc
+
+
+def read_journal(path: PathLike) -> List[dict]:
+    """The records of one notrest journal, via ``notrest.read_records`` (REPO on
+    sys.path; damaged lines skipped); plain JSON lines if notrest.py cannot be
+    imported (it may be mid-edit)."""
+    try:
+        if str(REPO) not in sys.path:
+            sys.path.append(str(REPO))
+        import notrest
+        return [rec for rec, _line, _end in notrest.read_records(str(path)) if rec is not None]
+    except (ImportError, SyntaxError):
+        out = []
+        for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+        return out
+
+
+def session_id(res: "RunResult") -> Optional[str]:
+    """The session id the client reported on stdout (Claude: ``session_id`` of
+    its stream-json events; Codex: ``thread.started`` ``thread_id``)."""
+    for ev in res.events:
+        if res.client == "claude" and ev.get("session_id"):
+            return ev["session_id"]
+        if res.client == "codex" and ev.get("type") == "thread.started":
+            return ev.get("thread_id")
+    return None
+
+
+# Claude's --debug-file says, per hook run (2.1.332):
+#   "... [DEBUG] Hooks: PreToolUse:Bash [<command>] finished with status 0 (28ms)"
+# (SessionEnd hooks are logged without a duration).
+_CLAUDE_HOOK_DONE = re.compile(
+    r"Hooks: ([A-Za-z]+)(?::[^ \[]*)? \[.*\] finished with status (-?\d+) \((\d+)ms\)")
+# Codex 0.171 with RUST_LOG=CODEX_HOOK_LOG writes to stderr, per hook run,
+# "app-server event: hook/started" and ".../hook/completed" (no name), and the
+# lines logged while the hook's process is set up carry the span
+# codex.hooks.command{hook.event_name="Stop" ...}.  Hooks run one at a time
+# there; SessionEnd hooks produce no started/completed events.
+CODEX_HOOK_LOG = ("error,codex_app_server::outgoing_message=trace,mio::poll=trace,"
+                  "codex_hooks=trace")  # codex_hooks: enables the hook span
+_CODEX_SPAN = re.compile(r'codex\.hooks\.command\{hook\.event_name="([A-Za-z]+)"')
+_RUST_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z")
+
+
+def claude_hook_times(debug_log: str) -> List[tuple]:
+    """[(event, ms)] of every hook run Claude's --debug-file timed."""
+    return [(m.group(1), float(m.group(3))) for m in _CLAUDE_HOOK_DONE.finditer(debug_log)]
+
+
+def _rust_time(line: str) -> Optional[float]:
+    m = _RUST_TS.match(line)
+    if not m:
+        return None
+    base = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")
+    return base.replace(tzinfo=datetime.timezone.utc).timestamp() + float(m.group(2) or 0)
+
+
+def codex_hook_times(stderr: str) -> List[tuple]:
+    """[(event, ms)] from hook/started -> hook/completed pairs in Codex's stderr
+    (RUST_LOG=CODEX_HOOK_LOG); the event is the one named by the last hook span
+    logged before the start."""
+    out, started, last = [], [], None
+    for line in stderr.splitlines():
+        m = _CODEX_SPAN.search(line)
+        if m:
+            last = m.group(1)
+        if "app-server event: hook/started" in line:
+            started.append((last, _rust_time(line)))
+        elif "app-server event: hook/completed" in line and started:
+            name, t0 = started.pop(0)
+            t1 = _rust_time(line)
+            if name and t0 is not None and t1 is not None:
+                out.append((name, round((t1 - t0) * 1000, 1)))
+    return out
+
+
+def client_hook_times(res: "RunResult") -> List[tuple]:
+    """[(event, ms)] of the hook runs one client run reported: Claude when run
+    with ``--debug-file PATH``, Codex when run with RUST_LOG=CODEX_HOOK_LOG."""
+    if res.client == "claude":
+        if "--debug-file" in res.argv:
+            path = res.argv[res.argv.index("--debug-file") + 1]
+            try:
+                return claude_hook_times(Path(path).read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                return []
+        return []
+    return codex_hook_times(res.stderr)
 
 
 def sh_quote(s: str) -> str:
