@@ -4912,10 +4912,8 @@ def compile_candidate(estate, candidate_id):
     write_atomic(os.path.join(folder, "meta.json"), json_pretty(meta))
     for client in load_config(estate).get("clients", []):
         path = skill_path(estate.root, client, slug)
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as handle:
-                if MANAGED_MARK not in handle.read():
-                    continue
+        if os.path.exists(path) and not is_managed(path):
+            continue
         write_atomic(path, skill)
     decisions = load_decisions(estate)
     decisions[candidate_id] = "compiled"
@@ -4947,15 +4945,7 @@ def remove_compiled(estate, slug):
     import shutil
     shutil.rmtree(os.path.join(_compiled_root(estate), slug), ignore_errors=True)
     for client in CLIENT_EVENTS:
-        path = skill_path(estate.root, client, slug)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                ours = MANAGED_MARK in handle.read()
-        except OSError:
-            continue
-        if ours:
-            os.unlink(path)
-            _remove_empty_dirs(os.path.dirname(path), estate.root)
+        remove_managed_skill(estate.root, client, slug)
     candidate = compiled[slug].get("candidate")
     if candidate:
         decisions = load_decisions(estate)
@@ -5499,11 +5489,9 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
         for name in ("notrest", "notrest-laws"):
             path = skill_path(root, client, name)
             text = render_skill(name, book, ".notrest/notrest")
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as handle:
-                    if MANAGED_MARK not in handle.read():
-                        report.append("left %s alone (not ours)" % path)
-                        continue
+            if os.path.exists(path) and not is_managed(path):
+                report.append("left %s alone (not ours)" % path)
+                continue
             _write_if_changed(path, text, report, created, os.path.relpath(path, root))
     _install_agents_block(root, report, created)
     _precompile(python, target_code)
@@ -5590,16 +5578,9 @@ def uninstall_project(target, purge=False):
             report.append("removed the notrest hooks from %s" % os.path.relpath(settings,
                                                                                  root))
         for name in ("notrest", "notrest-laws"):
-            path = skill_path(root, client, name)
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    ours = MANAGED_MARK in handle.read()
-            except OSError:
-                continue
-            if ours:
-                os.unlink(path)
-                _remove_empty_dirs(os.path.dirname(path), root)
-                report.append("removed %s" % os.path.relpath(path, root))
+            if remove_managed_skill(root, client, name):
+                report.append("removed %s" % os.path.relpath(skill_path(root, client, name),
+                                                             root))
     agents = os.path.join(root, "AGENTS.md")
     try:
         with open(agents, encoding="utf-8") as handle:
@@ -5632,6 +5613,25 @@ def uninstall_project(target, purge=False):
         report.append("removed the notrest code; kept the estate in .notrest/ "
                       "(--purge removes it)")
     return report
+
+
+def is_managed(path):
+    """Whether a file exists and carries our marker (so we may replace it)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return MANAGED_MARK in handle.read()
+    except OSError:
+        return False
+
+
+def remove_managed_skill(root, client, name):
+    """Remove one skill we installed (never one without our marker)."""
+    path = skill_path(root, client, name)
+    if not is_managed(path):
+        return False
+    os.unlink(path)
+    _remove_empty_dirs(os.path.dirname(path), root)
+    return True
 
 
 def _remove_empty_dirs(folder, root):
