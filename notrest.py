@@ -36,6 +36,7 @@ STDIN_DEADLINE_S = 3.0
 JOURNAL_TEXT_MAX = 2000
 INDEX_MAX_SESSIONS = 500
 INDEX_SCAN_SESSIONS = 25
+LIVE_SHOWN = 5
 LIVE_WINDOW_S = 30 * 60
 DIED_TAIL_BYTES = 2 * 1024 * 1024
 STOP_BLOCK_BOUND = 3
@@ -292,15 +293,18 @@ def sanitize_session_id(raw):
 
 def neutralise(text):
     """One printable line: control and bidi characters become visible escapes."""
+    text = str(text)
+    if text.isprintable():  # no control, format (bidi) or surrogate characters
+        return text
     out = []
-    for ch in str(text):
+    for ch in text:
         code = ord(ch)
         if code < 32 or code == 127:
             out.append(" " if ch in "\t\n\r" else "?")
         elif 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069 or code in (
                 0x200E, 0x200F, 0x061C, 0xFEFF):
             out.append("?")
-        elif 0xD800 <= code <= 0xDFFF:
+        elif 0xD800 <= code <= 0xDFFF or code in (0x85, 0x2028, 0x2029):
             out.append("?")
         else:
             out.append(ch)
@@ -2836,14 +2840,23 @@ def write_atomic(path, text, durable=True):
 
 
 def _crc(text):
-    """Adler-32 of the UTF-8 body: detects a torn or damaged line (not an attacker),
-    computed with C-speed builtins so the hook path imports no zlib."""
+    """Adler-32 of the UTF-8 body: detects a torn or damaged line (not an attacker).
+    Writing one line computes it with builtins (a hook imports no zlib for it);
+    reading many lines uses zlib's, the same number."""
     from _operator import mul
     data = text.encode("utf-8")
     size = len(data)
     low = (1 + sum(data)) % 65521
     high = (size + sum(map(mul, data, range(size, 0, -1)))) % 65521
     return "%08x" % ((high << 16) | low)
+
+
+def _crc_fast(text):
+    try:
+        import zlib
+    except ImportError:
+        return _crc(text)
+    return "%08x" % zlib.adler32(text.encode("utf-8"))
 
 
 def encode_line(record):
@@ -2860,7 +2873,7 @@ def decode_line(line):
     if len(line) < 18 or not line.endswith('"}') or line[-16:-10] != ',"~":"':
         return None
     body = line[:-16] + "}"
-    if _crc(body) != line[-10:-2]:
+    if _crc_fast(body) != line[-10:-2]:
         return None
     try:
         record = json_loads(body)
@@ -2987,6 +3000,431 @@ def cli_hint(estate, config=None):
         return "notrest"
     return "python3 %s" % _quote_arg(here)
 
+
+# ==== gate ==================================================================
+# Rendering a verdict in each client's dialect. Codex rejects unknown keys and
+# runs the command on an "ask", so every answer uses only the keys both accept.
+
+def render_answer(event, verdict, context=None):
+    """(stdout, stderr, exit code) for one event's final verdict."""
+    kind, client = event.kind, event.client
+    out = {}
+    err = ""
+    action = verdict.action
+    if kind in ("PreToolUse", "PermissionRequest") and action == "ask" and client != "claude":
+        action = "deny"
+    if kind == "PreToolUse":
+        if action in ("deny", "ask", "block"):
+            out["hookSpecificOutput"] = {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "ask" if action == "ask" else "deny",
+                "permissionDecisionReason": verdict.text()}
+        elif action == "warn" or verdict.message or context:
+            note = context or verdict.message or verdict.text()
+            out["hookSpecificOutput"] = {"hookEventName": "PreToolUse",
+                                         "additionalContext": note}
+    elif kind == "PermissionRequest":
+        if action in ("deny", "block"):
+            out["hookSpecificOutput"] = {"hookEventName": "PermissionRequest",
+                                         "decision": {"behavior": "deny",
+                                                      "message": verdict.text()}}
+    elif kind == "UserPromptSubmit":
+        if action in ("deny", "block", "ask"):
+            out["decision"] = "block"
+            out["reason"] = verdict.text()
+            err = verdict.text()
+        elif context:
+            out["hookSpecificOutput"] = {"hookEventName": "UserPromptSubmit",
+                                         "additionalContext": context}
+    elif kind == "Stop":
+        if action in ("deny", "block", "ask"):
+            out["decision"] = "block"
+            out["reason"] = verdict.text()
+    elif kind == "SessionStart" and context:
+        out["hookSpecificOutput"] = {"hookEventName": "SessionStart",
+                                     "additionalContext": context}
+    if verdict.message and action not in ("deny", "block", "ask") and kind in (
+            "PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SessionStart",
+            "PostToolUse"):
+        out["systemMessage"] = verdict.message
+    return json_dumps(out), err, 0
+
+
+def summarise_call(event):
+    """A short text saying what a tool call does (for the journal and packets)."""
+    tool, ti = event.tool or "?", event.tool_input
+    if tool in SHELL_TOOLS or tool.lower() in ("bash", "shell"):
+        command = ti.get("command", ti.get("cmd", ""))
+        if isinstance(command, list):
+            command = " ".join(_quote_arg(str(a)) for a in command)
+        return clip(" ".join(str(command).split()), 400)
+    if tool == "apply_patch":
+        targets = [t for t, _ in patch_targets(ti.get("command") or ti.get("patch") or "")]
+        return "apply_patch %s" % ", ".join(targets[:8])
+    for key in ("file_path", "notebook_path", "path", "pattern", "url", "query"):
+        if isinstance(ti.get(key), str):
+            return "%s %s" % (tool, clip(ti[key], 300))
+    if tool in SPAWN_TOOLS:
+        what = ti.get("description") or ti.get("message") or ti.get("prompt") or ""
+        return "%s %s" % (tool, clip(str(what), 200))
+    return tool
+
+
+def files_touched(event, root, home):
+    """[(display path, mode)] a tool call writes or deletes."""
+    ctx = GateContext(event, LawBook())
+    seen, out = set(), []
+    for path, mode, _what, _cmd in ctx.accesses:
+        if mode not in ("write", "delete", "meta") or path.startswith("/dev/"):
+            continue
+        mode = "write" if mode == "meta" else mode
+        shown = display_path(path, root)
+        if (shown, mode) not in seen:
+            seen.add((shown, mode))
+            out.append([shown, mode])
+    return out
+
+
+def load_permits(estate, now):
+    path = estate.path("permits.json")
+    if not os.path.exists(path):
+        return []
+    try:
+        data = read_json_file(path, "permits")
+    except NotrestError:
+        return []
+    permits = data.get("permits", []) if isinstance(data, dict) else []
+    return [p for p in permits if isinstance(p, dict) and (p.get("expires") or 0) > now]
+
+
+def consume_permits(estate, ids):
+    path = estate.path("permits.json")
+    with _Lock(estate.path(".permits.lock")):
+        data = read_json_file(path, "permits") or {}
+        permits = [p for p in data.get("permits", []) if p.get("id") not in ids]
+        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
+                                        "permits": permits}))
+
+
+def overrides_from_env(env):
+    raw = env.get("NOTREST_OVERRIDE", "")
+    return {part for part in raw.replace(",", " ").split() if _is_slug(part)}
+
+
+def current_branch(root):
+    """The checked-out branch read from .git/HEAD (no subprocess), or None."""
+    try:
+        with open(os.path.join(root, ".git", "HEAD"), "rb") as handle:
+            head = handle.read(512).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if head.startswith("ref: refs/heads/"):
+        return head[16:]
+    return None
+
+
+def gate_event(estate, event, book, env, now, journal=True):
+    """Judge a PreToolUse/PermissionRequest/UserPromptSubmit event end to end:
+    decide, apply overrides and permits, journal receipts; returns the verdict."""
+    if event.tool and "git" in (summarise_call(event) or ""):
+        event.branch = current_branch(estate.root)
+    verdicts = decide(book, event)
+    permits = load_permits(estate, now) if any(
+        v.action in ("deny", "ask", "block") for v in verdicts) else []
+    final, receipts, used = apply_overrides(verdicts, overrides_from_env(env), permits)
+    if journal and event.session:
+        what = summarise_call(event) if event.kind != "UserPromptSubmit" else (
+            "a prompt (withheld)")
+        path = estate.journal(event.session)
+        for receipt in receipts:
+            append_record(path, dict(_base(event, now), k="receipt", what=what,
+                                     **{k: v for k, v in receipt.items() if k != "t"}))
+        if final.action in ("deny", "ask", "block"):
+            append_record(path, dict(_base(event, now), k="deny", law=final.law,
+                                     action=final.action, what=what,
+                                     reason=final.reason))
+    if used:
+        consume_permits(estate, used)
+    if book.problems and final.action == "allow" and not final.message:
+        final.message = "notrest: %s; the built-in laws are still enforced. Fix it " \
+                        "(`notrest doctor` shows how)." % book.problems[0]
+    return final
+
+
+def _base(event, now):
+    return {"v": SCHEMA_VERSION, "t": round(now, 3), "c": event.client or "",
+            "e": event.kind}
+
+
+# ==== hook adapter ==========================================================
+# `notrest hook EVENT` is what the launchers run: read the payload with a
+# deadline and a cap, normalise it, act, answer in the client's dialect.
+# Gates fail closed; journaling fails open; a hook never shows a traceback.
+
+def read_stdin(fd=0, cap=STDIN_CAP_BYTES, deadline=STDIN_DEADLINE_S):
+    """(bytes, complete): stdin up to cap bytes or until the deadline passes."""
+    import select
+    chunks, total, end = [], 0, time.monotonic() + deadline
+    while total <= cap:
+        left = end - time.monotonic()
+        if left <= 0:
+            return b"".join(chunks), False
+        try:
+            ready, _, _ = select.select([fd], [], [], left)
+        except (OSError, ValueError):
+            ready = [fd]
+        if not ready:
+            return b"".join(chunks), False
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except OSError:
+            break
+        if not chunk:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks), False
+
+
+def detect_client(payload, env):
+    """claude, codex or unknown, from the payload's own marks."""
+    transcript = payload.get("transcript_path")
+    if isinstance(transcript, str):
+        if "/rollout-" in transcript or "/.codex/" in transcript:
+            return "codex"
+        if "/.claude/" in transcript:
+            return "claude"
+    if env.get("CLAUDE_PROJECT_DIR") or "prompt_id" in payload or "effort" in payload:
+        return "claude"
+    if "turn_id" in payload:
+        return "codex"
+    session = payload.get("session_id")
+    if isinstance(session, str) and len(session) == 36 and session[8:9] == "-":
+        return {"4": "claude", "7": "codex"}.get(session[14:15], "unknown")
+    return "unknown"
+
+
+def _valid_dir(value):
+    return (isinstance(value, str) and value.startswith("/") and "\0" not in value
+            and len(value) < 4096 and os.path.isdir(value))
+
+
+def normalise(payload, event_name="", env=None, client=None):
+    """One Event from a hook payload of either client."""
+    env = os.environ if env is None else env
+    kind = payload.get("hook_event_name")
+    if not isinstance(kind, str) or not kind or len(kind) > 64:
+        kind = event_name
+    if event_name and kind != event_name and event_name in HOOK_EVENTS and (
+            kind not in HOOK_EVENTS):
+        kind = event_name
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        tool_input = {} if tool_input is None else {"command": str(tool_input)}
+    agent = None
+    if payload.get("agent_id") or payload.get("agent_type"):
+        agent = {"id": str(payload.get("agent_id") or ""),
+                 "type": str(payload.get("agent_type") or "")}
+    cwd = payload.get("cwd")
+    tool = payload.get("tool_name")
+    event = Event(
+        client=client or detect_client(payload, env),
+        kind=kind, session=sanitize_session_id(payload.get("session_id")),
+        cwd=cwd if _valid_dir(cwd) else None,
+        transcript=payload.get("transcript_path") if isinstance(
+            payload.get("transcript_path"), str) else None,
+        tool=tool if isinstance(tool, str) else None, tool_input=tool_input,
+        tool_response=payload.get("tool_response"),
+        prompt=payload.get("prompt") if isinstance(payload.get("prompt"), str) else None,
+        source=str(payload.get("source") or ""), agent=agent, raw=payload,
+        stop_hook_active=payload.get("stop_hook_active") is True,
+        env={k: env[k] for k in ("HOME", "TMPDIR", "USER", "CODEX_HOME") if env.get(k)})
+    if kind == "PostToolUseFailure":
+        event.ok = False
+        event.error = clip(str(payload.get("error") or ""), 600)
+    elif kind == "PostToolUse":
+        event.ok, event.error = _outcome(event)
+    return event
+
+
+def _outcome(event):
+    """(ok, error) of a PostToolUse: Claude reports failures in their own event;
+    Codex gives only the output text (apply_patch prints its exit code)."""
+    response = event.tool_response
+    if isinstance(response, dict):
+        if response.get("interrupted"):
+            return False, "interrupted"
+        return True, ""
+    if isinstance(response, str) and response.startswith("Exit code: "):
+        code = response[11:].split("\n", 1)[0].strip()
+        if code.isdigit() and code != "0":
+            return False, clip(response, 600)
+        return True, ""
+    return (True, "") if event.client == "claude" else (None, "")
+
+
+def locate_root(event, env, code_dir):
+    """The project whose estate this hook writes: the project of an installed copy
+    (<root>/.notrest/notrest.py), else $CLAUDE_PROJECT_DIR or the payload's cwd,
+    walked up to the nearest estate."""
+    if code_dir and os.path.basename(code_dir) == ESTATE_DIR:
+        return os.path.dirname(code_dir)
+    for start in (env.get("CLAUDE_PROJECT_DIR"), event.cwd):
+        if _valid_dir(start):
+            return find_root(start) or start
+    return os.getcwd()
+
+
+def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
+    """Entry point of the sh launchers. Never raises; returns the exit code."""
+    env = os.environ if env is None else env
+    out = out or sys.stdout
+    err = err or sys.stderr
+    started = time.perf_counter()
+    event_name = argv[0] if argv else ""
+    client = None
+    if len(argv) >= 2 and argv[1] in ("claude", "codex"):
+        client = argv[1]
+    raw, complete = read_stdin(stdin_fd)
+    payload = None
+    if raw.strip():
+        try:
+            payload = json_loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            payload = None
+    if not isinstance(payload, dict):
+        if raw.strip():
+            err.write("notrest: hook %s: stdin held no JSON object (%d bytes%s); "
+                      "nothing to do\n" % (neutralise(event_name)[:40], len(raw),
+                                           "" if complete else ", cut at the cap"))
+        out.write("{}\n")
+        return 0
+    try:
+        event = normalise(payload, event_name, env, client)
+        code_dir = os.path.dirname(os.path.abspath(__file__))
+        event.root = locate_root(event, env, code_dir)
+        if event.kind == "SessionStart" and "start_git_state" in globals():
+            event.facts["git"] = start_git_state(event.root)  # runs while we work
+        event.cwd = event.cwd or event.root
+        event.home = env.get("HOME") or os.path.expanduser("~")
+        answer, message, code = dispatch_hook(Estate(event.root), event, env,
+                                              started)
+    except Exception as exc:  # a hook never shows a traceback to the agent
+        kind = payload.get("hook_event_name") or event_name
+        if kind in ("PreToolUse", "PermissionRequest"):
+            reason = ("notrest deny [gate-error]: the gate failed (%s: %s), so the call "
+                      "was refused to stay safe. Instead: retry; if it persists, ask a "
+                      "person to run `notrest doctor`." % (type(exc).__name__,
+                                                           clip(str(exc), 200)))
+            fake = Event(kind=kind, client=detect_client(payload, env))
+            answer, message, code = render_answer(fake, Verdict("deny", "gate-error",
+                                                                reason))
+            answer = json_dumps({"hookSpecificOutput": {
+                "hookEventName": kind, "permissionDecision": "deny",
+                "permissionDecisionReason": reason}}) if kind == "PreToolUse" else answer
+        else:
+            answer, message, code = "{}", "", 0
+        err.write("notrest: hook %s failed: %s: %s\n" % (neutralise(kind)[:40],
+                                                         type(exc).__name__,
+                                                         clip(neutralise(exc), 300)))
+        if env.get("NOTREST_DEBUG"):
+            import traceback
+            traceback.print_exc(file=err)
+    out.write(answer + "\n")
+    if message:
+        err.write(message + "\n")
+    if "ensure_hot_cache" in globals():
+        try:
+            ensure_hot_cache(os.path.dirname(os.path.abspath(__file__)))
+        except Exception:  # a cache is an optimisation: never a failure
+            pass
+    return code
+
+
+HOT_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
+              "SubagentStart", "SubagentStop", "Notification")
+
+
+def _stamp(record, started):
+    record["ms"] = round((time.perf_counter() - started) * 1000, 2)
+    return record
+
+
+def exit_now(code):
+    """End a hook process at once: flush what it printed and skip the interpreter's
+    teardown (freeing every object costs a hook more than its own work)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) else 0)
+
+
+def dispatch_hook(estate, event, env, started):
+    """Act on one normalised event; (stdout, stderr, exit code). The events of
+    every tool call are handled here, in the hot part; the rest in the cold part."""
+    if event.kind not in HOT_EVENTS:
+        cold = globals().get("dispatch_cold") or cold_module().dispatch_cold
+        return cold(estate, event, env, started)
+    now = time.time()
+    kind, session = event.kind, event.session
+    journal = estate.journal(session)
+    base = _base(event, now)
+    if kind in ("PreToolUse", "PermissionRequest"):
+        event.facts["cli"] = cli_hint(estate)
+        book = load_lawbook(estate)
+        verdict = gate_event(estate, event, book, env, now)
+        record = dict(base, k="call", tool=event.tool or "", what=summarise_call(event))
+        if event.agent:
+            record["agent"] = event.agent["id"]
+        if kind == "PreToolUse":
+            append_record(journal, _stamp(record, started))
+            if verdict.action == "allow" and event.tool in SHELL_TOOLS and \
+                    "apply_patch" in record["what"] and event.client != "claude":
+                append_record(journal, dict(base, k="tool", tool="apply_patch",
+                                            what=record["what"], ok=None,
+                                            files=files_touched(event, estate.root,
+                                                                event.home)))
+        return render_answer(event, verdict)
+    if kind in ("PostToolUse", "PostToolUseFailure"):
+        record = dict(base, k="tool", tool=event.tool or "", what=summarise_call(event),
+                      ok=event.ok, files=files_touched(event, estate.root, event.home))
+        if event.error:
+            record["error"] = event.error
+        if event.agent:
+            record["agent"] = event.agent["id"]
+        append_record(journal, _stamp(record, started))
+        return "{}", "", 0
+    if kind in ("SubagentStart", "SubagentStop"):
+        agent = event.agent or {}
+        record = dict(base, k="subagent-start" if kind == "SubagentStart" else
+                      "subagent-stop", agent=agent.get("id", ""),
+                      agent_type=agent.get("type", ""))
+        if kind == "SubagentStop":
+            record["message"] = clip(str(event.raw.get("last_assistant_message") or ""),
+                                     500)
+        append_record(journal, _stamp(record, started))
+        return "{}", "", 0
+    append_record(journal, _stamp(dict(base, k="notice", message=clip(
+        str(event.raw.get("message") or ""), 500)), started))
+    return "{}", "", 0
+
+
+def cold_module():
+    """The whole module: itself when loaded whole, else imported (a hot-path
+    launcher loaded only the part above the cold line)."""
+    if "dispatch_cold" in globals():
+        return sys.modules[__name__]
+    import notrest
+    return notrest
+
+
+# ==== cold =================================================================
+# Everything above this line is the hot part: what the hook of every tool call
+# needs. Hot-event launchers load only that part, from a bytecode cache that
+# notrest builds from this file (see build_hot_cache); everything below loads
+# when a command or a session event needs it.
 
 # ==== sessions ==============================================================
 # A session record is a fold of its journal; the fold is incremental (it keeps
@@ -3219,9 +3657,14 @@ def update_index(estate, rec):
                              "`notrest rebuild`\n")
             return
         sessions = data.get("sessions", []) if isinstance(data, dict) else []
+        entry = _index_entry(rec)
+        same = [e for e in sessions if isinstance(e, dict) and e.get("session") ==
+                rec["session"]]
+        if same and dict(same[0], updated=0) == dict(entry, updated=0):
+            return  # a resume or a compaction: nothing the index shows changed
         sessions = [e for e in sessions if isinstance(e, dict) and e.get("session") !=
                     rec["session"]]
-        sessions.append(_index_entry(rec))
+        sessions.append(entry)
         sessions.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
         write_atomic(path, json_dumps({"schema_version": SCHEMA_VERSION,
                                        "sessions": sessions[:INDEX_MAX_SESSIONS]}) + "\n",
@@ -3422,54 +3865,66 @@ def run_command(argv, cwd=None, timeout=10.0, input_bytes=None, env=None):
         return 124, out, err + b"\n(timed out after %ds)" % int(timeout)
 
 
-def spawn_capture(argv, timeout=3.0, cap=1 << 20):
-    """(exit code, stdout) of a small command, without importing subprocess (the
-    packet's hot path): posix_spawn in its own session, killed on timeout."""
-    import select
-    read_fd, write_fd = os.pipe()
-    devnull = os.open(os.devnull, os.O_RDWR)
-    try:
-        pid = os.posix_spawnp(argv[0], argv, dict(os.environ), file_actions=[
-            (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
-            (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, read_fd)],
-            setsid=True)
-    except (OSError, AttributeError, TypeError):
-        for fd in (read_fd, write_fd, devnull):
-            os.close(fd)
-        return 127, b""
-    os.close(write_fd)
-    os.close(devnull)
-    chunks, size, end = [], 0, time.monotonic() + timeout
-    timed_out = False
-    try:
-        while size < cap:
-            left = end - time.monotonic()
-            ready = select.select([read_fd], [], [], max(0.0, left))[0] if left > 0 else []
-            if not ready:
-                timed_out = True
-                break
-            chunk = os.read(read_fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(read_fd)
-    if timed_out or size >= cap:
+class Spawned:
+    """A small command started without the subprocess module (the packet's hot
+    path): posix_spawn in its own session, stdout on a pipe. finish() reads it,
+    bounded in time, and kills its process group on timeout."""
+
+    def __init__(self, argv):
+        self.pid, self.fd = None, None
+        read_fd, write_fd = os.pipe()
+        devnull = os.open(os.devnull, os.O_RDWR)
         try:
-            os.killpg(pid, 9)
-        except OSError:
-            pass
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
-        else (status >> 8)
-    return (124 if timed_out else code), b"".join(chunks)
+            self.pid = os.posix_spawnp(argv[0], argv, dict(os.environ), file_actions=[
+                (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
+                (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, read_fd)],
+                setsid=True)
+            self.fd = read_fd
+        except (OSError, AttributeError, TypeError):
+            os.close(read_fd)
+        finally:
+            os.close(write_fd)
+            os.close(devnull)
+
+    def finish(self, timeout=3.0, cap=1 << 20):
+        """(exit code, stdout); 124 on timeout, 127 when it could not start."""
+        if self.pid is None:
+            return 127, b""
+        import select
+        chunks, size, end, timed_out = [], 0, time.monotonic() + timeout, False
+        try:
+            while size < cap:
+                left = end - time.monotonic()
+                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                    timed_out = True
+                    break
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        finally:
+            os.close(self.fd)
+        if timed_out or size >= cap:
+            try:
+                os.killpg(self.pid, 9)
+            except OSError:
+                pass
+        _, status = os.waitpid(self.pid, 0)
+        code = os.waitstatus_to_exitcode(status) if hasattr(
+            os, "waitstatus_to_exitcode") else (status >> 8)
+        return (124 if timed_out else code), b"".join(chunks)
 
 
-def git_state(root):
+def start_git_state(root):
+    """Start the packet's one git call; git_state() reads its answer."""
+    return Spawned(["git", "--no-optional-locks", "-C", root, "status",
+                    "--porcelain=v2", "--branch", "-z", "--untracked-files=normal"])
+
+
+def git_state(root, started=None):
     """{branch, dirty, commit, subject} from one bounded git call, or None."""
-    code, out = spawn_capture(["git", "-C", root, "status", "--porcelain=v2", "--branch",
-                               "-z", "--untracked-files=normal"], timeout=3.0)
+    code, out = (started or start_git_state(root)).finish(timeout=3.0)
     if code != 0:
         return None
     state = {"branch": "", "dirty": 0, "commit": "", "subject": ""}
@@ -3504,57 +3959,69 @@ def _last_commit_subject(root):
     return ""
 
 
-def current_branch(root):
-    """The checked-out branch read from .git/HEAD (no subprocess), or None."""
-    try:
-        with open(os.path.join(root, ".git", "HEAD"), "rb") as handle:
-            head = handle.read(512).decode("utf-8", "replace").strip()
-    except OSError:
-        return None
-    if head.startswith("ref: refs/heads/"):
-        return head[16:]
-    return None
-
-
-def gather_snapshot(estate, session, now, book=None, config=None, with_git=True):
-    """Everything the packet shows, read from the estate (bounded in history)."""
+def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
+                    git=None):
+    """Everything the packet shows, read from the estate, bounded in history: the
+    newest index entries are sorted out by their journal's time and their client's
+    pid; only the last session's record and the live ones are read."""
+    if with_git and git is None:
+        git = start_git_state(estate.root)
     config = load_config(estate) if config is None else config
     book = load_lawbook(estate) if book is None else book
-    entries = [e for e in load_index(estate) if e.get("session") != session]
-    others = []
-    for entry in entries[:INDEX_SCAN_SESSIONS]:
-        rec = current_session_record(estate, entry["session"],
-                                     limit_bytes=DIED_TAIL_BYTES)
-        if rec["events"] == 0 and not rec["note"]:
+    live, candidates, live_more = [], [], 0
+    for entry in load_index(estate)[:INDEX_SCAN_SESSIONS + 1]:
+        other = entry.get("session")
+        if other == session or not other:
             continue
-        rec["state"] = session_state(rec, now)
-        others.append(rec)
-    others.sort(key=lambda r: -(r.get("updated") or 0))
-    last = next((r for r in others if r["state"] != "live"), None)
-    live = []
-    for rec in others:
-        if rec["state"] != "live":
+        active = _journal_mtime(estate, other)
+        if not active:
+            continue
+        if entry.get("ended"):
+            candidates.append((active, other, "ended"))
+            continue
+        pid = entry.get("pid")
+        alive = process_alive(pid, entry.get("pid_start")) if isinstance(pid, int) else \
+            now - active < LIVE_WINDOW_S
+        if not alive:
+            candidates.append((active, other, "died"))
+            continue
+        if len(live) >= LIVE_SHOWN:
+            live_more += 1
+            continue
+        rec = current_session_record(estate, other, limit_bytes=DIED_TAIL_BYTES)
+        if rec["ended"]:
+            candidates.append((active, other, "ended"))
             continue
         recent = sorted((p for p, t in rec["files"].items() if t and now - t <
                          LIVE_WINDOW_S), key=lambda p: -rec["files"][p])
-        live.append({"session": rec["session"], "client": rec["client"],
-                     "files": recent, "pending": rec.get("pending")})
-    threads = [t for t in load_threads(estate).values() if t.get("status") == "open"]
-    snapshot = {
+        live.append({"session": other, "client": rec["client"], "files": recent,
+                     "pending": rec.get("pending"), "updated": rec["updated"] or 0})
+    live.sort(key=lambda item: (-item.pop("updated"), item["session"]))
+    last = None
+    for _active, other, state in sorted(candidates, reverse=True):
+        rec = current_session_record(estate, other, limit_bytes=DIED_TAIL_BYTES)
+        if rec["events"] or rec["note"]:
+            rec["state"] = "ended" if rec["ended"] else state
+            last = rec
+            break
+    threads = load_threads(estate)
+    cli = cli_hint(estate, config)
+    open_threads = [t for t in threads.values() if t.get("status") == "open"]
+    return {
         "project": os.path.basename(estate.root) or estate.root,
         "session": session,
-        "cli": cli_hint(estate, config),
-        "laws": [{"id": law.id, "text": format_law_text(law.text, cli_hint(estate, config)),
+        "cli": cli,
+        "laws": [{"id": law.id, "text": format_law_text(law.text, cli),
                   "action": law.action} for law in book.active()],
         "law_problems": list(book.problems),
         "last": _last_summary(last) if last else None,
         "live": live,
+        "live_more": live_more,
         "threads": [{"id": t["id"], "text": t.get("text", ""), "kind": t.get("kind")}
-                    for t in sorted(threads, key=_thread_order)],
-        "git": git_state(estate.root) if with_git else None,
-        "learned": learned_summary(estate),
+                    for t in sorted(open_threads, key=_thread_order)],
+        "git": git_state(estate.root, git) if with_git else None,
+        "learned": learned_summary(estate, threads),
     }
-    return snapshot
 
 
 def _thread_order(thread):
@@ -3649,11 +4116,14 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
             add("- %s: %s" % (thread["id"], thread["text"]), 3)
     live = snapshot.get("live", [])
     if live:
-        add("## Other live sessions on this repo (%d)" % len(live), 1)
+        more = snapshot.get("live_more", 0)
+        add("## Other live sessions on this repo (%d)" % (len(live) + more), 1)
         for other in live:
             touched = _list_text(other["files"], 8) if other["files"] else "no files"
             add("- %s (%s), touched in the last 30 min: %s" % (
                 short_id(other["session"]), other["client"] or "?", touched), 2)
+        if more:
+            add("- and %d more (`%s status`)" % (more, cli), 2)
     git = snapshot.get("git")
     if git:
         add("## Git: branch %s, %d uncommitted path%s, last commit %s %s" % (
@@ -3706,149 +4176,6 @@ def _fit_budget(lines, budget):
     return out
 
 
-
-
-# ==== gate ==================================================================
-# Rendering a verdict in each client's dialect. Codex rejects unknown keys and
-# runs the command on an "ask", so every answer uses only the keys both accept.
-
-def render_answer(event, verdict, context=None):
-    """(stdout, stderr, exit code) for one event's final verdict."""
-    kind, client = event.kind, event.client
-    out = {}
-    err = ""
-    action = verdict.action
-    if kind in ("PreToolUse", "PermissionRequest") and action == "ask" and client != "claude":
-        action = "deny"
-    if kind == "PreToolUse":
-        if action in ("deny", "ask", "block"):
-            out["hookSpecificOutput"] = {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "ask" if action == "ask" else "deny",
-                "permissionDecisionReason": verdict.text()}
-        elif action == "warn" or verdict.message or context:
-            note = context or verdict.message or verdict.text()
-            out["hookSpecificOutput"] = {"hookEventName": "PreToolUse",
-                                         "additionalContext": note}
-    elif kind == "PermissionRequest":
-        if action in ("deny", "block"):
-            out["hookSpecificOutput"] = {"hookEventName": "PermissionRequest",
-                                         "decision": {"behavior": "deny",
-                                                      "message": verdict.text()}}
-    elif kind == "UserPromptSubmit":
-        if action in ("deny", "block", "ask"):
-            out["decision"] = "block"
-            out["reason"] = verdict.text()
-            err = verdict.text()
-        elif context:
-            out["hookSpecificOutput"] = {"hookEventName": "UserPromptSubmit",
-                                         "additionalContext": context}
-    elif kind == "Stop":
-        if action in ("deny", "block", "ask"):
-            out["decision"] = "block"
-            out["reason"] = verdict.text()
-    elif kind == "SessionStart" and context:
-        out["hookSpecificOutput"] = {"hookEventName": "SessionStart",
-                                     "additionalContext": context}
-    if verdict.message and action not in ("deny", "block", "ask") and kind in (
-            "PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SessionStart",
-            "PostToolUse"):
-        out["systemMessage"] = verdict.message
-    return json_dumps(out), err, 0
-
-
-def summarise_call(event):
-    """A short text saying what a tool call does (for the journal and packets)."""
-    tool, ti = event.tool or "?", event.tool_input
-    if tool in SHELL_TOOLS or tool.lower() in ("bash", "shell"):
-        command = ti.get("command", ti.get("cmd", ""))
-        if isinstance(command, list):
-            command = " ".join(_quote_arg(str(a)) for a in command)
-        return clip(" ".join(str(command).split()), 400)
-    if tool == "apply_patch":
-        targets = [t for t, _ in patch_targets(ti.get("command") or ti.get("patch") or "")]
-        return "apply_patch %s" % ", ".join(targets[:8])
-    for key in ("file_path", "notebook_path", "path", "pattern", "url", "query"):
-        if isinstance(ti.get(key), str):
-            return "%s %s" % (tool, clip(ti[key], 300))
-    if tool in SPAWN_TOOLS:
-        what = ti.get("description") or ti.get("message") or ti.get("prompt") or ""
-        return "%s %s" % (tool, clip(str(what), 200))
-    return tool
-
-
-def files_touched(event, root, home):
-    """[(display path, mode)] a tool call writes or deletes."""
-    ctx = GateContext(event, LawBook())
-    seen, out = set(), []
-    for path, mode, _what, _cmd in ctx.accesses:
-        if mode not in ("write", "delete", "meta") or path.startswith("/dev/"):
-            continue
-        mode = "write" if mode == "meta" else mode
-        shown = display_path(path, root)
-        if (shown, mode) not in seen:
-            seen.add((shown, mode))
-            out.append([shown, mode])
-    return out
-
-
-def load_permits(estate, now):
-    path = estate.path("permits.json")
-    if not os.path.exists(path):
-        return []
-    try:
-        data = read_json_file(path, "permits")
-    except NotrestError:
-        return []
-    permits = data.get("permits", []) if isinstance(data, dict) else []
-    return [p for p in permits if isinstance(p, dict) and (p.get("expires") or 0) > now]
-
-
-def consume_permits(estate, ids):
-    path = estate.path("permits.json")
-    with _Lock(estate.path(".permits.lock")):
-        data = read_json_file(path, "permits") or {}
-        permits = [p for p in data.get("permits", []) if p.get("id") not in ids]
-        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
-                                        "permits": permits}))
-
-
-def overrides_from_env(env):
-    raw = env.get("NOTREST_OVERRIDE", "")
-    return {part for part in raw.replace(",", " ").split() if _is_slug(part)}
-
-
-def gate_event(estate, event, book, env, now, journal=True):
-    """Judge a PreToolUse/PermissionRequest/UserPromptSubmit event end to end:
-    decide, apply overrides and permits, journal receipts; returns the verdict."""
-    if event.tool and "git" in (summarise_call(event) or ""):
-        event.branch = current_branch(estate.root)
-    verdicts = decide(book, event)
-    permits = load_permits(estate, now) if any(
-        v.action in ("deny", "ask", "block") for v in verdicts) else []
-    final, receipts, used = apply_overrides(verdicts, overrides_from_env(env), permits)
-    if journal and event.session:
-        what = summarise_call(event) if event.kind != "UserPromptSubmit" else (
-            "a prompt (withheld)")
-        path = estate.journal(event.session)
-        for receipt in receipts:
-            append_record(path, dict(_base(event, now), k="receipt", what=what,
-                                     **{k: v for k, v in receipt.items() if k != "t"}))
-        if final.action in ("deny", "ask", "block"):
-            append_record(path, dict(_base(event, now), k="deny", law=final.law,
-                                     action=final.action, what=what,
-                                     reason=final.reason))
-    if used:
-        consume_permits(estate, used)
-    if book.problems and final.action == "allow" and not final.message:
-        final.message = "notrest: %s; the built-in laws are still enforced. Fix it " \
-                        "(`notrest doctor` shows how)." % book.problems[0]
-    return final
-
-
-def _base(event, now):
-    return {"v": SCHEMA_VERSION, "t": round(now, 3), "c": event.client or "",
-            "e": event.kind}
 
 
 # ==== bank ==================================================================
@@ -4019,225 +4346,35 @@ def run_check_command(law, root):
     return code, clip(redact_secrets(tail[-1500:]), 1500)
 
 
-# ==== hook adapter ==========================================================
-# `notrest hook EVENT` is what the launchers run: read the payload with a
-# deadline and a cap, normalise it, act, answer in the client's dialect.
-# Gates fail closed; journaling fails open; a hook never shows a traceback.
+# ==== session hooks ========================================================
+# The events that are not on every tool call: start, prompt, stop, compaction,
+# end. They need the session records, the packet and learning.
 
-def read_stdin(fd=0, cap=STDIN_CAP_BYTES, deadline=STDIN_DEADLINE_S):
-    """(bytes, complete): stdin up to cap bytes or until the deadline passes."""
-    import select
-    chunks, total, end = [], 0, time.monotonic() + deadline
-    while total <= cap:
-        left = end - time.monotonic()
-        if left <= 0:
-            return b"".join(chunks), False
-        try:
-            ready, _, _ = select.select([fd], [], [], left)
-        except (OSError, ValueError):
-            ready = [fd]
-        if not ready:
-            return b"".join(chunks), False
-        try:
-            chunk = os.read(fd, 1 << 20)
-        except OSError:
-            break
-        if not chunk:
-            return b"".join(chunks), True
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks), False
-
-
-def detect_client(payload, env):
-    """claude, codex or unknown, from the payload's own marks."""
-    transcript = payload.get("transcript_path")
-    if isinstance(transcript, str):
-        if "/rollout-" in transcript or "/.codex/" in transcript:
-            return "codex"
-        if "/.claude/" in transcript:
-            return "claude"
-    if env.get("CLAUDE_PROJECT_DIR") or "prompt_id" in payload or "effort" in payload:
-        return "claude"
-    if "turn_id" in payload:
-        return "codex"
-    session = payload.get("session_id")
-    if isinstance(session, str) and len(session) == 36 and session[8:9] == "-":
-        return {"4": "claude", "7": "codex"}.get(session[14:15], "unknown")
-    return "unknown"
-
-
-def _valid_dir(value):
-    return (isinstance(value, str) and value.startswith("/") and "\0" not in value
-            and len(value) < 4096 and os.path.isdir(value))
-
-
-def normalise(payload, event_name="", env=None, client=None):
-    """One Event from a hook payload of either client."""
-    env = os.environ if env is None else env
-    kind = payload.get("hook_event_name")
-    if not isinstance(kind, str) or not kind or len(kind) > 64:
-        kind = event_name
-    if event_name and kind != event_name and event_name in HOOK_EVENTS and (
-            kind not in HOOK_EVENTS):
-        kind = event_name
-    tool_input = payload.get("tool_input")
-    if not isinstance(tool_input, dict):
-        tool_input = {} if tool_input is None else {"command": str(tool_input)}
-    agent = None
-    if payload.get("agent_id") or payload.get("agent_type"):
-        agent = {"id": str(payload.get("agent_id") or ""),
-                 "type": str(payload.get("agent_type") or "")}
-    cwd = payload.get("cwd")
-    tool = payload.get("tool_name")
-    event = Event(
-        client=client or detect_client(payload, env),
-        kind=kind, session=sanitize_session_id(payload.get("session_id")),
-        cwd=cwd if _valid_dir(cwd) else None,
-        transcript=payload.get("transcript_path") if isinstance(
-            payload.get("transcript_path"), str) else None,
-        tool=tool if isinstance(tool, str) else None, tool_input=tool_input,
-        tool_response=payload.get("tool_response"),
-        prompt=payload.get("prompt") if isinstance(payload.get("prompt"), str) else None,
-        source=str(payload.get("source") or ""), agent=agent, raw=payload,
-        stop_hook_active=payload.get("stop_hook_active") is True,
-        env={k: env[k] for k in ("HOME", "TMPDIR", "USER", "CODEX_HOME") if env.get(k)})
-    if kind == "PostToolUseFailure":
-        event.ok = False
-        event.error = clip(str(payload.get("error") or ""), 600)
-    elif kind == "PostToolUse":
-        event.ok, event.error = _outcome(event)
-    return event
-
-
-def _outcome(event):
-    """(ok, error) of a PostToolUse: Claude reports failures in their own event;
-    Codex gives only the output text (apply_patch prints its exit code)."""
-    response = event.tool_response
-    if isinstance(response, dict):
-        if response.get("interrupted"):
-            return False, "interrupted"
-        return True, ""
-    if isinstance(response, str) and response.startswith("Exit code: "):
-        code = response[11:].split("\n", 1)[0].strip()
-        if code.isdigit() and code != "0":
-            return False, clip(response, 600)
-        return True, ""
-    return (True, "") if event.client == "claude" else (None, "")
-
-
-def locate_root(event, env, code_dir):
-    """The project whose estate this hook writes: the project of an installed copy
-    (<root>/.notrest/notrest.py), else $CLAUDE_PROJECT_DIR or the payload's cwd,
-    walked up to the nearest estate."""
-    if code_dir and os.path.basename(code_dir) == ESTATE_DIR:
-        return os.path.dirname(code_dir)
-    for start in (env.get("CLAUDE_PROJECT_DIR"), event.cwd):
-        if _valid_dir(start):
-            return find_root(start) or start
-    return os.getcwd()
-
-
-def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
-    """Entry point of the sh launchers. Never raises; returns the exit code."""
-    env = os.environ if env is None else env
-    out = out or sys.stdout
-    err = err or sys.stderr
-    started = time.perf_counter()
-    event_name = argv[0] if argv else ""
-    client = None
-    if len(argv) >= 2 and argv[1] in ("claude", "codex"):
-        client = argv[1]
-    raw, complete = read_stdin(stdin_fd)
-    payload = None
-    if raw.strip():
-        try:
-            payload = json_loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            payload = None
-    if not isinstance(payload, dict):
-        if raw.strip():
-            err.write("notrest: hook %s: stdin held no JSON object (%d bytes%s); "
-                      "nothing to do\n" % (neutralise(event_name)[:40], len(raw),
-                                           "" if complete else ", cut at the cap"))
-        out.write("{}\n")
-        return 0
-    try:
-        event = normalise(payload, event_name, env, client)
-        code_dir = os.path.dirname(os.path.abspath(__file__))
-        event.root = locate_root(event, env, code_dir)
-        event.cwd = event.cwd or event.root
-        event.home = env.get("HOME") or os.path.expanduser("~")
-        answer, message, code = dispatch_hook(Estate(event.root), event, env,
-                                              started)
-    except Exception as exc:  # a hook never shows a traceback to the agent
-        kind = payload.get("hook_event_name") or event_name
-        if kind in ("PreToolUse", "PermissionRequest"):
-            reason = ("notrest deny [gate-error]: the gate failed (%s: %s), so the call "
-                      "was refused to stay safe. Instead: retry; if it persists, ask a "
-                      "person to run `notrest doctor`." % (type(exc).__name__,
-                                                           clip(str(exc), 200)))
-            fake = Event(kind=kind, client=detect_client(payload, env))
-            answer, message, code = render_answer(fake, Verdict("deny", "gate-error",
-                                                                reason))
-            answer = json_dumps({"hookSpecificOutput": {
-                "hookEventName": kind, "permissionDecision": "deny",
-                "permissionDecisionReason": reason}}) if kind == "PreToolUse" else answer
-        else:
-            answer, message, code = "{}", "", 0
-        err.write("notrest: hook %s failed: %s: %s\n" % (neutralise(kind)[:40],
-                                                         type(exc).__name__,
-                                                         clip(neutralise(exc), 300)))
-        if env.get("NOTREST_DEBUG"):
-            import traceback
-            traceback.print_exc(file=err)
-    out.write(answer + "\n")
-    if message:
-        err.write(message + "\n")
-    return code
-
-
-def dispatch_hook(estate, event, env, started):
-    """Act on one normalised event; (stdout, stderr, exit code)."""
+def dispatch_cold(estate, event, env, started):
+    """Act on a session event; (stdout, stderr, exit code)."""
     now = time.time()
     kind, session = event.kind, event.session
     journal = estate.journal(session)
     base = _base(event, now)
-    config = load_config(estate) if kind in ("SessionStart", "PreToolUse", "Stop",
-                                             "PermissionRequest", "UserPromptSubmit") else {}
+    config = load_config(estate) if kind in ("SessionStart", "Stop",
+                                             "UserPromptSubmit") else {}
     event.facts["cli"] = cli_hint(estate, config)
 
     def stamp(record):
-        record["ms"] = round((time.perf_counter() - started) * 1000, 2)
-        return record
+        return _stamp(record, started)
 
     if kind == "SessionStart":
+        git = event.facts.pop("git", None) or start_git_state(estate.root)
         pid, pid_start = client_process()
         register_session(estate, session, event.client, pid, pid_start, now)
         append_record(journal, stamp(dict(base, k="start", source=event.source,
                                           pid=pid, pid_start=pid_start,
                                           transcript=event.transcript or "",
                                           model=str(event.raw.get("model") or ""))))
-        refresh_session(estate, session, index=False)
         _export_session_id(env, session)
-        packet = build_packet(gather_snapshot(estate, session, now, config=config),
-                              _packet_budget(config))
+        packet = build_packet(gather_snapshot(estate, session, now, config=config,
+                                              git=git), _packet_budget(config))
         return render_answer(event, Verdict("allow"), context=packet)
-    if kind in ("PreToolUse", "PermissionRequest"):
-        book = load_lawbook(estate)
-        verdict = gate_event(estate, event, book, env, now)
-        record = dict(base, k="call", tool=event.tool or "", what=summarise_call(event))
-        if event.agent:
-            record["agent"] = event.agent["id"]
-        if kind == "PreToolUse":
-            append_record(journal, stamp(record))
-            if verdict.action == "allow" and event.tool in SHELL_TOOLS and \
-                    "apply_patch" in record["what"] and event.client != "claude":
-                append_record(journal, dict(base, k="tool", tool="apply_patch",
-                                            what=record["what"], ok=None,
-                                            files=files_touched(event, estate.root,
-                                                                event.home)))
-        return render_answer(event, verdict)
     if kind == "UserPromptSubmit":
         book = load_lawbook(estate)
         verdict = gate_event(estate, event, book, env, now)
@@ -4258,25 +4395,6 @@ def dispatch_hook(estate, event, env, started):
                                                    config=config),
                                    _packet_budget(config))
         return render_answer(event, verdict, context=context)
-    if kind in ("PostToolUse", "PostToolUseFailure"):
-        record = dict(base, k="tool", tool=event.tool or "", what=summarise_call(event),
-                      ok=event.ok, files=files_touched(event, estate.root, event.home))
-        if event.error:
-            record["error"] = event.error
-        if event.agent:
-            record["agent"] = event.agent["id"]
-        append_record(journal, stamp(record))
-        return "{}", "", 0
-    if kind in ("SubagentStart", "SubagentStop"):
-        agent = event.agent or {}
-        record = dict(base, k="subagent-start" if kind == "SubagentStart" else
-                      "subagent-stop", agent=agent.get("id", ""),
-                      agent_type=agent.get("type", ""))
-        if kind == "SubagentStop":
-            record["message"] = clip(str(event.raw.get("last_assistant_message") or ""),
-                                     500)
-        append_record(journal, stamp(record))
-        return "{}", "", 0
     if kind == "Stop":
         return stop_hook(estate, event, env, now, config, stamp)
     if kind in ("PreCompact", "PostCompact"):
@@ -4289,10 +4407,6 @@ def dispatch_hook(estate, event, env, started):
         append_record(journal, stamp(dict(base, k="end",
                                           reason=str(event.raw.get("reason") or ""))))
         refresh_session(estate, session, force_index=True)
-        return "{}", "", 0
-    if kind == "Notification":
-        append_record(journal, stamp(dict(base, k="notice", message=clip(
-            str(event.raw.get("message") or ""), 500))))
         return "{}", "", 0
     append_record(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
     return "{}", "", 0
@@ -4770,15 +4884,16 @@ def decide_candidate(estate, candidate_id, verdict, now=None):
     return candidate
 
 
-def learned_summary(estate):
+def learned_summary(estate, threads=None):
     """Compiled tools, accepted lessons and waiting candidates, for the packet."""
     tools = []
     for slug, meta in sorted(load_compiled(estate).items()):
         tools.append({"slug": slug, "summary": "sh .notrest/compiled/%s/run.sh %s (%s)" % (
             slug, " ".join(meta.get("args", [])), clip(" && ".join(meta.get("pattern",
                                                                              [])), 90))})
+    threads = load_threads(estate) if threads is None else threads
     lessons = [{"id": t["id"], "text": t.get("text", "")} for t in sorted(
-        load_threads(estate).values(), key=_thread_order)
+        threads.values(), key=_thread_order)
         if t.get("kind") == "lesson" and t.get("status") == "open"]
     waiting = [c for c in load_candidates(estate) if c.get("status") == "new"]
     out = {"tools": tools, "lessons": lessons, "waiting": len(waiting)}
@@ -5226,8 +5341,25 @@ LAUNCHER = """#!/bin/sh
 py='%(python)s'
 case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
 [ -x "$py" ] || py=python3
-exec "$py" -I -S -c 'import sys; sys.path.insert(0, sys.argv[1]); import notrest; sys.exit(notrest.hook_main(sys.argv[2:]))' "$dir/.." %(event)s "$@"
+exec "$py" -I -S -c '%(boot)s' "$dir/.." %(event)s "$@"
 """
+# A launcher loads the part of notrest.py its event needs from a bytecode cache when
+# the cache matches the interpreter and the file (size, mtime), else the whole module.
+BOOT_CACHED = """import sys, os
+d = sys.argv[1]
+sys.path.insert(0, d)
+try:
+    s = os.stat(d + "/notrest.py")
+    with open("%s/__pycache__/notrest.PART.%s.bin" % (d, sys.implementation.cache_tag), "rb") as f:
+        b = f.read()
+    if b[:20] != sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + s.st_mtime_ns.to_bytes(8, "little") + s.st_size.to_bytes(8, "little"):
+        raise OSError("stale")
+    g = {"__name__": "notrest_hot", "__file__": d + "/notrest.py", "__builtins__": __builtins__}
+    exec(__import__("marshal").loads(b[20:]), g)
+except Exception:
+    import notrest
+    g = vars(notrest)
+g["exit_now"](g["hook_main"](sys.argv[2:]))"""
 HOOK_ROLES = {
     "SessionStart": "journal the start, inject the start packet",
     "UserPromptSubmit": "prompt laws, journal the prompt",
@@ -5247,7 +5379,71 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionReq
 
 
 def render_launcher(event, python=""):
-    return LAUNCHER % {"event": event, "role": HOOK_ROLES[event], "python": python}
+    boot = BOOT_CACHED.replace("PART", "hot" if event in HOT_EVENTS else "warm")
+    return LAUNCHER % {"event": event, "role": HOOK_ROLES[event], "python": python,
+                       "boot": boot}
+
+
+# The hot part (every tool call) ends at the cold line; the warm part (session
+# events) at the doctor section: what follows serves commands people run.
+CACHE_CUTS = {"hot": "\n# ==== cold ====", "warm": "\n# ==== doctor ===="}
+
+
+def hot_cache_path(code_dir, part="hot"):
+    return os.path.join(code_dir, "__pycache__", "notrest.%s.%s.bin" % (
+        part, sys.implementation.cache_tag))
+
+
+def hot_cache_header(source):
+    import importlib.util
+    stat = os.stat(source)
+    return (importlib.util.MAGIC_NUMBER + stat.st_mtime_ns.to_bytes(8, "little") +
+            stat.st_size.to_bytes(8, "little"))
+
+
+def build_hot_cache(source):
+    """Compile the hot and warm parts of notrest.py for this interpreter and cache
+    them next to the module's own bytecode. Returns the cache paths."""
+    import marshal
+    with open(source, encoding="utf-8") as handle:
+        text = handle.read()
+    header = hot_cache_header(source)
+    paths = []
+    for part, mark in CACHE_CUTS.items():
+        cut = text.find(mark)
+        if cut < 0:
+            raise NotrestError("notrest.py has no %r line" % mark.strip(), source,
+                               "reinstall notrest")
+        code = compile(text[:cut + 1], source, "exec", dont_inherit=True, optimize=2)
+        path = hot_cache_path(os.path.dirname(os.path.abspath(source)), part)
+        _ensure_dir(os.path.dirname(path))
+        tmp = "%s.tmp.%d" % (path, os.getpid())
+        with open(tmp, "wb") as handle:
+            handle.write(header + marshal.dumps(code))
+        os.replace(tmp, path)
+        paths.append(path)
+    return paths
+
+
+def ensure_hot_cache(code_dir):
+    """Rebuild the hot cache when it is missing or stale and the folder is writable
+    (a launcher fell back to the whole module: make the next call fast again)."""
+    source = os.path.join(code_dir, "notrest.py")
+    try:
+        header = hot_cache_header(source)
+        fresh = True
+        for part in CACHE_CUTS:
+            with open(hot_cache_path(code_dir, part), "rb") as handle:
+                fresh = fresh and handle.read(20) == header
+        if fresh:
+            return False
+    except OSError:
+        pass
+    try:
+        build_hot_cache(source)
+    except (OSError, SyntaxError, NotrestError):
+        return False
+    return True
 
 
 def skill_path(root, client, name):
@@ -5545,10 +5741,13 @@ def _install_agents_block(root, report, created):
 
 
 def _precompile(python, path):
-    """Cache the module's bytecode now, so the first hook does not compile it."""
-    code, _out, err = run_command([python, "-I", "-S", "-c",
+    """Cache the module's bytecode and its hot part now, with the interpreter the
+    hooks run, so the first hook compiles nothing."""
+    code, _out, err = run_command([python, "-X", "no_debug_ranges", "-I", "-S", "-c",
                                    "import py_compile, sys; py_compile.compile(sys.argv[1],"
-                                   " doraise=True)", path], timeout=60)
+                                   " doraise=True); sys.path.insert(0, sys.argv[2]); "
+                                   "import notrest; notrest.build_hot_cache(sys.argv[1])",
+                                   path, os.path.dirname(path)], timeout=60)
     if code != 0:
         sys.stderr.write("notrest: could not precompile %s: %s\n" % (
             path, err.decode("utf-8", "replace")[-300:]))

@@ -8,4 +8,18 @@
 py=''
 case $0 in */*) dir=${0%/*} ;; *) dir=. ;; esac
 [ -x "$py" ] || py=python3
-exec "$py" -I -S -c 'import sys; sys.path.insert(0, sys.argv[1]); import notrest; sys.exit(notrest.hook_main(sys.argv[2:]))' "$dir/.." PostToolUseFailure "$@"
+exec "$py" -I -S -c 'import sys, os
+d = sys.argv[1]
+sys.path.insert(0, d)
+try:
+    s = os.stat(d + "/notrest.py")
+    with open("%s/__pycache__/notrest.hot.%s.bin" % (d, sys.implementation.cache_tag), "rb") as f:
+        b = f.read()
+    if b[:20] != sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + s.st_mtime_ns.to_bytes(8, "little") + s.st_size.to_bytes(8, "little"):
+        raise OSError("stale")
+    g = {"__name__": "notrest_hot", "__file__": d + "/notrest.py", "__builtins__": __builtins__}
+    exec(__import__("marshal").loads(b[20:]), g)
+except Exception:
+    import notrest
+    g = vars(notrest)
+g["exit_now"](g["hook_main"](sys.argv[2:]))' "$dir/.." PostToolUseFailure "$@"

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from conftest import read_results, simulate, step
+import notrest
 
 
 def session_a_steps(proj, client, session):
@@ -128,7 +129,7 @@ def test_bank_lands_on_the_calling_session_among_several(proj, tmp_path):
     assert "banked session sess-A (its client is this process's ancestor)" in out["stdout"]
     sessions = proj.root / ".notrest" / "sessions"
     assert json.loads((sessions / "sess-A.json").read_text())["note"] == "note of A"
-    assert json.loads((sessions / "sess-B.json").read_text())["note"] == ""
+    assert notrest.current_session_record(proj.estate, "sess-B")["note"] == ""
 
 
 def test_a_killed_session_is_recovered_by_the_next_packet(proj, tmp_path):
