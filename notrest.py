@@ -5329,7 +5329,7 @@ CLI_WRAPPER = """#!/bin/sh
 py='%(python)s'
 case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
 [ -x "$py" ] || py=python3
-exec "$py" -I -S "$dir/notrest.py" --root "$dir/.." "$@"
+exec "$py" -I -S -c 'import sys; sys.path.insert(0, sys.argv[1]); import notrest; sys.exit(notrest.main(sys.argv[2:]))' "$dir" --root "$dir/.." "$@"
 """
 LAUNCHER = """#!/bin/sh
 # notrest hook launcher: %(event)s (%(role)s).

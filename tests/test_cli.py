@@ -1,6 +1,5 @@
 """The commands people and agents run by hand, through the installed wrapper."""
 import json
-import os
 
 from conftest import REPO
 import notrest

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO, simulate, step
+from conftest import simulate, step
 import notrest
 
 
