@@ -15,9 +15,10 @@ Estate (.notrest/ at the project root; the journal is the truth, the rest are vi
 Exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAIL), 2 usage error or a hook's
 block, 3 estate unusable (the path and the fix are printed).
 
-Sections (grep '^# ===='): constants, records, json, text, redaction, shell parsing,
-paths and globs, laws, estate storage, sessions, packet, gate, bank, learn, compile,
-doctor, install, hook adapter, CLI.
+Sections (grep '^# ===='). The hot part, all a tool-call hook loads: constants,
+records, json, text, redaction, shell parsing, paths and globs, laws, estate storage,
+gate, hook adapter. Below the cold line: sessions, packet, bank, session hooks, learn,
+compile (the warm part, for session events), then doctor, install, CLI.
 """
 import os
 import sys

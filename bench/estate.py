@@ -342,8 +342,8 @@ def report(args, estates, labels, slow, samples, problems, recorded, cache):
         "%d sessions/%d lines%s" % (e["size"], e["lines"], " (generated in %.0fs)" %
                                     e["gen"] if e["gen"] is not None else " (cached)")
         for e in estates)),
-        ("CLI = .notrest/notrest (sh wrapper: exec %s -I -S notrest.py --root ..)" %
-         recorded) if args.via == "wrapper" else (
+        ("CLI = .notrest/notrest (sh wrapper: exec %s -I -S -c 'import notrest; ...' "
+         "--root .., cached bytecode)" % recorded) if args.via == "wrapper" else (
             "CLI = %s -I -S -c 'import notrest; notrest.main(...)' --root .. (cached "
             "bytecode; --via import)" % recorded),
         "runs = %d measured rounds%s after %d warm-up, interleaved across estates, "
@@ -351,8 +351,7 @@ def report(args, estates, labels, slow, samples, problems, recorded, cache):
                                       args.slow_runs if slow & set(labels) else "",
                                       args.warmup),
         "version = `notrest --version`: the fixed cost of every CLI call (start-up, "
-        "%s, argparse)" % ("notrest.py compiled: the wrapper runs it as a script"
-                           if args.via == "wrapper" else "cached bytecode")]
+        "the whole module from cached bytecode, argparse)"]
     print(benchlib.machine_header("notrest bench/estate.py: estate scaling", recorded,
                                   os.path.join(cache, "src", "notrest.py"), extra))
     print()
