@@ -5347,11 +5347,15 @@ exec "$py" -I -S -c '%(boot)s' "$dir/.." %(event)s "$@"
 # A launcher loads the part of notrest.py its event needs from a bytecode cache when
 # the cache matches the interpreter and the file (size, mtime), else the whole module.
 BOOT_CACHED = """import sys, os
-d = sys.argv[1]
+d = os.path.abspath(sys.argv[1])
 sys.path.insert(0, d)
+c = d + "/__pycache__"
+if not os.access(c if os.path.isdir(c) else d, os.W_OK):
+    c = os.path.expanduser("~/.cache/notrest") + d
+    sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
 try:
     s = os.stat(d + "/notrest.py")
-    with open("%s/__pycache__/notrest.PART.%s.bin" % (d, sys.implementation.cache_tag), "rb") as f:
+    with open("%s/notrest.PART.%s.bin" % (c, sys.implementation.cache_tag), "rb") as f:
         b = f.read()
     if b[:20] != sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + s.st_mtime_ns.to_bytes(8, "little") + s.st_size.to_bytes(8, "little"):
         raise OSError("stale")
@@ -5390,8 +5394,19 @@ def render_launcher(event, python=""):
 CACHE_CUTS = {"hot": "\n# ==== cold ====", "warm": "\n# ==== doctor ===="}
 
 
+def cache_dir(code_dir):
+    """Where the bytecode caches of notrest.py live: its __pycache__, or, when that
+    is not writable (a read-only checkout), a mirror under ~/.cache/notrest; the
+    launchers look in the same place."""
+    code_dir = os.path.abspath(code_dir)
+    pycache = os.path.join(code_dir, "__pycache__")
+    if os.access(pycache if os.path.isdir(pycache) else code_dir, os.W_OK):
+        return pycache
+    return os.path.expanduser("~/.cache/notrest") + code_dir
+
+
 def hot_cache_path(code_dir, part="hot"):
-    return os.path.join(code_dir, "__pycache__", "notrest.%s.%s.bin" % (
+    return os.path.join(cache_dir(code_dir), "notrest.%s.%s.bin" % (
         part, sys.implementation.cache_tag))
 
 
@@ -5424,6 +5439,20 @@ def build_hot_cache(source):
         os.replace(tmp, path)
         paths.append(path)
     return paths
+
+
+def precompile_here(source):
+    """The module's own bytecode (in __pycache__, or under ~/.cache/notrest/pycache
+    as the launchers' sys.pycache_prefix when __pycache__ is not writable) and its
+    hot and warm caches, compiled by the interpreter running this."""
+    import py_compile
+    code_dir = os.path.dirname(os.path.abspath(source))
+    if cache_dir(code_dir) != os.path.join(code_dir, "__pycache__"):
+        sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
+    import importlib.util
+    py_compile.compile(source, cfile=importlib.util.cache_from_source(source),
+                       doraise=True)
+    build_hot_cache(source)
 
 
 def ensure_hot_cache(code_dir):
@@ -5745,9 +5774,8 @@ def _precompile(python, path):
     """Cache the module's bytecode and its hot part now, with the interpreter the
     hooks run, so the first hook compiles nothing."""
     code, _out, err = run_command([python, "-X", "no_debug_ranges", "-I", "-S", "-c",
-                                   "import py_compile, sys; py_compile.compile(sys.argv[1],"
-                                   " doraise=True); sys.path.insert(0, sys.argv[2]); "
-                                   "import notrest; notrest.build_hot_cache(sys.argv[1])",
+                                   "import sys; sys.path.insert(0, sys.argv[2]); "
+                                   "import notrest; notrest.precompile_here(sys.argv[1])",
                                    path, os.path.dirname(path)], timeout=60)
     if code != 0:
         sys.stderr.write("notrest: could not precompile %s: %s\n" % (

@@ -9,11 +9,15 @@ py=''
 case $0 in */*) dir=${0%/*} ;; *) dir=. ;; esac
 [ -x "$py" ] || py=python3
 exec "$py" -I -S -c 'import sys, os
-d = sys.argv[1]
+d = os.path.abspath(sys.argv[1])
 sys.path.insert(0, d)
+c = d + "/__pycache__"
+if not os.access(c if os.path.isdir(c) else d, os.W_OK):
+    c = os.path.expanduser("~/.cache/notrest") + d
+    sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
 try:
     s = os.stat(d + "/notrest.py")
-    with open("%s/__pycache__/notrest.hot.%s.bin" % (d, sys.implementation.cache_tag), "rb") as f:
+    with open("%s/notrest.hot.%s.bin" % (c, sys.implementation.cache_tag), "rb") as f:
         b = f.read()
     if b[:20] != sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + s.st_mtime_ns.to_bytes(8, "little") + s.st_size.to_bytes(8, "little"):
         raise OSError("stale")

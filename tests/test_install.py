@@ -239,3 +239,41 @@ def test_ci_runs_the_readme_test_command():
     assert command in readme.split("## Three promises")[0]
     assert command in (REPO / ".ci" / "run").read_text()
     assert "sh /path/to/notrest/install.sh --client both ." in readme
+
+
+def test_hook_caches_are_built_at_install_and_rebuilt_when_stale(proj):
+    code_dir = proj.root / ".notrest"
+    source = code_dir / "notrest.py"
+    caches = [notrest.hot_cache_path(str(code_dir), part) for part in notrest.CACHE_CUTS]
+    header = notrest.hot_cache_header(str(source))
+    for path in caches:
+        with open(path, "rb") as handle:
+            assert handle.read(20) == header, path
+    source.write_text(source.read_text() + "\n# a local edit\n")
+    payload = proj.payload("PreToolUse", "hc-1", tool_name="Bash",
+                           tool_input={"command": "rm -rf /"})
+    stale = proj.hook("PreToolUse", payload)
+    assert stale.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    header = notrest.hot_cache_header(str(source))
+    with open(caches[0], "rb") as handle:
+        assert handle.read(20) == header, "a stale launch must rebuild the cache"
+    os.unlink(caches[0])
+    gone = proj.hook("PreToolUse", payload)
+    assert gone.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert os.path.exists(caches[0])
+
+
+def test_caches_move_to_the_home_cache_when_the_checkout_is_read_only(tmp_path,
+                                                                   monkeypatch):
+    code_dir = tmp_path / "ro" / ".notrest"
+    code_dir.mkdir(parents=True)
+    (code_dir / "notrest.py").write_text((REPO / "notrest.py").read_text())
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    mirror = notrest.cache_dir(str(code_dir))
+    assert mirror == str(tmp_path / "home" / ".cache" / "notrest") + str(code_dir)
+    monkeypatch.setattr(notrest.sys, "pycache_prefix", None)
+    notrest.precompile_here(str(code_dir / "notrest.py"))
+    assert os.path.exists(notrest.hot_cache_path(str(code_dir), "hot"))
+    assert not (code_dir / "__pycache__").exists()
+    assert list((tmp_path / "home" / ".cache" / "notrest" / "pycache").rglob("*.pyc"))
