@@ -1737,7 +1737,9 @@ HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  ".claude/settings.local.json", ".claude/settings*.json",
                  ".codex/hooks.json", ".codex/config.toml")
 HOME_HARNESS_PATHS = (".claude/settings.json", ".claude/settings.local.json",
-                      ".codex/hooks.json", ".codex/config.toml")
+                      ".codex/hooks.json", ".codex/config.toml", ".claude/plugins/**",
+                      ".cache/notrest/**")
+CODEX_HOME_HARNESS = ("hooks.json", "config.toml")
 SECRET_NAMES = (".env", ".env.*", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
                 "id_ecdsa_sk", "id_ed25519_sk", "*.pem", "*.key", "*.p12", "*.pfx")
 SECRET_TEMPLATES = (".example", ".sample", ".template", ".dist", ".pub")
@@ -2442,11 +2444,13 @@ def predicate_secrets(ctx):
     return None
 
 
-def harness_hit(path, mode, root, home, extra=()):
+def harness_hit(path, mode, root, home, extra=(), codex_home=None):
     """Whether writing/deleting `path` touches the harness (or a protected path)."""
     patterns = [(root, p) for p in HARNESS_PATHS + tuple(extra)]
     if home and home != "/":
         patterns += [(home, p) for p in HOME_HARNESS_PATHS]
+    if codex_home and codex_home.startswith("/") and codex_home != "/":
+        patterns += [(codex_home.rstrip("/"), p) for p in CODEX_HOME_HARNESS]
     for base, pattern in patterns:
         if pattern.startswith("/"):
             base, pattern = "/", pattern.lstrip("/")
@@ -2506,6 +2510,7 @@ def _glob_hits_harness(path, mode, ctx, extra):
 
 def predicate_harness(ctx):
     extra = tuple(ctx.book.protected_paths)
+    codex_home = ctx.event.env.get("CODEX_HOME")
     for path, mode, what, cmd in ctx.accesses:
         if mode == "read":
             continue
@@ -2515,12 +2520,12 @@ def predicate_harness(ctx):
         if cmd is not None and cmd.prog == "find" and mode == "delete" and not any(
                 is_within(path, os.path.join(ctx.root, d)) for d in (
                     ".notrest", ".claude", ".codex")):
-            hit = harness_hit(path, mode, ctx.root, ctx.home, extra) and \
+            hit = harness_hit(path, mode, ctx.root, ctx.home, extra, codex_home) and \
                 _find_may_hit_harness(cmd, path, ctx)
         elif any(ch in os.path.basename(path) for ch in "*?["):
             hit = _glob_hits_harness(path, mode, ctx, extra)
         else:
-            hit = harness_hit(path, mode, ctx.root, ctx.home, extra)
+            hit = harness_hit(path, mode, ctx.root, ctx.home, extra, codex_home)
         if hit:
             verb = "deletes or moves" if mode == "delete" else "changes"
             return "`%s` %s %s, which belongs to the harness" % (
@@ -6225,7 +6230,7 @@ def cmd_allow(args):
         permits = [p for p in data.get("permits", []) if (p.get("expires") or 0) > now]
         number = max([int(str(p.get("id", "p-0"))[2:] or 0) for p in permits if str(
             p.get("id", "")).startswith("p-") and str(p.get("id"))[2:].isdigit()] + [0])
-        permit = {"id": "p-%d" % (number + 1), "law": law.id, "why": clip(args.why, 300),
+        permit = {"id": "p-%d" % (number + 1), "law": law.id, "why": clip(redact_secrets(args.why), 300),
                   "who": who, "created": round(now, 3),
                   "expires": round(now + max(1, args.minutes) * 60, 3)}
         permits.append(permit)

@@ -204,3 +204,17 @@ def test_a_broken_laws_file_keeps_the_built_ins(tmp_path):
     book = notrest.load_lawbook(estate)
     assert [law.id for law in book.active()] == [law["id"] for law in notrest.BUILTIN_LAWS]
     assert book.problems and "laws.json" in book.problems[0]
+
+
+@pytest.mark.parametrize("command", [
+    "echo '[hooks]' > /opt/codex-home/config.toml",
+    "rm -rf ~/.cache/notrest",
+    "sed -i 's/x/y/' ~/.claude/plugins/notrest/hooks/hooks.json",
+])
+def test_the_harness_outside_the_project_is_protected_too(command):
+    book = notrest.build_lawbook(None)
+    event = notrest.Event(kind="PreToolUse", tool="Bash", client="codex",
+                          tool_input={"command": command}, cwd="/w/p", root="/w/p",
+                          home="/home/u", env={"HOME": "/home/u",
+                                               "CODEX_HOME": "/opt/codex-home"})
+    assert "protect-harness" in [v.law for v in notrest.decide(book, event)]
