@@ -5193,6 +5193,9 @@ def run_doctor(estate, now=None):
         if not ok:
             findings.append(Finding(False, "hook launcher %s missing or not executable"
                                     % path, "run install.sh again (or chmod +x it)"))
+    if not os.path.isfile(estate.path("hooks", LAUNCH_FILE)):
+        findings.append(Finding(False, "the launchers' common tail %s is missing" %
+                                estate.path("hooks", LAUNCH_FILE), "run install.sh again"))
     if all(f.ok for f in findings[-len(HOOK_EVENTS):]) or not findings:
         findings.append(Finding(True, "hook launchers present and executable"))
     for client in clients:
@@ -5343,14 +5346,24 @@ LAUNCHER = """#!/bin/sh
 # the optional first argument names the client. It answers one JSON object on
 # stdout and exits 0 (a deny or a block is inside that JSON). It never blocks on
 # its own failure, except the PreToolUse gate, which fails closed.
-# The interpreter was recorded at install time; python3 on PATH is the fallback.
-py='%(python)s'
 case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
-[ -x "$py" ] || py=python3
-exec "$py" -I -S -c '%(boot)s' "$dir/.." %(event)s "$@"
+set -- %(part)s %(event)s "$@"
+# shellcheck source=/dev/null
+. "$dir/launch.sh"
 """
-# A launcher loads the part of notrest.py its event needs from a bytecode cache when
-# the cache matches the interpreter and the file (size, mtime), else the whole module.
+# The common tail of every launcher. It loads the part of notrest.py its event needs
+# from a bytecode cache when the cache matches the interpreter and the file (size,
+# mtime), else the whole module; it leaves with os._exit once the answer is out.
+LAUNCH_TAIL = """# notrest: the common tail of the hook launchers (sourced by them, never run).
+# Arguments: the part of notrest.py to load (hot or warm), the event, the client.
+# It execs the interpreter recorded at install time (python3 on PATH is the
+# fallback) with -I -S, loading that part from a bytecode cache when fresh, else
+# the whole module.
+# shellcheck disable=SC2154  # dir is set by the launcher that sources this
+py='%(python)s'
+[ -x "$py" ] || py=python3
+exec "$py" -I -S -c '%(boot)s' "$dir/.." "$@"
+"""
 BOOT_CACHED = """import sys, os
 d = os.path.abspath(sys.argv[1])
 sys.path.insert(0, d)
@@ -5360,7 +5373,7 @@ if not os.access(c if os.path.isdir(c) else d, os.W_OK):
     sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
 try:
     s = os.stat(d + "/notrest.py")
-    with open("%s/notrest.PART.%s.bin" % (c, sys.implementation.cache_tag), "rb") as f:
+    with open("%s/notrest.%s.%s.bin" % (c, sys.argv[2], sys.implementation.cache_tag), "rb") as f:
         b = f.read()
     if b[:20] != sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + s.st_mtime_ns.to_bytes(8, "little") + s.st_size.to_bytes(8, "little"):
         raise OSError("stale")
@@ -5369,7 +5382,7 @@ try:
 except Exception:
     import notrest
     g = vars(notrest)
-g["exit_now"](g["hook_main"](sys.argv[2:]))"""
+g["exit_now"](g["hook_main"](sys.argv[3:]))"""
 HOOK_ROLES = {
     "SessionStart": "journal the start, inject the start packet",
     "UserPromptSubmit": "prompt laws, journal the prompt",
@@ -5388,10 +5401,16 @@ HOOK_ROLES = {
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
 
 
-def render_launcher(event, python=""):
-    boot = BOOT_CACHED.replace("PART", "hot" if event in HOT_EVENTS else "warm")
-    return LAUNCHER % {"event": event, "role": HOOK_ROLES[event], "python": python,
-                       "boot": boot}
+LAUNCH_FILE = "launch.sh"
+
+
+def render_launcher(event):
+    return LAUNCHER % {"event": event, "role": HOOK_ROLES[event],
+                       "part": "hot" if event in HOT_EVENTS else "warm"}
+
+
+def render_launch_tail(python=""):
+    return LAUNCH_TAIL % {"python": python, "boot": BOOT_CACHED}
 
 
 # The hot part (every tool call) ends at the cold line; the warm part (session
@@ -5681,9 +5700,11 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
         _write_if_changed(target_code, code, report, created, ".notrest/notrest.py")
     for event in HOOK_EVENTS:
         path = estate.path("hooks", HOOK_EVENTS[event][0])
-        _write_if_changed(path, render_launcher(event, python), report, created,
+        _write_if_changed(path, render_launcher(event), report, created,
                           ".notrest/hooks/%s" % HOOK_EVENTS[event][0])
         os.chmod(path, 0o755)
+    _write_if_changed(estate.path("hooks", LAUNCH_FILE), render_launch_tail(python),
+                      report, created, ".notrest/hooks/%s" % LAUNCH_FILE)
     wrapper = estate.path("notrest")
     _write_if_changed(wrapper, CLI_WRAPPER % {"python": python}, report, created,
                       ".notrest/notrest")

@@ -146,8 +146,10 @@ def test_skills_have_valid_front_matter_and_are_current(path):
 def test_repo_hooks_are_the_rendered_launchers_and_the_plugin_lists_them():
     for event, (name, _timeout) in notrest.HOOK_EVENTS.items():
         text = (REPO / "hooks" / name).read_text()
-        assert text == notrest.render_launcher(event, ""), name
+        assert text == notrest.render_launcher(event), name
         assert os.access(REPO / "hooks" / name, os.X_OK)
+    assert (REPO / "hooks" / notrest.LAUNCH_FILE).read_text() == \
+        notrest.render_launch_tail("")
     plugin = json.loads((REPO / "hooks" / "hooks.json").read_text())
     for event in notrest.CLIENT_EVENTS["claude"]:
         command = plugin["hooks"][event][0]["hooks"][0]["command"]
@@ -159,7 +161,8 @@ def test_repo_hooks_are_the_rendered_launchers_and_the_plugin_lists_them():
 
 @pytest.mark.skipif(not shutil.which("shellcheck"), reason="shellcheck not installed")
 def test_sh_files_are_shellcheck_clean():
-    files = [str(p) for p in (REPO / "hooks").glob("*.sh")] + [str(REPO / "install.sh")]
+    files = [str(p) for p in (REPO / "hooks").glob("*.sh")] + [
+        str(REPO / "install.sh"), str(REPO / ".ci" / "run")]
     result = subprocess.run(["shellcheck", "-s", "sh"] + files, capture_output=True)
     assert result.returncode == 0, result.stdout.decode()
 
@@ -177,8 +180,8 @@ def test_hooks_run_under_dash(proj):
 
 def test_hooks_fall_back_to_python3_when_the_recorded_interpreter_is_gone(proj):
     launcher = proj.root / ".notrest" / "hooks" / "pre-tool-use.sh"
-    text = launcher.read_text()
-    launcher.write_text(text.replace("py='", "py='/nonexistent/python", 1))
+    tail = proj.root / ".notrest" / "hooks" / notrest.LAUNCH_FILE
+    tail.write_text(tail.read_text().replace("py='", "py='/nonexistent/python", 1))
     payload = json.dumps(proj.payload("PreToolUse", "f1", tool_name="Bash",
                                       tool_input={"command": "rm -rf ~"}))
     proc = subprocess.run(["sh", str(launcher), "claude"], input=payload.encode(),
