@@ -4504,7 +4504,10 @@ def _packet_budget(config):
 
 LEARN_MIN_SESSIONS = 3
 LEARN_MAX_RUN = 6
-LEARN_SINGLE_CAP = 4000
+LEARN_SINGLE_CAP = 1500
+LEARN_STATE_CAP = 3000
+LEARN_STOP_STATE_BYTES = 2 * 1024 * 1024
+LEARN_CANDIDATES_MAX = 50
 LEARN_STOP_LINES = 400
 LEARN_STOP_SECONDS = 0.04
 LEARN_FIX_WINDOW = 6
@@ -4597,7 +4600,19 @@ def _stable_id(prefix, text):
 
 def new_learn_state():
     return {"schema_version": SCHEMA_VERSION, "ngrams": {}, "tails": {}, "denials": {},
-            "fixes": {}, "pending": {}}
+            "fixes": {}, "pending": {}, "sids": []}
+
+
+def _sid(state, session):
+    """The small number a session goes by inside the learning state."""
+    table = state.get("_sid_index")
+    if table is None:
+        table = state["_sid_index"] = {s: i for i, s in enumerate(state["sids"])}
+    number = table.get(session)
+    if number is None:
+        number = table[session] = len(state["sids"])
+        state["sids"].append(session)
+    return number
 
 
 def _learn_paths(estate):
@@ -4614,21 +4629,21 @@ def _load_learn_json(path, default):
     return data if isinstance(data, dict) else default
 
 
-def _note_ngram(state, key, values, session, line, argvs):
+def _note_ngram(state, key, values, sid, line, commands):
     entry = state["ngrams"].get(key)
     if entry is None:
-        entry = {"n": 0, "s": [], "ev": [], "vals": [], "ex": argvs}
+        entry = {"n": 0, "s": [], "ev": [], "vals": [], "ex": commands}
     else:
         del state["ngrams"][key]  # re-insert: dict order is recency
     state["ngrams"][key] = entry
     entry["n"] += 1
-    if session not in entry["s"]:
-        if len(entry["s"]) < 50:
-            entry["s"].append(session)
+    if sid not in entry["s"]:
+        if len(entry["s"]) < 8:
+            entry["s"].append(sid)
         else:
             entry["more"] = entry.get("more", 0) + 1
-    if len(entry["ev"]) < 8:
-        entry["ev"].append([session, line])
+    if len(entry["ev"]) < 3:
+        entry["ev"].append([sid, line])
     slots = entry["vals"]
     while len(slots) < len(values):
         slots.append([])
@@ -4646,6 +4661,7 @@ def _learn_units(state, session, new_units):
     tail = state["tails"].get(session, [])
     units = tail + new_units
     first_new = len(tail)
+    sid = _sid(state, session)
     for end in range(first_new, len(units)):
         for length in range(1, LEARN_MAX_RUN + 1):
             start = end - length + 1
@@ -4654,7 +4670,7 @@ def _learn_units(state, session, new_units):
             run = units[start:end + 1]
             key = " && ".join(u[0] for u in run)
             values = [v for u in run for v in u[1]]
-            _note_ngram(state, key, values, session, run[0][3], [u[2] for u in run])
+            _note_ngram(state, key, values, sid, run[0][3], [u[2] for u in run])
     state["tails"][session] = units[-(LEARN_MAX_RUN - 1):]
 
 
@@ -4702,22 +4718,37 @@ def _learn_denial(state, session, record, line):
 
 
 def _prune_state(state):
-    singles = [k for k, e in state["ngrams"].items() if len(e["s"]) <= 1]
+    """Keep the state small (it is read at every stop): the newest runs seen in one
+    session, and at most LEARN_STATE_CAP runs in all (those seen in the fewest
+    sessions go first). An evicted run that recurs is counted again from then on."""
+    ngrams = state["ngrams"]
+    singles = [k for k, e in ngrams.items() if len(e["s"]) <= 1]
     for key in singles[:max(0, len(singles) - LEARN_SINGLE_CAP)]:
-        del state["ngrams"][key]
+        del ngrams[key]
+    if len(ngrams) > LEARN_STATE_CAP:
+        ranked = sorted(enumerate(ngrams), key=lambda item: (
+            _session_count(ngrams[item[1]]), item[0]))
+        for _, key in ranked[:len(ngrams) - LEARN_STATE_CAP * 4 // 5]:
+            del ngrams[key]
     for name in ("tails", "pending"):
         keys = list(state[name])
         for key in keys[:max(0, len(keys) - 300)]:
             del state[name][key]
+    used = sorted({sid for e in ngrams.values() for sid in e["s"]} |
+                  {sid for e in ngrams.values() for sid, _ in e["ev"]})
+    if len(used) < len(state["sids"]):
+        remap = {old: new for new, old in enumerate(used)}
+        for entry in ngrams.values():
+            entry["s"] = [remap[sid] for sid in entry["s"]]
+            entry["ev"] = [[remap[sid], line] for sid, line in entry["ev"]]
+        state["sids"] = [state["sids"][old] for old in used]
+        state.pop("_sid_index", None)
 
 
 def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
     """Read new journal lines (all journals, or the named sessions), update the
     learning state and candidates. Returns {lines, sessions, candidates}."""
     state_path, cursor_path, _cands, _decisions = _learn_paths(estate)
-    state = _load_learn_json(state_path, new_learn_state())
-    for key, value in new_learn_state().items():
-        state.setdefault(key, value)
     cursors = _load_learn_json(cursor_path, {})
     if sessions is None:
         try:
@@ -4725,6 +4756,13 @@ def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
                               if n.endswith(".jsonl"))
         except OSError:
             sessions = []
+    grown = [s for s in sessions if _journal_size(estate, s) > (cursors.get(s) or [0])[0]]
+    if not grown and os.path.exists(state_path):
+        return {"lines": 0, "sessions": 0, "candidates": len(load_candidates(estate))}
+    sessions = grown
+    state = _load_learn_json(state_path, new_learn_state())
+    for key, value in new_learn_state().items():
+        state.setdefault(key, value)
     read_lines, touched = 0, 0
     memo = {}
     for session in sessions:
@@ -4761,23 +4799,37 @@ def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
                         memo.clear()
                     found = memo[what] = command_units(what)
                 for key, values, argv in found:
-                    units.append((key, values, argv, line))
+                    units.append((key, values, " ".join(_quote_arg(a) for a in argv),
+                                  line))
                     events.append((key, record.get("ok"), line))
             elif kind == "deny":
                 _learn_denial(state, session, record, line)
         if units:
             _learn_units(state, session, [list(u) for u in units])
+            if len(state["ngrams"]) > LEARN_STATE_CAP + LEARN_SINGLE_CAP:
+                _prune_state(state)
         if events:
             _learn_failures(state, session, events)
         cursors[session] = [offset, line]
     _prune_state(state)
     if read_lines or not os.path.exists(state_path):
-        write_atomic(state_path, json_dumps(state) + "\n", durable=False)
-        write_atomic(cursor_path, json_dumps(cursors) + "\n", durable=False)
+        import json
+        state.pop("_sid_index", None)
+        write_atomic(state_path, json.dumps(state, separators=(",", ":")) + "\n",
+                     durable=False)
+        write_atomic(cursor_path, json.dumps(cursors, separators=(",", ":")) + "\n",
+                     durable=False)
         candidates = write_candidates(estate, state)
     else:
         candidates = load_candidates(estate)
     return {"lines": read_lines, "sessions": touched, "candidates": len(candidates)}
+
+
+def _journal_size(estate, session):
+    try:
+        return os.path.getsize(estate.journal(session))
+    except OSError:
+        return 0
 
 
 def load_decisions(estate):
@@ -4805,24 +4857,27 @@ def compute_candidates(state, book=None, decisions=None):
                                      if "<" not in w) < 4:
             continue
         sequences.append((key, commands, entry))
-    keep = []
+    counts = {key: _session_count(entry) for key, _c, entry in sequences}
+    covered = set()
     for key, commands, entry in sequences:
-        wrapped = " && %s && " % key
-        longer = any(len(other) > len(commands) and wrapped in " && %s && " % okey and
-                     _session_count(oentry) >= _session_count(entry)
-                     for okey, other, oentry in sequences)
-        if not longer:
-            keep.append((key, commands, entry))
+        for start in range(len(commands)):
+            for end in range(start + 1, len(commands) + 1):
+                if end - start == len(commands):
+                    continue
+                sub = " && ".join(commands[start:end])
+                if sub in counts and counts[sub] <= counts[key]:
+                    covered.add(sub)  # the longest run wins over its own sub-runs
+    keep = [item for item in sequences if item[0] not in covered]
     for key, commands, entry in keep:
         varying = [{"slot": i + 1, "examples": values} for i, values in
                    enumerate(entry["vals"]) if len(values) > 1]
+        sids = state.get("sids") or []
         found.append({"id": _stable_id("seq", key), "kind": "sequence",
                       "occurrences": entry["n"], "sessions": _session_count(entry),
-                      "pattern": commands,
-                      "example": [" ".join(_quote_arg(a) for a in argv)
-                                  for argv in entry["ex"]],
+                      "pattern": commands, "example": entry["ex"],
                       "slots": entry["vals"], "varying": varying,
-                      "evidence": [{"session": s, "line": n} for s, n in entry["ev"]]})
+                      "evidence": [{"session": sids[s] if s < len(sids) else "?",
+                                    "line": n} for s, n in entry["ev"]]})
     for law_id, entry in state["denials"].items():
         if len(entry["s"]) < LEARN_MIN_SESSIONS:
             continue
@@ -4849,9 +4904,9 @@ def compute_candidates(state, book=None, decisions=None):
     found = [c for c in found if decisions.get(c["id"]) != "rejected"]
     for item in found:
         item["status"] = decisions.get(item["id"], "new")
-    found.sort(key=lambda c: (-c["sessions"] * max(1, len(c.get("pattern") or [1])),
-                              c["id"]))
-    return found
+    found.sort(key=lambda c: (c["status"] == "new", -c["sessions"] * max(
+        1, len(c.get("pattern") or [1])), c["id"]))
+    return found[:LEARN_CANDIDATES_MAX]
 
 
 def write_candidates(estate, state):
@@ -4913,7 +4968,13 @@ def learned_summary(estate, threads=None):
 
 def learn_on_stop(estate, now, session=None):
     """Learning inside the Stop-time bank: bounded in lines read and in time, over
-    this session and the newest sessions of the index; the rest waits."""
+    this session and the newest sessions of the index; the rest waits. A state too
+    big to read within the budget waits for `notrest learn`."""
+    try:
+        if os.path.getsize(_learn_paths(estate)[0]) > LEARN_STOP_STATE_BYTES:
+            return {"lines": 0, "sessions": 0, "candidates": -1}
+    except OSError:
+        pass
     sessions = [session] if session else []
     for entry in load_index(estate)[:INDEX_SCAN_SESSIONS]:
         if entry["session"] not in sessions:

@@ -186,15 +186,20 @@ def test_learn_streams_a_million_line_estate(tmp_path):
     root = tmp_path / "big"
     journal = root / ".notrest" / "journal"
     journal.mkdir(parents=True)
+    # commands drawn at random: runs of them hardly repeat, the worst case for the
+    # size of the learning state
+    import random
+    rng = random.Random(5)
     commands = ["make fmt", "make lint", "pytest -q tests/test_%d.py", "git add -A",
-                "git commit -m 'change %d'", "npm run build", "cargo test --lib"]
+                "git commit -m 'change %d'", "npm run build", "cargo test --lib",
+                "python3 tool_%d.py --run", "docker build -t img%d ."]
     line = 0
     for session in range(1000):
         parts = []
         for i in range(1000):
-            what = commands[(session + i) % len(commands)]
+            what = rng.choice(commands)
             if "%d" in what:
-                what = what % (i % 50)
+                what = what % rng.randint(0, 500)
             parts.append(notrest.encode_line(tool(what, t=float(i))))
         (journal / ("s%04d.jsonl" % session)).write_text("".join(parts))
         line += 1000
@@ -208,3 +213,6 @@ def test_learn_streams_a_million_line_estate(tmp_path):
     assert report["lines"] == 1000000
     peak_mb = usage.ru_maxrss / 1024.0
     assert peak_mb < 150, peak_mb
+    state = root / ".notrest" / "learned" / "state.json"
+    assert state.stat().st_size < notrest.LEARN_STOP_STATE_BYTES, "the state is read " \
+        "at every stop: it must stay small"
