@@ -191,14 +191,6 @@ def json_loads(text):
     return value
 
 
-def _encode_str(text):
-    try:
-        from _json import encode_basestring_ascii
-    except ImportError:
-        from json.encoder import py_encode_basestring_ascii as encode_basestring_ascii
-    return encode_basestring_ascii(text)
-
-
 def _dump_into(obj, out, encode):
     if isinstance(obj, str):
         out.append(encode(obj))
@@ -527,15 +519,6 @@ class Word:
 
     def add(self, kind, *data):
         self.parts.append((kind,) + data)
-
-    def literal(self):
-        """The word's text when it has no expansion, else None."""
-        out = []
-        for part in self.parts:
-            if part[0] != "lit":
-                return None
-            out.append(part[1])
-        return "".join(out)
 
 
 class Redirect:
@@ -1239,11 +1222,6 @@ def _stdin_script(cmd):
             args = [a for a in source.argv[1:] if a not in ("-e", "-n", "-E")]
             return " ".join(args).replace("\\n", "\n")
     return None
-
-
-def split_shell_command(src, cwd="/", env=None):
-    """argv lists of every simple command in a shell line (for people and tests)."""
-    return [c.argv for c in parse_shell(src, cwd, env)]
 
 
 def split_words(src):
@@ -2705,9 +2683,6 @@ def decide(book, event):
     for law in book.active():
         if event.kind not in law.on:
             continue
-        if event.kind == "PermissionRequest" and "PreToolUse" in law.on and \
-                event.facts.get("pretool_judged"):
-            continue
         reason = evaluate_law(law, ctx)
         if not reason:
             continue
@@ -3129,18 +3104,26 @@ def current_branch(root):
     return None
 
 
-def gate_event(estate, event, book, env, now, journal=True):
+def gate_event(estate, event, book, env, now, journal=True, what=None):
     """Judge a PreToolUse/PermissionRequest/UserPromptSubmit event end to end:
-    decide, apply overrides and permits, journal receipts; returns the verdict."""
-    if event.tool and "git" in (summarise_call(event) or ""):
+    decide, apply overrides and permits, journal receipts; returns the verdict.
+    What the agent should run instead names the CLI, read from config.json only
+    when a law speaks."""
+    if what is None:
+        what = summarise_call(event) if event.kind != "UserPromptSubmit" else (
+            "a prompt (withheld)")
+    if event.tool and "git" in what:
         event.branch = current_branch(estate.root)
+    event.facts.setdefault("cli", "{cli}")
     verdicts = decide(book, event)
+    if any("{cli}" in v.instead for v in verdicts):
+        cli = cli_hint(estate)
+        for verdict in verdicts:
+            verdict.instead = verdict.instead.replace("{cli}", cli)
     permits = load_permits(estate, now) if any(
         v.action in ("deny", "ask", "block") for v in verdicts) else []
     final, receipts, used = apply_overrides(verdicts, overrides_from_env(env), permits)
     if journal and event.session:
-        what = summarise_call(event) if event.kind != "UserPromptSubmit" else (
-            "a prompt (withheld)")
         path = estate.journal(event.session)
         for receipt in receipts:
             append_record(path, dict(_base(event, now), k="receipt", what=what,
@@ -3378,10 +3361,9 @@ def dispatch_hook(estate, event, env, started):
     journal = estate.journal(session)
     base = _base(event, now)
     if kind in ("PreToolUse", "PermissionRequest"):
-        event.facts["cli"] = cli_hint(estate)
-        book = load_lawbook(estate)
-        verdict = gate_event(estate, event, book, env, now)
-        record = dict(base, k="call", tool=event.tool or "", what=summarise_call(event))
+        what = summarise_call(event)
+        verdict = gate_event(estate, event, load_lawbook(estate), env, now, what=what)
+        record = dict(base, k="call", tool=event.tool or "", what=what)
         if event.agent:
             record["agent"] = event.agent["id"]
         if kind == "PreToolUse":
@@ -3784,11 +3766,17 @@ def resolve_session(estate, explicit=None, env=None):
                        "pass --session ID (the Stop message names it)", code=2)
 
 
-def _journal_mtime(estate, session):
+def _journal_stat(estate, session):
+    """(size, mtime) of a session's journal, (0, 0.0) when there is none."""
     try:
-        return os.path.getmtime(estate.journal(session))
+        stat = os.stat(estate.journal(session))
     except OSError:
-        return 0.0
+        return 0, 0.0
+    return stat.st_size, stat.st_mtime
+
+
+def _journal_mtime(estate, session):
+    return _journal_stat(estate, session)[1]
 
 
 # ---- threads -----------------------------------------------------------------
@@ -4756,7 +4744,8 @@ def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
                               if n.endswith(".jsonl"))
         except OSError:
             sessions = []
-    grown = [s for s in sessions if _journal_size(estate, s) > (cursors.get(s) or [0])[0]]
+    grown = [s for s in sessions if _journal_stat(estate, s)[0] > (
+        cursors.get(s) or [0])[0]]
     if not grown and os.path.exists(state_path):
         return {"lines": 0, "sessions": 0, "candidates": len(load_candidates(estate))}
     sessions = grown
@@ -4823,13 +4812,6 @@ def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
     else:
         candidates = load_candidates(estate)
     return {"lines": read_lines, "sessions": touched, "candidates": len(candidates)}
-
-
-def _journal_size(estate, session):
-    try:
-        return os.path.getsize(estate.journal(session))
-    except OSError:
-        return 0
 
 
 def load_decisions(estate):

@@ -123,6 +123,9 @@ def test_the_agent_cannot_switch_off_its_gates(proj, tool, tool_input):
     specific = proj.hook("PreToolUse", payload, client).answer["hookSpecificOutput"]
     assert specific["permissionDecision"] == "deny"
     assert "protect-harness" in specific["permissionDecisionReason"]
+    # the lawful way out names the CLI as this install runs it
+    assert "`.notrest/notrest bank --note" in specific["permissionDecisionReason"]
+    assert "{cli}" not in specific["permissionDecisionReason"]
     assert laws.read_bytes() == before
 
 
