@@ -223,8 +223,25 @@ def _dump_into(obj, out, encode):
         out.append(encode(str(obj)))
 
 
+_ENCODER = []
+
+
 def json_dumps(obj):
-    """Compact, key-sorted, ASCII-only JSON on one line."""
+    """Compact, key-sorted, ASCII-only JSON on one line: the C encoder of `_json`
+    (no `json` import), else a small one written here."""
+    if not _ENCODER:
+        try:
+            import _json
+            _ENCODER.append(_json.make_encoder(
+                None, None, _json.encode_basestring_ascii, None, ":", ",", True, False,
+                False))  # NaN raises here; the fallback below writes null
+        except (ImportError, AttributeError, TypeError):
+            _ENCODER.append(None)
+    if _ENCODER[0] is not None:
+        try:
+            return "".join(_ENCODER[0](obj, 0))
+        except (TypeError, ValueError):
+            pass
     try:
         from _json import encode_basestring_ascii as encode
     except ImportError:
@@ -4802,12 +4819,9 @@ def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
         cursors[session] = [offset, line]
     _prune_state(state)
     if read_lines or not os.path.exists(state_path):
-        import json
         state.pop("_sid_index", None)
-        write_atomic(state_path, json.dumps(state, separators=(",", ":")) + "\n",
-                     durable=False)
-        write_atomic(cursor_path, json.dumps(cursors, separators=(",", ":")) + "\n",
-                     durable=False)
+        write_atomic(state_path, json_dumps(state) + "\n", durable=False)
+        write_atomic(cursor_path, json_dumps(cursors) + "\n", durable=False)
         candidates = write_candidates(estate, state)
     else:
         candidates = load_candidates(estate)
