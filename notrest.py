@@ -2780,6 +2780,31 @@ class Estate:
         return os.path.isdir(self.dir)
 
 
+def data_dir(env=None):
+    """notrest's per-user folder outside every project, owned by the person: the
+    pristine copies and manifests of installed harnesses, the key that signs the
+    bytecode caches, the machine id. $NOTREST_DATA_DIR, else $XDG_DATA_HOME/notrest,
+    else ~/.local/share/notrest."""
+    env = os.environ if env is None else env
+    explicit = env.get("NOTREST_DATA_DIR")
+    if explicit and explicit.startswith("/"):
+        return os.path.normpath(explicit)
+    xdg = env.get("XDG_DATA_HOME")
+    if xdg and xdg.startswith("/"):
+        return os.path.join(os.path.normpath(xdg), "notrest")
+    home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".local", "share", "notrest")
+
+
+def project_store(root, env=None):
+    """The folder under data_dir() that belongs to one installed project (its
+    pristine copy and manifest), named by a hash of the project's real path."""
+    import hashlib
+    real = os.path.realpath(root)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return os.path.join(data_dir(env), "projects", digest)
+
+
 def find_root(start):
     """The nearest folder at or above `start` that holds a .notrest/ estate."""
     path = os.path.abspath(start)
