@@ -75,6 +75,12 @@ FILE_WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 FILE_READ_TOOLS = ("Read",)
 SHELL_TOOLS = ("Bash", "shell", "exec_command", "local_shell", "container.exec")
 SPAWN_TOOLS = ("Agent", "Task", "spawn_agent")
+# The hot part (every tool call) ends at the cold line; the warm part (session
+# events) at the doctor section: what follows serves commands people run.
+CACHE_CUTS = {"hot": "\n# ==== cold ====", "warm": "\n# ==== doctor ===="}
+# what `notrest bank` prints when a sandbox keeps the estate read-only to it: the
+# PostToolUse hook, outside the sandbox, banks the note (see bank_deferred)
+BANK_DEFERRED_MARK = "notrest-bank-deferred: "
 
 
 # ==== records ===============================================================
@@ -2796,12 +2802,23 @@ def data_dir(env=None):
     return os.path.join(home, ".local", "share", "notrest")
 
 
+def sha256_hex(data):
+    """sha256 without hashlib on a hook's path (importing it loads OpenSSL: +4 ms,
+    +4 MB)."""
+    for name in ("_sha2", "_sha256"):
+        try:
+            return __import__(name).sha256(data).hexdigest()
+        except (ImportError, AttributeError):
+            continue
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
 def project_store(root, env=None):
     """The folder under data_dir() that belongs to one installed project (its
     pristine copy and manifest), named by a hash of the project's real path."""
-    import hashlib
     real = os.path.realpath(root)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:16]
     return os.path.join(data_dir(env), "projects", digest)
 
 
@@ -3425,6 +3442,8 @@ def dispatch_hook(estate, event, env, started):
         if event.agent:
             record["agent"] = event.agent["id"]
         append_record(journal, _stamp(record, started))
+        if _hands_over_a_bank(event):
+            cold_module().bank_deferred(estate, event, now)
         return "{}", "", 0
     if kind in ("SubagentStart", "SubagentStop"):
         agent = event.agent or {}
@@ -3439,6 +3458,16 @@ def dispatch_hook(estate, event, env, started):
     append_record(journal, _stamp(dict(base, k="notice", message=clip(
         str(event.raw.get("message") or ""), 500)), started))
     return "{}", "", 0
+
+
+def _hands_over_a_bank(event):
+    """Whether a finished call printed a note a sandboxed `notrest bank` could not
+    write itself (cheap: one substring search of the output)."""
+    response = event.tool_response
+    if isinstance(response, dict):
+        response = "%s%s" % (response.get("stdout") or "", response.get("stderr") or "")
+    text = response if isinstance(response, str) else event.raw.get("error")
+    return isinstance(text, str) and BANK_DEFERRED_MARK in text
 
 
 def cold_module():
@@ -4057,6 +4086,7 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
                     for t in sorted(open_threads, key=_thread_order)],
         "git": git_state(estate.root, git) if with_git else None,
         "learned": learned_summary(estate, threads),
+        "integrity": integrity_lines(estate, config),
     }
 
 
@@ -4176,6 +4206,8 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
         if learned.get("waiting"):
             add("- %d new candidate(s) wait; top: %s (`%s learn --list`)" % (
                 learned["waiting"], learned.get("top", "?"), cli), 5)
+    for text, weight in snapshot.get("integrity") or []:
+        add(text, weight)
     add("Bank before you stop: `%s bank --note \"what you did\" --next \"what comes "
         "next\"` (open threads: --open TEXT, --close ID)." % cli, 0)
     return _fit_budget(lines, budget)
@@ -4401,6 +4433,7 @@ def dispatch_cold(estate, event, env, started):
 
     if kind == "SessionStart":
         git = event.facts.pop("git", None) or start_git_state(estate.root)
+        notice = integrity_on_hook(estate, event, now)
         pid, pid_start = client_process()
         register_session(estate, session, event.client, pid, pid_start, now)
         append_record(journal, stamp(dict(base, k="start", source=event.source,
@@ -4410,7 +4443,8 @@ def dispatch_cold(estate, event, env, started):
         _export_session_id(env, session)
         packet = build_packet(gather_snapshot(estate, session, now, config=config,
                                               git=git), _packet_budget(config))
-        return render_answer(event, Verdict("allow"), context=packet)
+        consume_pending(estate, event, now)
+        return render_answer(event, Verdict("allow", message=notice), context=packet)
     if kind == "UserPromptSubmit":
         book = load_lawbook(estate)
         verdict = gate_event(estate, event, book, env, now)
@@ -4449,6 +4483,7 @@ def dispatch_cold(estate, event, env, started):
 
 
 def stop_hook(estate, event, env, now, config, stamp):
+    notice = integrity_on_hook(estate, event, now)
     session = event.session
     rec = current_session_record(estate, session)
     book = load_lawbook(estate)
@@ -4488,7 +4523,7 @@ def stop_hook(estate, event, env, now, config, stamp):
         except Exception as exc:  # learning is advisory: it never blocks a stop
             sys.stderr.write("notrest: learning skipped: %s\n" % clip(neutralise(exc),
                                                                      200))
-    return render_answer(event, final)
+    return with_system_message(render_answer(event, final), notice)
 
 
 def _escalate(verdict, blocks, law_blocks, bound):
@@ -4524,6 +4559,791 @@ def _packet_budget(config):
         PACKET_BUDGET_BYTES
 
 
+
+# ==== integrity =============================================================
+# Ring 3: nothing changes silently. install records a manifest of the harness in
+# project_store(root), outside the project and owned by the person, with a
+# pristine copy of every file it covers: notrest.py, the launchers and the CLI
+# wrapper (sha256), the bytecode caches (judged by cache_status), notrest's
+# entries in each hook settings file, the recorded interpreter and switches of
+# config.json, and the clients' sandbox settings when hardened. SessionStart,
+# Stop and doctor verify it. A file whose (size, mtime, ctime, inode, mode) is
+# unchanged is not read again: no process can set a ctime back. Drift is
+# repaired from the pristine copy, told to the person (systemMessage), put in the
+# next packet and journaled as an "integrity" record.
+
+MANIFEST_NAME = "manifest.json"
+PRISTINE_NAME = "pristine"
+PENDING_NAME = "pending.json"
+HOOK_MARK = "/.notrest/hooks/"
+HARNESS_READ_MAX = 16 * 1024 * 1024
+PENDING_MAX = 10
+CONFIG_GUARDED = ("python", "harden", "clients")
+TOML_BEGIN = "# notrest:begin harden"
+TOML_END = "# notrest:end harden"
+
+
+def stat_key(path):
+    """What says a file is unchanged without reading it; None when it is gone."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode]
+
+
+def read_regular(path, cap=HARNESS_READ_MAX):
+    """The bytes of a regular file (never a FIFO, a device or a symlink), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (st.st_mode & 0o170000) != 0o100000 or st.st_size > cap:
+            return None
+        chunks, size = [], 0
+        while size <= cap:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+        return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write_bytes_atomic(path, data, mode=0o644):
+    """Replace a file whole with these bytes and this mode (a symlink there is
+    replaced, never followed)."""
+    _ensure_dir(os.path.dirname(path))
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode & 0o7777)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        os.unlink(tmp)
+        raise
+
+
+def _parse_json_bytes(data):
+    try:
+        return json_loads(data.decode("utf-8")) if data is not None else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def load_manifest(store):
+    """The manifest in a project store, or None (absent, unreadable, or broken)."""
+    manifest = _parse_json_bytes(read_regular(os.path.join(store, MANIFEST_NAME)))
+    return manifest if isinstance(manifest, dict) and isinstance(
+        manifest.get("files"), dict) else None
+
+
+def save_manifest(store, manifest):
+    write_atomic(os.path.join(store, MANIFEST_NAME), json_pretty(manifest), durable=False)
+
+
+def pristine_path(store, rel):
+    return os.path.join(store, PRISTINE_NAME, rel)
+
+
+def _caches_here(manifest):
+    """{part: record} of this interpreter's caches (a cache belongs to one tag)."""
+    return (manifest.get("caches") or {}).get(sys.implementation.cache_tag) or {}
+
+
+def _moved(root, manifest):
+    """The manifest items whose file's stat moved: [(section, key)], nothing read."""
+    out = []
+    for section in ("files", "config", "hooks", "sandbox"):
+        for key, item in (manifest.get(section) or {}).items():
+            if isinstance(item, dict) and stat_key(os.path.join(
+                    root, item.get("file") or key)) != item.get("stat"):
+                out.append((section, key))
+    for part, item in _caches_here(manifest).items():
+        if stat_key(item.get("path") or "") != item.get("stat"):
+            out.append(("caches", part))
+    return out
+
+
+def _everything(manifest):
+    return [(section, key) for section in ("files", "config", "hooks", "sandbox")
+            for key in (manifest.get(section) or {})] + [
+        ("caches", part) for part in _caches_here(manifest)]
+
+
+def verify_harness(estate, env=None, repair=True, full=False):
+    """The drift of an installed harness against its manifest, repaired from the
+    pristine copy unless repair is false: [{"path", "what", "action"}]. Cheap when
+    nothing moved: one manifest read and one lstat per item; full judges every
+    item as if it had moved (doctor)."""
+    store = project_store(estate.root, env)
+    manifest = load_manifest(store)
+    if manifest is None or not (full or _moved(estate.root, manifest)):
+        return []
+    lock = _Lock(os.path.join(store, ".lock"))
+    try:
+        lock.__enter__()
+    except OSError:
+        lock, repair = None, False
+    try:
+        manifest = load_manifest(store) or manifest
+        moved = _everything(manifest) if full else _moved(estate.root, manifest)
+        drift = judge_harness(estate.root, store, manifest, moved, repair)
+        if repair:
+            try:
+                save_manifest(store, manifest)
+            except OSError:
+                pass
+        return drift
+    finally:
+        if lock is not None:
+            lock.__exit__()
+
+
+def judge_harness(root, store, manifest, moved, repair):
+    """Judge each moved item, repair it, and bring its record in manifest up to
+    date. Files first: a restored notrest.py makes every cache stale."""
+    drift = []
+    for section, key in sorted(moved, key=lambda m: ("files", "config", "hooks",
+                                                     "sandbox", "caches").index(m[0])):
+        if section == "caches":
+            continue
+        try:
+            drift.extend(_JUDGES[section](root, store, manifest, key, repair))
+        except OSError as exc:
+            drift.append({"path": key, "what": "could not be checked (%s)" % (
+                exc.strerror or exc), "action": "none"})
+    source_restored = any(d["path"] == ESTATE_DIR + "/notrest.py" and d["action"] ==
+                          "restored" for d in drift)
+    if source_restored or any(section == "caches" for section, _ in moved):
+        drift.extend(judge_caches(root, manifest, repair, quiet=source_restored))
+    return drift
+
+
+def _restore_file(root, store, rel, item):
+    """Put the pristine copy back (its mode too); returns the action, as text."""
+    data = read_regular(pristine_path(store, rel))
+    if data is None or sha256_hex(data) != item.get("sha256"):
+        return "could not restore: the pristine copy is gone (run install again)"
+    path = os.path.join(root, rel)
+    try:
+        parent = os.path.dirname(path)
+        if os.path.realpath(parent) != os.path.join(os.path.realpath(root),
+                                                     os.path.dirname(rel)):
+            os.replace(parent, parent + ".notrest-moved")
+        if os.path.isdir(path) and not os.path.islink(path):
+            return "could not restore: a folder stands there"
+        write_bytes_atomic(path, data, item.get("mode") or 0o644)
+    except OSError as exc:
+        return "could not restore here (%s); the next SessionStart does" % (
+            exc.strerror or exc)
+    item["stat"] = stat_key(path)
+    return "restored"
+
+
+def whole_module():
+    """The whole module, also from a hook's warm part (which ends before doctor)."""
+    if "build_parser" in globals():
+        return sys.modules[__name__]
+    import notrest
+    return notrest
+
+
+def _judge_file(root, store, manifest, rel, repair):
+    item = manifest["files"][rel]
+    path = os.path.join(root, rel)
+    now = stat_key(path)
+    data = read_regular(path) if now else None
+    redirected = os.path.realpath(os.path.dirname(path)) != os.path.join(
+        os.path.realpath(root), os.path.dirname(rel))
+    if data is not None and not redirected and sha256_hex(data) == item.get("sha256"):
+        item["stat"] = now
+        return []
+    what = "its folder is redirected by a symlink" if redirected else "missing" if \
+        now is None else "not a regular file" if data is None else "modified"
+    return [{"path": rel, "what": what,
+             "action": _restore_file(root, store, rel, item) if repair else "none"}]
+
+
+def judge_cache(code_dir, part, item):
+    """ok, missing, stale, bad-signature or no-key for one bytecode cache. The check
+    of the signed caches (cache_status) decides where it exists; without it a cache
+    is ok only when its bytes are those notrest built itself (item's sha256)."""
+    check = globals().get("cache_status")
+    if check is not None and part != "module":
+        return check(code_dir, part)
+    data = read_regular(item.get("path") or "")
+    if data is None:
+        return "missing"
+    try:
+        source = os.stat(os.path.join(code_dir, "notrest.py"))
+    except OSError:
+        return "stale"
+    boot = sys.modules["_frozen_importlib_external"]
+    magic = boot.MAGIC_NUMBER
+    if part == "module" and data[4:8] in (b"\1\0\0\0", b"\3\0\0\0"):
+        import _imp
+        code = read_regular(os.path.join(code_dir, "notrest.py"))
+        fresh = data[:4] == magic and code is not None and data[8:16] == \
+            _imp.source_hash(boot._RAW_MAGIC_NUMBER, code)
+    elif part == "module":
+        fresh = data[:8] == magic + b"\0\0\0\0" and data[8:16] == (
+            (int(source.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") +
+            (source.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+    else:
+        fresh = data[:20] == (magic + source.st_mtime_ns.to_bytes(8, "little") +
+                              source.st_size.to_bytes(8, "little"))
+    if not fresh:
+        return "stale"
+    if sha256_hex(data) == item.get("sha256"):
+        return "ok"
+    return "ok" if _compiles_to(code_dir, part, data) else "bad-signature"
+
+
+_CODE_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals",
+                "co_flags", "co_code", "co_names", "co_varnames", "co_freevars",
+                "co_cellvars", "co_name", "co_exceptiontable")
+
+
+def same_code(left, right):
+    """Whether two code objects do the same: bytecode, constants and names equal
+    (line tables and file names may differ: they only shape tracebacks)."""
+    if type(left) is not type(right):
+        return False
+    if not hasattr(left, "co_code"):
+        if isinstance(left, (tuple, frozenset)):
+            return len(left) == len(right) and all(same_code(a, b) for a, b in zip(
+                sorted(left, key=repr) if isinstance(left, frozenset) else left,
+                sorted(right, key=repr) if isinstance(right, frozenset) else right))
+        return left == right
+    return all(getattr(left, f, None) == getattr(right, f, None) for f in
+               _CODE_FIELDS) and same_code(left.co_consts, right.co_consts)
+
+
+def _compiles_to(code_dir, part, data):
+    """Whether a cache holds what compiling notrest.py's part gives now: one that
+    another notrest process built is as good as ours, a forged one is not."""
+    import marshal
+    raw = read_regular(os.path.join(code_dir, "notrest.py"))
+    try:
+        text = raw.decode("utf-8")
+        if part == "module":
+            mine = compile(text, "notrest.py", "exec", dont_inherit=True)
+            return same_code(mine, marshal.loads(data[16:]))
+        cut = text.find(CACHE_CUTS[part])
+        mine = compile(text[:cut + 1], "notrest.py", "exec", dont_inherit=True,
+                       optimize=2)
+        return cut >= 0 and same_code(mine, marshal.loads(data[20:]))
+    except Exception:  # unreadable, undecodable, or not code: not what we build
+        return False
+
+
+def judge_caches(root, manifest, repair, quiet=False):
+    """Judge this interpreter's caches and rebuild every one that is not ok from the
+    source: a cache is never trusted. Only a cache that failed its check is drift;
+    a missing or stale one is what an upgrade or a restored notrest.py leaves."""
+    code_dir = os.path.join(root, ESTATE_DIR)
+    caches = _caches_here(manifest)
+    verdicts = {part: judge_cache(code_dir, part, item) for part, item in caches.items()}
+    for part, verdict in verdicts.items():
+        if verdict == "ok":
+            data = read_regular(caches[part]["path"])
+            caches[part]["sha256"] = sha256_hex(data) if data is not None else ""
+            caches[part]["stat"] = stat_key(caches[part]["path"])
+    bad = sorted(part for part, verdict in verdicts.items() if verdict != "ok")
+    if not bad:
+        return []
+    action = "none"
+    if repair:
+        for part in bad:  # gone before anything imports the module again
+            try:
+                os.unlink(caches[part]["path"])
+            except OSError:
+                pass
+        action = "rebuilt from notrest.py"
+        try:
+            whole_module().rebuild_caches(code_dir)
+        except Exception as exc:  # a cache that cannot be rebuilt stays deleted
+            action = "deleted; could not rebuild (%s)" % clip(neutralise(exc), 120)
+        for item in caches.values():
+            data = read_regular(item["path"])
+            item["sha256"] = sha256_hex(data) if data is not None else ""
+            item["stat"] = stat_key(item["path"])
+    return [] if quiet else [
+        {"path": display_path(caches[part]["path"], root),
+         "what": "the %s cache failed its check (%s)" % (part, verdicts[part]),
+         "action": action}
+        for part in bad if verdicts[part] in ("bad-signature", "no-key")]
+
+
+def our_hook_entries(data, mark=HOOK_MARK):
+    """{event: (group index, hook index, hook)} of notrest's entries in settings."""
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    out = {}
+    for event, groups in (hooks.items() if isinstance(hooks, dict) else ()):
+        for gi, group in enumerate(groups if isinstance(groups, list) else ()):
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            for hi, hook in enumerate(inner if isinstance(inner, list) else ()):
+                if isinstance(hook, dict) and mark in str(hook.get("command", "")):
+                    out.setdefault(event, (gi, hi, hook))
+    return out
+
+
+def hook_record(data):
+    """What the manifest keeps of notrest's hook entries in one settings file."""
+    entries, slots, groups = {}, {}, {}
+    for event, (gi, hi, hook) in our_hook_entries(data).items():
+        entries[event], slots[event] = hook, [gi, hi]
+        groups[event] = {k: v for k, v in data["hooks"][event][gi].items() if k != "hooks"}
+    return {"entries": entries, "slots": slots, "groups": groups}
+
+
+def _slot_taken(data, item, event):
+    """Whether the place notrest's entry of event had now holds another command."""
+    slot = (item.get("slots") or {}).get(event)
+    try:
+        hook = data["hooks"][event][slot[0]]["hooks"][slot[1]]
+    except (KeyError, IndexError, TypeError):
+        return False
+    return isinstance(hook, dict) and HOOK_MARK not in str(hook.get("command", ""))
+
+
+def restore_hook_entries(data, item):
+    """Settings with notrest's recorded entries back: an entry that was changed or
+    pointed elsewhere is put back in its place, a removed one is added again; the
+    person's own hooks and keys are kept."""
+    data = json_loads(json_dumps(data))
+    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    data["hooks"] = hooks
+    found = our_hook_entries(data)
+    for event, entry in (item.get("entries") or {}).items():
+        groups = hooks.get(event) if isinstance(hooks.get(event), list) else []
+        hooks[event] = groups
+        if event in found:
+            gi, hi, _hook = found[event]
+            groups[gi]["hooks"][hi] = entry
+        elif _slot_taken(data, item, event):
+            gi, hi = item["slots"][event]
+            groups[gi]["hooks"][hi] = entry
+        else:
+            groups.append(dict((item.get("groups") or {}).get(event) or {},
+                               hooks=[entry]))
+    return json_pretty(data)
+
+
+def _accept(root, store, rel, item):
+    """A structured file changed and still holds notrest's part: it becomes the
+    pristine copy (so a later breakage is repaired to the person's version)."""
+    path = os.path.join(root, rel)
+    data = read_regular(path)
+    item["stat"] = stat_key(path)
+    if data is not None:
+        try:
+            write_bytes_atomic(pristine_path(store, rel), data)
+        except OSError:
+            pass
+
+
+def _repair_structured(root, store, rel, item, data, fix):
+    """Repair a settings-like file in place, the person's other keys kept; when it
+    does not parse, keep its bytes aside and put the pristine copy back."""
+    path = os.path.join(root, rel)
+    try:
+        if isinstance(data, dict):
+            write_atomic(path, fix(data))
+            action = "restored notrest's part"
+        else:
+            pristine = read_regular(pristine_path(store, rel))
+            if pristine is None:
+                return "could not restore: no pristine copy (run install again)"
+            action = "restored from the pristine copy"
+            if os.path.lexists(path):
+                os.replace(path, path + ".notrest-broken")
+                action += " (the broken file is %s.notrest-broken)" % rel
+            write_bytes_atomic(path, pristine)
+    except OSError as exc:
+        return "could not restore here (%s); the next SessionStart does" % (
+            exc.strerror or exc)
+    _accept(root, store, rel, item)
+    return action
+
+
+def _judge_hooks(root, store, manifest, client, repair):
+    item = manifest["hooks"][client]
+    data = _parse_json_bytes(read_regular(os.path.join(root, item["file"])))
+    found = our_hook_entries(data)
+    expected = item.get("entries") or {}
+    gone = sorted(e for e in expected if e not in found)
+    changed = sorted(e for e in expected if e in found and found[e][2] != expected[e])
+    if isinstance(data, dict) and not gone and not changed:
+        _accept(root, store, item["file"], item)
+        return []
+    if not isinstance(data, dict):
+        what = "missing or not valid JSON: notrest's hooks are off"
+    else:
+        elsewhere = [e for e in gone if _slot_taken(data, item, e)]
+        removed = [e for e in gone if e not in elsewhere]
+        what = "notrest's hook entries %s" % "; ".join(
+            "%s: %s" % (label, ", ".join(events)) for label, events in (
+                ("pointed elsewhere", elsewhere), ("removed", removed),
+                ("changed", changed)) if events)
+    action = _repair_structured(root, store, item["file"], item, data, lambda d:
+                                restore_hook_entries(d, item)) if repair else "none"
+    return [{"path": item["file"], "what": what, "action": action}]
+
+
+def _judge_config(root, store, manifest, key, repair):
+    item = manifest["config"][key]
+    data = _parse_json_bytes(read_regular(os.path.join(root, item["file"])))
+    guarded = item.get("guarded") or {}
+    wrong = sorted(k for k in guarded if not isinstance(data, dict) or
+                   data.get(k) != guarded[k])
+    if isinstance(data, dict) and not wrong:
+        _accept(root, store, item["file"], item)
+        return []
+    if not isinstance(data, dict):
+        what = "missing or not valid JSON"
+    elif "python" in wrong:
+        what = "the recorded interpreter was changed to %s" % clip(
+            neutralise(data.get("python")), 80)
+    else:
+        what = "changed %s" % ", ".join(wrong)
+    action = _repair_structured(root, store, item["file"], item, data, lambda d:
+                                json_pretty(dict(d, **guarded))) if repair else "none"
+    return [{"path": item["file"], "what": what, "action": action}]
+
+
+def _judge_sandbox(root, store, manifest, client, repair):
+    item = manifest["sandbox"][client]
+    raw = read_regular(os.path.join(root, item["file"]))
+    if hardening_holds(client, raw, item):
+        _accept(root, store, item["file"], item)
+        return []
+    data = _parse_json_bytes(raw) if client == "claude" else (
+        raw.decode("utf-8", "replace") if raw is not None else "")
+    if client == "codex":
+        data = {"text": data}
+    action = _repair_structured(root, store, item["file"], item, data, lambda d:
+                                reapply_hardening(client, d, item)) if repair else "none"
+    return [{"path": item["file"], "what": "the %s sandbox settings notrest set were "
+             "changed or removed" % client, "action": action}]
+
+
+_JUDGES = {"files": _judge_file, "config": _judge_config, "hooks": _judge_hooks,
+           "sandbox": _judge_sandbox}
+
+
+# -- the clients' sandbox settings (written by install --harden) -------------
+
+def json_spec_holds(data, spec):
+    """Whether settings hold every [path, value, how] of spec (how: set or union)."""
+    for path, value, how in spec:
+        node = data
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if how == "set" and node != value:
+            return False
+        if how == "union" and not (isinstance(node, list) and all(v in node for v in
+                                                                   value)):
+            return False
+    return True
+
+
+def apply_json_spec(data, spec):
+    """(settings with spec applied, undo): keys set, list members added; undo says
+    what was there before, so that removing it gives the person's file back."""
+    data = json_loads(json_dumps(data if isinstance(data, dict) else {}))
+    undo = []
+    for path, value, how in spec:
+        node, made = data, []
+        for depth, key in enumerate(path[:-1]):
+            if not isinstance(node.get(key), dict):
+                if key in node:
+                    raise ValueError("%s is not an object" % ".".join(path[:depth + 1]))
+                node[key] = {}
+                made.append(path[:depth + 1])
+            node = node[key]
+        last = path[-1]
+        if how == "set":
+            undo.append({"path": path, "how": how, "had": last in node,
+                         "old": node.get(last), "made": made})
+            node[last] = value
+        else:
+            current = node.get(last)
+            if current is not None and not isinstance(current, list):
+                raise ValueError("%s is not a list" % ".".join(path))
+            current = list(current or [])
+            added = [v for v in value if v not in current]
+            undo.append({"path": path, "how": how, "had": last in node, "added": added,
+                         "made": made})
+            node[last] = current + added
+    return data, undo
+
+
+def remove_json_spec(data, undo):
+    """Settings with what apply_json_spec added taken out again (values the person
+    changed since are left as they are)."""
+    data = json_loads(json_dumps(data))
+    for step in reversed(undo):
+        path, node = step["path"], data
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or path[-1] not in node:
+            continue
+        last = path[-1]
+        if step["how"] == "set":
+            if step["had"]:
+                node[last] = step["old"]
+            else:
+                del node[last]
+        elif isinstance(node[last], list):
+            node[last] = [v for v in node[last] if v not in step["added"]]
+            if not node[last] and not step["had"]:
+                del node[last]
+        for made in sorted(step.get("made") or [], key=len, reverse=True):
+            parent = data
+            for key in made[:-1]:
+                parent = parent.get(key, {})
+            if parent.get(made[-1]) == {}:
+                del parent[made[-1]]
+    return data
+
+
+def toml_block_holds(text, block):
+    """The Codex block is in the file, before any table header (its keys are
+    top-level keys only there)."""
+    at = text.find(block) if isinstance(text, str) else -1
+    return at >= 0 and not any(line.lstrip().startswith("[") for line in
+                               text[:at].splitlines())
+
+
+def strip_toml_block(text):
+    """A config.toml without notrest's block (whole lines between the markers)."""
+    lines, out, inside = text.splitlines(True), [], False
+    for line in lines:
+        if line.startswith(TOML_BEGIN):
+            inside = True
+        elif inside and line.startswith(TOML_END):
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "".join(out)
+
+
+def hardening_holds(client, raw, item):
+    if raw is None:
+        return False
+    if client == "codex":
+        return toml_block_holds(raw.decode("utf-8", "replace"), item.get("block") or "")
+    data = _parse_json_bytes(raw)
+    return isinstance(data, dict) and json_spec_holds(data, item.get("spec") or [])
+
+
+def reapply_hardening(client, data, item):
+    """The text of a sandbox settings file with notrest's part put back."""
+    if client == "codex":
+        return item["block"] + strip_toml_block(data.get("text") or "")
+    return json_pretty(apply_json_spec(data, item["spec"])[0])
+
+
+# -- drift: told to the person, the packet and the journal --------------------
+
+def drift_text(drift, limit=4):
+    """One line naming what drifted and what was done about it."""
+    parts = ["%s (%s: %s)" % (d.get("path"), d.get("what"), d.get("action"))
+             for d in drift[:limit]]
+    more = len(drift) - limit
+    return "; ".join(parts) + (" and %d more" % more if more > 0 else "")
+
+
+def integrity_on_hook(estate, event, now, env=None):
+    """SessionStart and Stop: verify the harness, repair it, journal a receipt and
+    keep the packet line. Returns the systemMessage for the person, or ""."""
+    try:
+        drift = verify_harness(estate, env)
+    except Exception as exc:  # the check is evidence, never a reason to fail a hook
+        return "notrest: the harness check failed (%s: %s); run `notrest doctor`" % (
+            type(exc).__name__, clip(neutralise(exc), 160))
+    if not drift:
+        return ""
+    try:
+        append_record(estate.journal(event.session), dict(
+            _base(event, now), k="integrity", drift=drift, by="hook"))
+    except OSError:
+        pass
+    queue_drift(estate, drift, now, event.kind, journaled=True, env=env)
+    return "notrest: the harness was changed outside install: %s. `notrest doctor` " \
+           "shows it; `notrest log` shows what ran before." % drift_text(drift)
+
+
+def queue_drift(estate, drift, now, by, journaled, env=None):
+    """Keep drift for the next packet (and for the journal, when not yet there)."""
+    items = _pending(estate, env)
+    items.append({"t": round(now, 3), "by": by, "drift": drift, "journaled": journaled})
+    try:
+        write_atomic(os.path.join(project_store(estate.root, env), PENDING_NAME),
+                     json_dumps({"schema_version": SCHEMA_VERSION,
+                                 "items": items[-PENDING_MAX:]}) + "\n", durable=False)
+    except OSError:
+        pass
+
+
+def _pending(estate, env=None):
+    data = _parse_json_bytes(read_regular(os.path.join(
+        project_store(estate.root, env), PENDING_NAME)))
+    items = data.get("items") if isinstance(data, dict) else None
+    return [i for i in items if isinstance(i, dict) and isinstance(i.get("drift"), list)
+            ] if isinstance(items, list) else []
+
+
+def consume_pending(estate, event, now, env=None):
+    """After a packet carried the drift line: journal what doctor found (into this
+    session) and forget it."""
+    items = _pending(estate, env)
+    for item in items:
+        if not item.get("journaled"):
+            try:
+                append_record(estate.journal(event.session), dict(
+                    _base(event, now), k="integrity", drift=item["drift"],
+                    by=str(item.get("by") or "cli"), found=item.get("t")))
+            except OSError:
+                pass
+    if items:
+        try:
+            os.unlink(os.path.join(project_store(estate.root, env), PENDING_NAME))
+        except OSError:
+            pass
+
+
+def integrity_lines(estate, config, env=None):
+    """[(text, weight)] the packet adds: the harness drift since the last packet,
+    in one line, and whether hardening is on."""
+    lines = []
+    items = _pending(estate, env)
+    if items:
+        drift = [d for item in items for d in item["drift"] if isinstance(d, dict)]
+        lines.append(("! The harness was changed outside install and repaired (%s, by "
+                      "%s): %s. Tell the person; never touch the harness." % (
+                          iso_time(items[-1].get("t")), items[-1].get("by") or "?",
+                          drift_text(drift, 3)), 0))
+    lines.append((hardening_line(config, env), 3))
+    return lines
+
+
+def hardening_line(config, env=None):
+    """The packet's word on ring 2: does the OS keep the harness read-only?"""
+    if not config.get("harden"):
+        return "Hardening: off (a person can make the OS keep .notrest/ read-only to " \
+               "shell commands: `notrest install --harden`)."
+    gaps = ["%s needs %s" % (client, ", ".join(sandbox_gaps(client, env)))
+            for client in config.get("clients", []) if sandbox_gaps(client, env)]
+    if gaps:
+        return "Hardening: on, but a sandbox cannot start (%s): that client refuses " \
+               "shell commands until a person installs it." % "; ".join(gaps)
+    return "Hardening: on. Shell commands cannot write .notrest/, the hook settings or " \
+           "notrest's skills (the client's sandbox); `bank` still works (the hook " \
+           "banks it)."
+
+
+def sandbox_gaps(client, env=None):
+    """What the client's sandbox needs on this machine and lacks (no subprocess)."""
+    if sys.platform == "darwin":
+        return [] if client == "codex" or os.access("/usr/bin/sandbox-exec", os.X_OK) \
+            else ["sandbox-exec"]
+    if not sys.platform.startswith("linux"):
+        return ["an OS sandbox (Linux or macOS)"]
+    if client != "claude":
+        return []  # Codex ships its own bubblewrap
+    return [name for name in ("bwrap", "socat") if not find_program(name, env)]
+
+
+def find_program(name, env=None):
+    """The path of a program on PATH, or None (shutil.which without the import)."""
+    env = os.environ if env is None else env
+    for folder in (env.get("PATH") or os.defpath).split(os.pathsep):
+        path = os.path.join(folder or ".", name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def with_system_message(result, notice):
+    """(stdout, stderr, code) of a hook with notice added to its systemMessage."""
+    out, err, code = result
+    if not notice:
+        return result
+    try:
+        answer = json_loads(out)
+    except ValueError:
+        return result
+    if isinstance(answer, dict):
+        old = answer.get("systemMessage")
+        answer["systemMessage"] = old + "\n" + notice if isinstance(old, str) else notice
+        out = json_dumps(answer)
+    return out, err, code
+
+
+# -- banking from a sandboxed shell (ring 2 keeps .notrest/ read-only to it) ----
+
+def deferred_bank_line(note, next_step, open_items, close_ids):
+    """What `notrest bank` prints when its shell cannot write the estate: the hook
+    that sees the command finish, outside the sandbox, banks it."""
+    return BANK_DEFERRED_MARK + json_dumps({"note": note, "next": next_step,
+                                            "open": list(open_items),
+                                            "close": list(close_ids)})
+
+
+def response_text(event):
+    """The output text of a tool call as its PostToolUse (or failure) carries it."""
+    response = event.tool_response
+    if isinstance(response, dict):
+        return "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr"))
+    if isinstance(response, str):
+        return response
+    error = event.raw.get("error")
+    return error if isinstance(error, str) else ""
+
+
+def bank_deferred(estate, event, now=None):
+    """Bank the notes a sandboxed `notrest bank` handed over in its output, for this
+    hook's own session (never another); returns how many."""
+    banked = 0
+    for line in response_text(event).splitlines()[-200:]:
+        line = line.strip()
+        if not line.startswith(BANK_DEFERRED_MARK) or banked >= 3:
+            continue
+        try:
+            req = json_loads(line[len(BANK_DEFERRED_MARK):])
+        except ValueError:
+            continue
+        if not isinstance(req, dict):
+            continue
+
+        def texts(key, limit):
+            value = req.get(key)
+            return [v[:limit] for v in value if isinstance(v, str)][:10] if isinstance(
+                value, list) else []
+
+        note = req.get("note") if isinstance(req.get("note"), str) else ""
+        next_step = req.get("next") if isinstance(req.get("next"), str) else ""
+        opened, closed = texts("open", 1000), texts("close", 40)
+        if note or next_step or opened or closed:
+            bank_session(estate, event.session, note, next_step, opened, closed,
+                         now=now, by="cli", client=event.client or "")
+            banked += 1
+    return banked
 
 
 # ==== learn =================================================================
@@ -5329,6 +6149,8 @@ def run_doctor(estate, now=None):
                                 "rewires hooks); give the law a text and a matcher or "
                                 "check in laws.json"))
     findings += compiled_findings(estate)
+    findings += integrity_findings(estate) + hardening_findings(estate, config) + \
+        canary_findings(estate, config)
     return findings
 
 
@@ -5390,6 +6212,237 @@ def _estate_findings(estate):
     return findings
 
 
+# -- rings 2 and 3 in doctor: hardening, the harness manifest, the live canary --
+
+CANARY_SLACK_S = 120
+ROLLOUT_SCAN_MAX = 300
+
+
+def integrity_findings(estate, env=None, now=None):
+    """The harness against its manifest, hashed in full; drift is repaired where
+    this process may write, and kept for the next packet and journal."""
+    store = project_store(estate.root, env)
+    manifest = load_manifest(store)
+    if manifest is None:
+        return [Finding(False, "no harness manifest readable at %s" % store,
+                        "run install again (it records the manifest and a pristine "
+                        "copy); a hardened client's shell cannot read that folder by "
+                        "design: run doctor in your own terminal")]
+    drift = verify_harness(estate, env, full=True)
+    if not drift:
+        counts = [len(manifest.get("files") or {}), len(_caches_here(manifest)),
+                  len(manifest.get("hooks") or {}) + len(manifest.get("sandbox") or {})]
+        return [Finding(True, "harness as installed: %d files, %d caches, %d settings "
+                        "files checked against the manifest in %s" % (
+                            counts[0], counts[1], counts[2], store))]
+    queue_drift(estate, drift, time.time() if now is None else now, "doctor",
+                journaled=False, env=env)
+    return [Finding(False, "harness drift: %s: %s (%s)" % (d["path"], d["what"],
+                                                          d["action"]),
+                    "the next SessionStart repeats the repair if this shell could not "
+                    "write; `notrest log` shows what ran before it")
+            for d in drift]
+
+
+def client_version(program, env=None):
+    """(version tuple, text) of an installed client, or (None, why)."""
+    path = find_program(program, env)
+    if not path:
+        return None, "%s is not on PATH" % program
+    code, out, _err = run_command([path, "--version"], timeout=20)
+    text = out.decode("utf-8", "replace").strip()
+    for word in text.replace("(", " ").split():
+        parts = word.split(".")
+        if len(parts) == 3 and all(p.isdigit() for p in parts):
+            return tuple(int(p) for p in parts), "%s %s" % (program, word)
+    return None, "%s --version said %r (exit %d)" % (program, clip(text, 60), code)
+
+
+def hardening_findings(estate, config, env=None):
+    """Ring 2: is each wired client's sandbox configured, can it start here, and is
+    the client one hardening was proven with?"""
+    if not config.get("harden"):
+        return [Finding(True, "hardening off: only the gate and the harness check guard "
+                        "the harness (`notrest install --harden` adds each client's "
+                        "sandbox)")]
+    findings = []
+    state = read_json_file(estate.path("install.json"), "install record") or {}
+    records = state.get("harden") or {}
+    for client in [c for c in config.get("clients", []) if c in CLIENT_EVENTS]:
+        record = records.get(client)
+        raw = read_regular(os.path.join(estate.root, record["file"])) if record else None
+        if not (record and hardening_holds(client, raw, record)):
+            findings.append(Finding(False, "hardening is on but the %s sandbox settings "
+                                    "are missing or changed (%s)" % (client, (
+                                        record or {}).get("file") or "not written"),
+                                    "run `notrest install --harden %s`" % estate.root))
+            continue
+        gaps = sandbox_gaps(client, env)
+        if gaps:
+            findings.append(Finding(False, "the %s sandbox cannot start here: %s missing"
+                                    % (client, ", ".join(gaps)),
+                                    "install them (Debian/Ubuntu: apt-get install "
+                                    "bubblewrap socat); until then %s refuses shell "
+                                    "commands" % client))
+        elif client == "claude" and sys.platform.startswith("linux"):
+            code, _out, err = run_command([find_program("bwrap", env), "--ro-bind", "/",
+                                           "/", "--dev", "/dev", "true"], timeout=10)
+            findings.append(Finding(code == 0, "bubblewrap can make a sandbox here" if
+                                    code == 0 else "bubblewrap cannot make a sandbox "
+                                    "here: %s" % clip(err.decode("utf-8", "replace")
+                                                      .strip(), 160),
+                                    "allow unprivileged user namespaces (sysctl "
+                                    "kernel.unprivileged_userns_clone=1), or run the "
+                                    "client where they are allowed"))
+        version, text = client_version(client, env)
+        proven = HARDEN_PROVEN[client]
+        if version is None:
+            findings.append(Finding(True, "%s sandbox configured (%s; version not "
+                                    "checked)" % (client, text)))
+        else:
+            findings.append(Finding(version >= proven, "%s sandbox configured for %s "
+                                    "(hardening proven with %s)" % (
+                                        client, text, ".".join(map(str, proven))),
+                                    "upgrade %s: an older one may ignore the sandbox "
+                                    "keys without a word" % client))
+        if client == "codex" and version is not None:
+            findings.append(codex_probe(estate, env))
+    return findings
+
+
+def codex_probe(estate, env=None):
+    """Ask Codex itself: can a command in its sandbox, with notrest's profile, write
+    .notrest/? (`codex sandbox` runs one command without a model.)"""
+    probe = estate.path(".harden-probe")
+    code, out, err = run_command([find_program("codex", env), "sandbox", "-P",
+                                  CODEX_PROFILE, "-C", estate.root, "--", "sh", "-c",
+                                  ": > %s" % _quote_arg(probe)], timeout=30)
+    wrote = os.path.exists(probe)
+    if wrote:
+        os.unlink(probe)
+    text = (out + err).decode("utf-8", "replace").strip()
+    tail = clip(text.splitlines()[-1] if text else "", 160)
+    ok = code != 0 and not wrote and "Read-only" in tail
+    return Finding(ok, "Codex's sandbox keeps .notrest/ read-only (asked `codex "
+                   "sandbox -P %s`)" % CODEX_PROFILE if ok else "Codex's sandbox did "
+                   "not refuse a write to .notrest/ (exit %d: %s)" % (code, tail),
+                   "trust the project in Codex (it reads .codex/config.toml only then) "
+                   "and run `notrest install --harden` again")
+
+
+def claude_transcripts(root, env=None):
+    """[(mtime, session id)] of Claude Code sessions started in root."""
+    env = os.environ if env is None else env
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or "~",
+                                                         ".claude")
+    out = []
+    for path in sorted({root, os.path.realpath(root)}):
+        folder = os.path.join(base, "projects", "".join(
+            ch if ch.isalnum() and ch.isascii() else "-" for ch in path))
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".jsonl"):
+                try:
+                    out.append((os.stat(os.path.join(folder, name)).st_mtime, name[:-6]))
+                except OSError:
+                    pass
+    return out
+
+
+def codex_rollouts(root, env=None, limit=ROLLOUT_SCAN_MAX):
+    """[(mtime, session id, path)] of the newest Codex rollouts whose cwd is root."""
+    env = os.environ if env is None else env
+    base = os.path.join(env.get("CODEX_HOME") or os.path.join(
+        env.get("HOME") or "~", ".codex"), "sessions")
+    paths = []
+    for folder, dirs, names in os.walk(base):
+        dirs.sort(reverse=True)
+        paths.extend(os.path.join(folder, n) for n in names if n.startswith(
+            "rollout-") and n.endswith(".jsonl"))
+        if len(paths) >= limit:
+            break
+    roots, out = {root, os.path.realpath(root)}, []
+    for path in sorted(paths, reverse=True)[:limit]:
+        try:
+            with open(path, "rb") as handle:
+                first = handle.readline(1 << 20)
+            meta = json_loads(first.decode("utf-8", "replace")).get("payload") or {}
+            if meta.get("cwd") in roots:
+                out.append((os.stat(path).st_mtime, str(meta.get("id") or ""), path))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return out
+
+
+def rollout_profile(path, lines=400):
+    """The permission profile a Codex session ran with (its first turn context)."""
+    try:
+        with open(path, "rb") as handle:
+            for _ in range(lines):
+                raw = handle.readline(4 << 20)
+                if not raw:
+                    break
+                if b'"turn_context"' not in raw:
+                    continue
+                payload = json_loads(raw.decode("utf-8", "replace")).get("payload") or {}
+                profile = payload.get("active_permission_profile") or {}
+                return profile.get("id") if isinstance(profile, dict) else None
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+
+
+def canary_findings(estate, config, env=None, now=None):
+    """The live canary: per wired client, when its hooks last fired, and whether the
+    client ran here after that without them (an untrusted Codex hook, a settings
+    file the client no longer reads)."""
+    now = time.time() if now is None else now
+    findings = []
+    entries = load_index(estate)
+    for client in [c for c in config.get("clients", []) if c in CLIENT_EVENTS]:
+        fired = [e for e in entries if e.get("client") == client]
+        last = max([(e.get("updated") or e.get("started") or 0, e["session"])
+                    for e in fired], default=None)
+        if client == "claude":
+            seen = [(t, s, None) for t, s in claude_transcripts(estate.root, env)]
+        else:
+            seen = codex_rollouts(estate.root, env)
+        silent = sorted((t, s, p) for t, s, p in seen if s and not os.path.exists(
+            estate.journal(sanitize_session_id(s))) and (last is None or t > last[0] +
+                                                         CANARY_SLACK_S))
+        fix = ("trust the project and its hooks in Codex: start `codex` here, accept "
+               "the project, approve the notrest hooks in /hooks (untrusted hooks are "
+               "skipped without a word)" if client == "codex" else
+               "start Claude Code from the project root with the hooks in "
+               ".claude/settings.json (`notrest install` rewires them)")
+        if silent:
+            findings.append(Finding(False, "%s ran here without notrest's hooks: %d "
+                                    "session(s) since %s, newest %s at %s" % (
+                                        client, len(silent), "they last fired at " +
+                                        iso_time(last[0]) if last else "ever (they "
+                                        "never fired)", short_id(silent[-1][1]),
+                                        iso_time(silent[-1][0])), fix))
+        elif last:
+            findings.append(Finding(True, "%s hooks last fired %s (session %s)" % (
+                client, iso_time(last[0]), short_id(last[1]))))
+        else:
+            findings.append(Finding(True, "%s hooks have not fired yet (no %s session "
+                                    "seen here)" % (client, client)))
+        if client == "codex" and config.get("harden") and seen:
+            newest = max(seen)
+            profile = rollout_profile(newest[2])
+            if profile != CODEX_PROFILE:
+                findings.append(Finding(False, "the newest Codex session here (%s) ran "
+                                        "with permission profile %r, not notrest's" % (
+                                            short_id(newest[1]), profile),
+                                        "start Codex without --sandbox / --full-auto / "
+                                        "--dangerously-bypass-approvals-and-sandbox "
+                                        "(they replace the project's profile), in a "
+                                        "trusted project"))
+    return findings
 
 
 # ==== install ===============================================================
@@ -5495,9 +6548,6 @@ def render_launch_tail(python=""):
     return LAUNCH_TAIL % {"python": python, "boot": BOOT_CACHED}
 
 
-# The hot part (every tool call) ends at the cold line; the warm part (session
-# events) at the doctor section: what follows serves commands people run.
-CACHE_CUTS = {"hot": "\n# ==== cold ====", "warm": "\n# ==== doctor ===="}
 
 
 def cache_dir(code_dir):
@@ -5763,8 +6813,10 @@ def _write_if_changed(path, text, report, created, what):
     return True
 
 
-def install_project(target, clients=("claude", "codex"), python=None, source=None):
-    """Install notrest into target; returns the lines of a report."""
+def install_project(target, clients=("claude", "codex"), python=None, source=None,
+                    harden=None):
+    """Install notrest into target; returns the lines of a report. harden: True or
+    False switches the clients' sandboxes on or off; None keeps config.json's."""
     root = os.path.abspath(target)
     if not os.path.isdir(root):
         raise NotrestError("no such folder", root, "create it or name another", code=2)
@@ -5800,7 +6852,8 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
             "protected_paths": [], "laws": []}))
         report.append("wrote .notrest/laws.json (built-in laws; add your own)")
     config = load_config(estate)
-    config.update({"schema_version": SCHEMA_VERSION, "python": python,
+    harden = bool(config.get("harden")) if harden is None else bool(harden)
+    config.update({"schema_version": SCHEMA_VERSION, "python": python, "harden": harden,
                    "clients": sorted(set(clients) | set(
                        c for c in config.get("clients", []) if c in CLIENT_EVENTS)),
                    "cli": ".notrest/notrest", "version": __version__})
@@ -5830,8 +6883,16 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     _install_agents_block(root, report, created)
     _precompile(python, target_code)
     state = {"schema_version": SCHEMA_VERSION, "clients": config["clients"],
-             "created": sorted(set(created_before) | set(created))}
-    write_atomic(estate.path("install.json"), json_pretty(state))
+             "created": sorted(set(created_before) | set(created)),
+             "harden": install_state.get("harden") or {}}
+    try:
+        apply_hardening(root, config["clients"], harden, state, report)
+    except NotrestError:
+        write_atomic(estate.path("config.json"), json_pretty(dict(config, harden=False)))
+        raise
+    finally:
+        write_atomic(estate.path("install.json"), json_pretty(state))
+    record_manifest(estate)
     if not report:
         report.append("already installed; nothing changed")
     if "codex" in clients:
@@ -5897,6 +6958,8 @@ def uninstall_project(target, purge=False):
     report = []
     state = read_json_file(estate.path("install.json"), "install record") or {}
     created = set(state.get("created", []))
+    apply_hardening(root, (), False, state, report)
+    remove_project_store(root)
     for client in CLIENT_EVENTS:
         settings = client_settings_path(root, client)
         data = read_json_file(settings, "%s hook settings" % client)
@@ -5979,6 +7042,327 @@ def _remove_empty_dirs(folder, root):
         folder = os.path.dirname(folder)
 
 
+# -- the manifest of what install put in place (ring 3; see # ==== integrity) --
+
+def harness_files():
+    """The files of a copy-in install that the manifest covers (relative paths)."""
+    hooks = [name for name, _timeout in HOOK_EVENTS.values()] + [LAUNCH_FILE]
+    return [ESTATE_DIR + "/notrest.py", ESTATE_DIR + "/notrest"] + [
+        "%s/hooks/%s" % (ESTATE_DIR, name) for name in hooks]
+
+
+def cache_paths(code_dir, tag=None):
+    """{part: path} of the bytecode caches the hooks of one interpreter load: the
+    hot and warm parts and the module's own .pyc."""
+    tag = tag or sys.implementation.cache_tag
+    folder = cache_dir(code_dir)
+    paths = {part: os.path.join(folder, "notrest.%s.%s.bin" % (part, tag))
+             for part in CACHE_CUTS}
+    if folder == os.path.join(os.path.abspath(code_dir), "__pycache__"):
+        paths["module"] = os.path.join(folder, "notrest.%s.pyc" % tag)
+    else:
+        paths["module"] = os.path.expanduser("~/.cache/notrest/pycache") + \
+            os.path.abspath(code_dir) + "/notrest.%s.pyc" % tag
+    return paths
+
+
+def _cache_tag_of(python):
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return sys.implementation.cache_tag
+    code, out, _err = run_command([python, "-I", "-S", "-c",
+                                   "import sys; print(sys.implementation.cache_tag)"],
+                                  timeout=10)
+    tag = out.decode("ascii", "replace").strip()
+    return tag if code == 0 and tag.replace("-", "").isalnum() else None
+
+
+def rebuild_caches(code_dir):
+    """Rebuild every cache of notrest.py from the source (integrity's repair)."""
+    precompile_here(os.path.join(code_dir, "notrest.py"))
+
+
+def _pristine_entry(root, store, rel, extra):
+    """A manifest record for a file, with its pristine copy written."""
+    path = os.path.join(root, rel)
+    data = read_regular(path)
+    if data is not None:
+        write_bytes_atomic(pristine_path(store, rel), data)
+    return dict(extra, file=rel, stat=stat_key(path))
+
+
+def record_manifest(estate, env=None):
+    """Write the manifest of the installed harness, with a pristine copy of each
+    file it covers, to project_store(root): what SessionStart, Stop and doctor
+    check it against."""
+    root, store = estate.root, project_store(estate.root, env)
+    config = load_config(estate)
+    files = {}
+    for rel in harness_files():
+        path = os.path.join(root, rel)
+        data = read_regular(path)
+        if data is None:
+            continue
+        write_bytes_atomic(pristine_path(store, rel), data)
+        files[rel] = {"sha256": sha256_hex(data), "mode": os.lstat(path).st_mode & 0o7777,
+                      "stat": stat_key(path)}
+    caches = {}
+    tag = _cache_tag_of(config.get("python") or sys.executable)
+    if tag and os.path.isfile(estate.path("notrest.py")):
+        caches[tag] = {}
+        for part, path in cache_paths(estate.dir, tag).items():
+            data = read_regular(path)
+            caches[tag][part] = {"path": path, "stat": stat_key(path),
+                                 "sha256": sha256_hex(data) if data is not None else ""}
+    hooks = {}
+    for client in config.get("clients", []):
+        rel = os.path.relpath(client_settings_path(root, client), root)
+        data = _parse_json_bytes(read_regular(os.path.join(root, rel)))
+        if isinstance(data, dict) and our_hook_entries(data):
+            hooks[client] = _pristine_entry(root, store, rel, hook_record(data))
+    guarded = {key: config.get(key) for key in CONFIG_GUARDED}
+    sandbox = {}
+    harden = (read_json_file(estate.path("install.json"), "install record") or {}).get(
+        "harden") or {}
+    for client, record in sorted(harden.items()):
+        keep = {"spec": record["spec"]} if client == "claude" else {
+            "block": record["block"]}
+        sandbox[client] = _pristine_entry(root, store, record["file"], keep)
+    manifest = {"schema_version": SCHEMA_VERSION, "root": root, "version": __version__,
+                "files": files, "caches": caches, "hooks": hooks, "sandbox": sandbox,
+                "config": {"config": _pristine_entry(root, store, ESTATE_DIR +
+                                                     "/config.json",
+                                                     {"guarded": guarded})}}
+    with _Lock(os.path.join(store, ".lock")):
+        save_manifest(store, manifest)
+        try:
+            os.unlink(os.path.join(store, PENDING_NAME))
+        except OSError:
+            pass
+    return store
+
+
+# -- hardening: the clients' own sandboxes keep the harness read-only (ring 2) --
+# install --harden (config.json "harden": true) configures what each client
+# enforces itself on the agent's commands, whatever notrest's gate saw. Proven
+# with these versions; doctor warns on older ones.
+HARDEN_PROVEN = {"claude": (2, 1, 332), "codex": (0, 171, 0)}
+CODEX_PROFILE = "notrest"
+CLAUDE_LOCAL_SETTINGS = ".claude/settings.local.json"
+CODEX_PROJECT_CONFIG = ".codex/config.toml"
+# what the agent's commands must not write, relative to the project root
+HARDEN_PROTECTED = (ESTATE_DIR, ".claude/settings.json", ".claude/settings.local.json",
+                    ".claude/skills/notrest", ".claude/skills/notrest-laws", ".codex",
+                    ".agents/skills/notrest", ".agents/skills/notrest-laws")
+
+
+def _home_relative(path, env=None, absolute="//"):
+    """A path as both clients write one outside the project: ~/… under HOME, else
+    absolute (Claude's settings mark an absolute path with //)."""
+    env = os.environ if env is None else env
+    home = os.path.normpath(env.get("HOME") or os.path.expanduser("~"))
+    if is_within(path, home) and path != home:
+        return "~/" + path[len(home.rstrip("/")) + 1:]
+    return absolute + path.lstrip("/")
+
+
+def claude_hardening_spec(env=None):
+    """What install --harden sets in .claude/settings.local.json: the sandbox on,
+    no way out of it, and the harness (and notrest's per-user folder) closed to
+    the agent's commands and, by permission rules, to its file tools."""
+    data = _home_relative(data_dir(env), env)
+    protected = ["./" + rel for rel in HARDEN_PROTECTED] + [data]
+    edits = ["Edit(%s)" % (p + "/**" if not p.endswith(".json") else p) for p in
+             protected]
+    return [[["sandbox", "enabled"], True, "set"],
+            [["sandbox", "allowUnsandboxedCommands"], False, "set"],
+            [["sandbox", "failIfUnavailable"], True, "set"],
+            [["sandbox", "filesystem", "denyWrite"], protected, "union"],
+            [["sandbox", "filesystem", "denyRead"], [data], "union"],
+            [["permissions", "deny"], edits + ["Read(%s/**)" % data], "union"]]
+
+
+def _toml_key(text):
+    return json_dumps(str(text))
+
+
+def codex_hardening_block(env=None):
+    """The block install --harden puts at the top of .codex/config.toml: a permission
+    profile that extends Codex's own workspace-write with the harness read-only and
+    notrest's per-user folder unreadable (Codex keeps .git, .agents and .codex)."""
+    roots = 'permissions.%s.filesystem.":project_roots".' % CODEX_PROFILE
+    lines = ["%s (`notrest install --harden`; `--no-harden` and uninstall remove it)"
+             % TOML_BEGIN, 'default_permissions = "%s"' % CODEX_PROFILE,
+             'permissions.%s.extends = ":workspace"' % CODEX_PROFILE]
+    lines += ['%s%s = "read"' % (roots, _toml_key(rel)) for rel in (
+        ESTATE_DIR, ".claude", ".codex", ".agents")]
+    lines.append('permissions.%s.filesystem.%s = "none"' % (
+        CODEX_PROFILE, _toml_key(_home_relative(data_dir(env), env, absolute="/"))))
+    return "\n".join(lines + [TOML_END]) + "\n"
+
+
+def _toml_conflict(text):
+    """A key of the person's own config.toml that notrest's block would clash with."""
+    plain = strip_toml_block(text)
+    table = ""
+    for line in plain.splitlines():
+        words = line.strip()
+        if words.startswith("["):
+            table = words.strip("[] ").replace(" ", "")
+            if table in ("permissions.%s" % CODEX_PROFILE, 'permissions."%s"' %
+                         CODEX_PROFILE) or table.startswith("permissions.%s." %
+                                                            CODEX_PROFILE):
+                return words
+            continue
+        key = words.split("=", 1)[0].strip().replace(" ", "")
+        if not table and (key == "default_permissions" or key.startswith(
+                "permissions.%s" % CODEX_PROFILE)):
+            return words
+    return None
+
+
+def _valid_toml(text):
+    try:
+        import tomllib
+    except ImportError:
+        return True  # Python < 3.11: no parser to ask; the block itself is fixed text
+    try:
+        tomllib.loads(text)
+        return True
+    except tomllib.TOMLDecodeError:
+        return False
+
+
+def _read_text(path):
+    data = read_regular(path)
+    if data is None and os.path.lexists(path):
+        raise NotrestError("not a regular file", path, "move it aside and run again")
+    return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
+def harden_claude(root, record, env=None):
+    """Merge the sandbox settings into .claude/settings.local.json; the record says
+    how to take them out again exactly."""
+    path = os.path.join(root, CLAUDE_LOCAL_SETTINGS)
+    text = _read_text(path)
+    data = {} if text is None else _parse_json_bytes(text.encode("utf-8",
+                                                                 "surrogateescape"))
+    if not isinstance(data, dict):
+        raise NotrestError("the Claude settings are not a JSON object", path,
+                           "fix the file by hand and run install --harden again")
+    spec = claude_hardening_spec(env)
+    if record and record.get("spec") == spec and json_spec_holds(data, spec):
+        return record, False
+    original, created = text, text is None
+    if record:
+        untouched = data == _parse_json_bytes(record["written"].encode("utf-8"))
+        original = record.get("original") if untouched else None
+        created = bool(record.get("created")) and untouched
+        data = remove_json_spec(data, record.get("undo") or [])
+    try:
+        merged, undo = apply_json_spec(data, spec)
+    except ValueError as exc:
+        raise NotrestError("cannot add the sandbox settings: %s" % exc, path,
+                           "fix that key by hand and run install --harden again")
+    written = json_pretty(merged)
+    write_atomic(path, written)
+    return {"file": CLAUDE_LOCAL_SETTINGS, "spec": spec, "undo": undo, "written": written,
+            "original": original, "created": created}, True
+
+
+def unharden_claude(root, record):
+    path = os.path.join(root, record["file"])
+    text = _read_text(path)
+    if text is None:
+        return False
+    data = _parse_json_bytes(text.encode("utf-8", "surrogateescape"))
+    if not isinstance(data, dict):
+        raise NotrestError("the Claude settings are not a JSON object", path,
+                           "fix it by hand, then run the command again")
+    if data == _parse_json_bytes(record["written"].encode("utf-8")):
+        if record.get("created"):
+            os.unlink(path)
+            return True
+        if record.get("original") is not None:
+            write_bytes_atomic(path, record["original"].encode("utf-8",
+                                                               "surrogateescape"))
+            return True
+    stripped = remove_json_spec(data, record.get("undo") or [])
+    if not stripped and record.get("created"):
+        os.unlink(path)
+    else:
+        write_atomic(path, json_pretty(stripped))
+    return True
+
+
+def harden_codex(root, record, env=None):
+    """Put the permission profile block at the top of .codex/config.toml."""
+    path = os.path.join(root, CODEX_PROJECT_CONFIG)
+    text = _read_text(path)
+    block = codex_hardening_block(env)
+    if text is not None and toml_block_holds(text, block):
+        return dict(record or {"file": CODEX_PROJECT_CONFIG, "created": False},
+                    block=block), False
+    clash = _toml_conflict(text or "")
+    if clash:
+        raise NotrestError("the Codex project config already chooses a permission "
+                           "profile (%s)" % clip(clash, 80), path,
+                           "remove that key, or add \".notrest\" = \"read\" under its "
+                           ":project_roots yourself and run install without --harden")
+    new = block + strip_toml_block(text or "")
+    if not _valid_toml(new):
+        raise NotrestError("the Codex project config is not valid TOML", path,
+                           "fix it by hand and run install --harden again")
+    write_atomic(path, new)
+    return {"file": CODEX_PROJECT_CONFIG, "block": block,
+            "created": record.get("created") if record else text is None}, True
+
+
+def unharden_codex(root, record):
+    path = os.path.join(root, record["file"])
+    text = _read_text(path)
+    if text is None or TOML_BEGIN not in text:
+        return False
+    rest = strip_toml_block(text)
+    if not rest and record.get("created"):
+        os.unlink(path)
+    else:
+        write_bytes_atomic(path, rest.encode("utf-8", "surrogateescape"))
+    return True
+
+
+def apply_hardening(root, clients, harden, state, report, env=None):
+    """Configure (or, with harden false, take out) each client's sandbox; state is
+    install.json's record, updated in place."""
+    records = state["harden"] = dict(state.get("harden") or {})
+    for client in ("claude", "codex"):
+        record = records.get(client)
+        if harden and client in clients:
+            fn = harden_claude if client == "claude" else harden_codex
+            record, changed = fn(root, record, env)
+            records[client] = record
+            if changed:
+                report.append("hardened %s: its sandbox keeps the harness read-only "
+                              "(%s)" % (client, record["file"]))
+            missing = sandbox_gaps(client, env)
+            if missing:
+                report.append("WARNING: %s's sandbox needs %s on this machine: until "
+                              "then it refuses shell commands (Debian: apt-get install "
+                              "bubblewrap socat)" % (client, ", ".join(missing)))
+        elif record:
+            fn = unharden_claude if client == "claude" else unharden_codex
+            if fn(root, record):
+                report.append("took the %s sandbox settings out of %s" % (
+                    client, record["file"]))
+            records.pop(client)
+    return records
+
+
+def remove_project_store(root, env=None):
+    import shutil
+    store = project_store(root, env)
+    shutil.rmtree(store, ignore_errors=True)
+
+
 # ==== CLI ===================================================================
 
 EXIT_CODES_HELP = """exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAIL),
@@ -6034,6 +7418,11 @@ def build_parser():
     cmd.add_argument("--purge", action="store_true", help="with --uninstall: remove the "
                      "estate too")
     cmd.add_argument("--quiet", action="store_true", help="do not print the packet")
+    cmd.add_argument("--harden", dest="harden", action="store_true", default=None,
+                     help="let each client's own sandbox keep the harness read-only to "
+                     "the agent's commands (kept in config.json)")
+    cmd.add_argument("--no-harden", dest="harden", action="store_false",
+                     help="take the sandbox settings out again")
     cmd = add("uninstall", "remove what install wrote (the estate stays)")
     cmd.add_argument("dir", nargs="?", default=".")
     cmd.add_argument("--purge", action="store_true", help="remove the estate too")
@@ -6157,6 +7546,8 @@ def cmd_gate(args):
 
 def cmd_bank(args):
     estate = _estate(args, must_exist=True)
+    if not estate_writable(estate):
+        return bank_handed_over(args)
     session, how = resolve_session(estate, args.session)
     rec = bank_session(estate, session, args.note, args.next, args.open, args.close,
                        by="cli")
@@ -6179,6 +7570,30 @@ def cmd_bank(args):
     return 0
 
 
+def estate_writable(estate):
+    """Whether this process may write the estate (a hardened client's sandbox keeps
+    it read-only to the agent's shell)."""
+    folder = estate.path("journal")
+    return os.access(folder if os.path.isdir(folder) else estate.dir, os.W_OK)
+
+
+def bank_handed_over(args):
+    """`bank` in a shell that cannot write the estate: hand the note to the hook
+    that sees this command finish (it runs outside the sandbox)."""
+    sys.stderr.write(deferred_bank_line(args.note, args.next, args.open, args.close) +
+                     "\n")
+    if args.json:
+        _print_json({"deferred": True, "note": args.note, "next": args.next,
+                     "open": args.open, "close": args.close})
+        return 0
+    sys.stdout.write("this shell cannot write .notrest/ (the client's sandbox keeps it "
+                     "read-only: notrest hardening), so the notrest hook banks this note "
+                     "for this session when the command finishes. Do not hide this "
+                     "command's output (no pipes, no redirection), or the hook cannot "
+                     "see it.\n")
+    return 0
+
+
 def cmd_hook(args):
     return hook_main([args.event] + ([args.client] if args.client else []))
 
@@ -6187,7 +7602,7 @@ def cmd_install(args):
     if args.uninstall:
         return cmd_uninstall(args)
     clients = ("claude", "codex") if args.client == "both" else (args.client,)
-    report = install_project(args.dir, clients, args.python)
+    report = install_project(args.dir, clients, args.python, harden=args.harden)
     root = os.path.abspath(args.dir)
     sys.stdout.write("notrest %s installed in %s\n" % (__version__, root))
     sys.stdout.write("".join("- %s\n" % line for line in report))
