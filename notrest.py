@@ -4715,7 +4715,13 @@ def verify_harness(estate, env=None, repair=True, full=False):
 def judge_harness(root, store, manifest, moved, repair):
     """Judge each moved item, repair it, and bring its record in manifest up to
     date. Files first: a restored notrest.py makes every cache stale."""
-    drift = []
+    drift, real = [], os.path.realpath(root)
+    redirected = {os.path.dirname(rel) for rel in manifest["files"] if os.path.realpath(
+        os.path.join(root, os.path.dirname(rel))) != os.path.join(real, os.path.dirname(
+            rel))}
+    moved = list(moved) + [("files", rel) for rel in manifest["files"] if
+                           os.path.dirname(rel) in redirected and ("files", rel) not in
+                           moved]
     for section, key in sorted(moved, key=lambda m: ("files", "config", "hooks",
                                                      "sandbox", "caches").index(m[0])):
         if section == "caches":
@@ -4920,18 +4926,23 @@ def _slot_taken(data, item, event):
     return isinstance(hook, dict) and HOOK_MARK not in str(hook.get("command", ""))
 
 
-def restore_hook_entries(data, item):
+def restore_hook_entries(data, item, pristine=None):
     """Settings with notrest's recorded entries back: an entry that was changed or
-    pointed elsewhere is put back in its place, a removed one is added again; the
-    person's own hooks and keys are kept."""
+    pointed elsewhere is put back in its place; an event whose entry was removed
+    gets its groups back from the pristine copy (else the entry alone); the
+    person's other hooks and keys are kept."""
     data = json_loads(json_dumps(data))
     hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
     data["hooks"] = hooks
     found = our_hook_entries(data)
+    kept = our_hook_entries(pristine) if isinstance(pristine, dict) else {}
     for event, entry in (item.get("entries") or {}).items():
         groups = hooks.get(event) if isinstance(hooks.get(event), list) else []
         hooks[event] = groups
-        if event in found:
+        if event not in found and kept.get(event, (0, 0, None))[2] == entry and \
+                not _slot_taken(data, item, event):
+            hooks[event] = json_loads(json_dumps(pristine["hooks"][event]))
+        elif event in found:
             gi, hi, _hook = found[event]
             groups[gi]["hooks"][hi] = entry
         elif _slot_taken(data, item, event):
@@ -4999,8 +5010,10 @@ def _judge_hooks(root, store, manifest, client, repair):
             "%s: %s" % (label, ", ".join(events)) for label, events in (
                 ("pointed elsewhere", elsewhere), ("removed", removed),
                 ("changed", changed)) if events)
+    pristine = _parse_json_bytes(read_regular(pristine_path(store, item["file"])))
     action = _repair_structured(root, store, item["file"], item, data, lambda d:
-                                restore_hook_entries(d, item)) if repair else "none"
+                                restore_hook_entries(d, item, pristine)) if repair else \
+        "none"
     return [{"path": item["file"], "what": what, "action": action}]
 
 
@@ -6082,8 +6095,10 @@ def run_doctor(estate, now=None):
         code, out, _ = run_command([python, "-I", "-S", "-c",
                                     "import sys;print('%d.%d'%sys.version_info[:2])"],
                                    timeout=10)
-        version = out.decode().strip()
-        good = code == 0 and tuple(int(x) for x in version.split(".")) >= (3, 9)
+        version = out.decode("utf-8", "replace").strip()
+        parts = version.split(".")
+        good = code == 0 and len(parts) == 2 and all(p.isdigit() for p in parts) and \
+            tuple(int(p) for p in parts) >= (3, 9)
         findings.append(Finding(good, "interpreter %s (Python %s)" % (python, version),
                                 "install Python 3.9+ and run install.sh again"))
     else:
