@@ -3464,10 +3464,10 @@ def _hands_over_a_bank(event):
     """Whether a finished call printed a note a sandboxed `notrest bank` could not
     write itself (cheap: one substring search of the output)."""
     response = event.tool_response
-    if isinstance(response, dict):
-        response = "%s%s" % (response.get("stdout") or "", response.get("stderr") or "")
-    text = response if isinstance(response, str) else event.raw.get("error")
-    return isinstance(text, str) and BANK_DEFERRED_MARK in text
+    texts = (response.get("stdout"), response.get("stderr")) if isinstance(
+        response, dict) else (response if isinstance(response, str) else
+                              event.raw.get("error"),)
+    return any(isinstance(t, str) and BANK_DEFERRED_MARK in t for t in texts)
 
 
 def cold_module():
@@ -3488,6 +3488,9 @@ def cold_module():
 # ==== sessions ==============================================================
 # A session record is a fold of its journal; the fold is incremental (it keeps
 # the journal offset it has read up to), so banking is O(new lines).
+# Record kind "integrity" (ring 3, see # ==== integrity): the harness drifted and
+# was repaired; drift = [{path, what, action}], by = "hook" (e = the event that
+# found it) or "doctor" (journaled at the next SessionStart, found = when).
 
 def new_session_record(session):
     return {"schema_version": SCHEMA_VERSION, "session": session, "client": "",
@@ -6244,19 +6247,25 @@ def integrity_findings(estate, env=None, now=None):
                         "copy); a hardened client's shell cannot read that folder by "
                         "design: run doctor in your own terminal")]
     drift = verify_harness(estate, env, full=True)
+    python = load_config(estate).get("python") or sys.executable
+    tag = _cache_tag_of(python) if os.access(python, os.X_OK) else None
+    unknown = [Finding(False, "the bytecode caches of %s (%s) are not in the harness "
+                       "manifest, so no hook checks them" % (python, tag),
+                       "run install again")] if tag and tag not in (
+        manifest.get("caches") or {}) else []
     if not drift:
         counts = [len(manifest.get("files") or {}), len(_caches_here(manifest)),
                   len(manifest.get("hooks") or {}) + len(manifest.get("sandbox") or {})]
         return [Finding(True, "harness as installed: %d files, %d caches, %d settings "
                         "files checked against the manifest in %s" % (
-                            counts[0], counts[1], counts[2], store))]
+                            counts[0], counts[1], counts[2], store))] + unknown
     queue_drift(estate, drift, time.time() if now is None else now, "doctor",
                 journaled=False, env=env)
     return [Finding(False, "harness drift: %s: %s (%s)" % (d["path"], d["what"],
                                                           d["action"]),
                     "the next SessionStart repeats the repair if this shell could not "
                     "write; `notrest log` shows what ran before it")
-            for d in drift]
+            for d in drift] + unknown
 
 
 def client_version(program, env=None):
@@ -7830,6 +7839,9 @@ def describe_record(rec):
     if kind == "receipt":
         return "OVERRIDE of %s by %s: %s" % (rec.get("law"), rec.get("by"),
                                             one_line(rec.get("what"), 100))
+    if kind == "integrity" and isinstance(rec.get("drift"), list):
+        return "HARNESS DRIFT found by %s: %s" % (rec.get("by"), one_line(drift_text([
+            d for d in rec["drift"] if isinstance(d, dict)]), 300))
     rest = {k: v for k, v in rec.items() if k not in ("v", "t", "k", "c", "e", "ms", "~")}
     return "%s %s" % (kind, one_line(json_dumps(rest), 160))
 

@@ -385,3 +385,14 @@ def test_a_cache_built_by_another_notrest_process_is_accepted(proj, monkeypatch)
     assert notrest.judge_cache(code_dir, "hot", item) == "bad-signature"
     os.unlink(path)
     assert notrest.judge_cache(code_dir, "hot", item) == "missing"
+
+
+def test_drift_that_cannot_be_repaired_is_still_told(proj):
+    store = store_of(proj)
+    os.unlink(os.path.join(store, "pristine", ".notrest", "hooks", "pre-tool-use.sh"))
+    rel = rewrite_launcher(proj)
+    answer, packet = start(proj, "u-1")
+    assert rel in answer["systemMessage"] and "could not restore" in answer["systemMessage"]
+    assert "could not restore" in drift_lines(packet)[0]
+    doctor = proj.cli("doctor")
+    assert doctor.code == 1 and rel in doctor.stdout and "run install again" in doctor.stdout
