@@ -4624,7 +4624,12 @@ def write_bytes_atomic(path, data, mode=0o644):
     replaced, never followed)."""
     _ensure_dir(os.path.dirname(path))
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.unlink(tmp)  # a leftover, or a planted symlink: never written through
+    except OSError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(
+        os, "O_NOFOLLOW", 0), 0o600)
     try:
         view = memoryview(data)
         while view:
@@ -4718,10 +4723,9 @@ def verify_harness(estate, env=None, repair=True, full=False):
 def judge_harness(root, store, manifest, moved, repair):
     """Judge each moved item, repair it, and bring its record in manifest up to
     date. Files first: a restored notrest.py makes every cache stale."""
-    drift, real = [], os.path.realpath(root)
-    redirected = {os.path.dirname(rel) for rel in manifest["files"] if os.path.realpath(
-        os.path.join(root, os.path.dirname(rel))) != os.path.join(real, os.path.dirname(
-            rel))}
+    drift = []
+    redirected = {os.path.dirname(rel) for rel in manifest["files"] if
+                  _redirected(root, manifest, rel)}
     moved = list(moved) + [("files", rel) for rel in manifest["files"] if
                            os.path.dirname(rel) in redirected and ("files", rel) not in
                            moved]
@@ -4741,7 +4745,20 @@ def judge_harness(root, store, manifest, moved, repair):
     return drift
 
 
-def _restore_file(root, store, rel, item):
+def _folder_seen(root, manifest, rel):
+    """Where a harness file's folder really was when install recorded it."""
+    folder = os.path.dirname(rel)
+    return (manifest.get("folders") or {}).get(folder) or os.path.join(
+        os.path.realpath(root), folder)
+
+
+def _redirected(root, manifest, rel):
+    """Whether a harness file's folder now leads somewhere else (a symlink put in)."""
+    return os.path.realpath(os.path.join(root, os.path.dirname(rel))) != _folder_seen(
+        root, manifest, rel)
+
+
+def _restore_file(root, store, rel, item, manifest=None):
     """Put the pristine copy back (its mode too); returns the action, as text."""
     data = read_regular(pristine_path(store, rel))
     if data is None or sha256_hex(data) != item.get("sha256"):
@@ -4749,8 +4766,7 @@ def _restore_file(root, store, rel, item):
     path = os.path.join(root, rel)
     try:
         parent = os.path.dirname(path)
-        if os.path.realpath(parent) != os.path.join(os.path.realpath(root),
-                                                     os.path.dirname(rel)):
+        if manifest is not None and _redirected(root, manifest, rel):
             os.replace(parent, parent + ".notrest-moved")
         if os.path.isdir(path) and not os.path.islink(path):
             return "could not restore: a folder stands there"
@@ -4775,15 +4791,14 @@ def _judge_file(root, store, manifest, rel, repair):
     path = os.path.join(root, rel)
     now = stat_key(path)
     data = read_regular(path) if now else None
-    redirected = os.path.realpath(os.path.dirname(path)) != os.path.join(
-        os.path.realpath(root), os.path.dirname(rel))
+    redirected = _redirected(root, manifest, rel)
     if data is not None and not redirected and sha256_hex(data) == item.get("sha256"):
         item["stat"] = now
         return []
     what = "its folder is redirected by a symlink" if redirected else "missing" if \
         now is None else "not a regular file" if data is None else "modified"
-    return [{"path": rel, "what": what,
-             "action": _restore_file(root, store, rel, item) if repair else "none"}]
+    return [{"path": rel, "what": what, "action": _restore_file(
+        root, store, rel, item, manifest) if repair else "none"}]
 
 
 def judge_cache(code_dir, part, item):
@@ -7151,8 +7166,11 @@ def record_manifest(estate, env=None):
         keep = {"spec": record["spec"]} if client == "claude" else {
             "block": record["block"]}
         sandbox[client] = _pristine_entry(root, store, record["file"], keep)
+    folders = {os.path.dirname(rel): os.path.realpath(os.path.join(
+        root, os.path.dirname(rel))) for rel in files}
     manifest = {"schema_version": SCHEMA_VERSION, "root": root, "version": __version__,
-                "files": files, "caches": caches, "hooks": hooks, "sandbox": sandbox,
+                "files": files, "folders": folders, "caches": caches, "hooks": hooks,
+                "sandbox": sandbox,
                 "config": {"config": _pristine_entry(root, store, ESTATE_DIR +
                                                      "/config.json",
                                                      {"guarded": guarded})}}

@@ -396,3 +396,20 @@ def test_drift_that_cannot_be_repaired_is_still_told(proj):
     assert "could not restore" in drift_lines(packet)[0]
     doctor = proj.cli("doctor")
     assert doctor.code == 1 and rel in doctor.stdout and "run install again" in doctor.stdout
+
+
+def test_an_estate_folder_that_was_a_symlink_at_install_is_not_drift(tmp_path):
+    project = make_project(tmp_path, install=False)
+    real = tmp_path / "estates" / "p"
+    real.mkdir(parents=True)
+    (project.root / ".notrest").symlink_to(real)
+    env = {"PATH": os.environ["PATH"], "HOME": str(project.home)}
+    subprocess.run(["sh", str(REPO / "install.sh"), "--quiet", str(project.root)],
+                   check=True, env=env, capture_output=True, timeout=120)
+    answer, packet = start(project, "l-1")
+    assert "systemMessage" not in answer and not drift_lines(packet)
+    assert (project.root / ".notrest").is_symlink()
+    rel = rewrite_launcher(project)
+    answer, _packet = start(project, "l-2")
+    assert rel in answer["systemMessage"] and (project.root / ".notrest").is_symlink()
+    assert gate(project, "rm -rf ~") == "deny"
