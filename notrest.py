@@ -6441,6 +6441,7 @@ def canary_findings(estate, config, env=None, now=None):
     now = time.time() if now is None else now
     findings = []
     entries = load_index(estate)
+    since = (load_manifest(project_store(estate.root, env)) or {}).get("since") or 0
     for client in [c for c in config.get("clients", []) if c in CLIENT_EVENTS]:
         fired = [e for e in entries if e.get("client") == client]
         last = max([(e.get("updated") or e.get("started") or 0, e["session"])
@@ -6449,20 +6450,21 @@ def canary_findings(estate, config, env=None, now=None):
             seen = [(t, s, None) for t, s in claude_transcripts(estate.root, env)]
         else:
             seen = codex_rollouts(estate.root, env)
-        silent = sorted((t, s, p) for t, s, p in seen if s and not os.path.exists(
-            estate.journal(sanitize_session_id(s))) and (last is None or t > last[0] +
-                                                         CANARY_SLACK_S))
+        silent = sorted((t, s, p) for t, s, p in seen if s and t > since and not
+                        os.path.exists(estate.journal(sanitize_session_id(s))) and (
+                            last is None or t > last[0] + CANARY_SLACK_S))
         fix = ("trust the project and its hooks in Codex: start `codex` here, accept "
                "the project, approve the notrest hooks in /hooks (untrusted hooks are "
                "skipped without a word)" if client == "codex" else
                "start Claude Code from the project root with the hooks in "
                ".claude/settings.json (`notrest install` rewires them)")
         if silent:
+            when = "since they last fired at %s" % iso_time(last[0]) if last else \
+                "and they never fired here"
             findings.append(Finding(False, "%s ran here without notrest's hooks: %d "
-                                    "session(s) since %s, newest %s at %s" % (
-                                        client, len(silent), "they last fired at " +
-                                        iso_time(last[0]) if last else "ever (they "
-                                        "never fired)", short_id(silent[-1][1]),
+                                    "session(s) %s, the newest %s at %s" % (
+                                        client, len(silent), when,
+                                        short_id(silent[-1][1]),
                                         iso_time(silent[-1][0])), fix))
         elif last:
             findings.append(Finding(True, "%s hooks last fired %s (session %s)" % (
@@ -7168,7 +7170,9 @@ def record_manifest(estate, env=None):
         sandbox[client] = _pristine_entry(root, store, record["file"], keep)
     folders = {os.path.dirname(rel): os.path.realpath(os.path.join(
         root, os.path.dirname(rel))) for rel in files}
+    since = (load_manifest(store) or {}).get("since") or round(time.time(), 3)
     manifest = {"schema_version": SCHEMA_VERSION, "root": root, "version": __version__,
+                "since": since,
                 "files": files, "folders": folders, "caches": caches, "hooks": hooks,
                 "sandbox": sandbox,
                 "config": {"config": _pristine_entry(root, store, ESTATE_DIR +

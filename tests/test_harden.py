@@ -357,14 +357,16 @@ def codex_rollout(project, session, profile=None):
 
 
 def test_the_canary_names_a_client_whose_hooks_never_fired(proj):
+    claude_transcript(proj, "4a3e1c2d-0000-4000-8000-000000000000", age=86400)
     doctor = proj.cli("doctor")
-    assert "PASS  claude hooks have not fired yet" in doctor.stdout
+    assert "PASS  claude hooks have not fired yet" in doctor.stdout, \
+        "a session from before the install is no evidence"
     claude_transcript(proj, "4a3e1c2d-0000-4000-8000-000000000001")
     codex_rollout(proj, "01a23100-0000-7000-8000-000000000002")
     doctor = proj.cli("doctor")
     assert doctor.code == 1
-    assert "FAIL  claude ran here without notrest's hooks: 1 session(s) since ever " \
-        "(they never fired)" in doctor.stdout
+    assert "FAIL  claude ran here without notrest's hooks: 1 session(s) and they " \
+        "never fired here" in doctor.stdout
     assert "FAIL  codex ran here without notrest's hooks" in doctor.stdout
     assert "/hooks" in doctor.stdout and "untrusted hooks are skipped" in doctor.stdout
 
