@@ -4582,6 +4582,10 @@ HOOK_MARK = "/.notrest/hooks/"
 HARNESS_READ_MAX = 16 * 1024 * 1024
 PENDING_MAX = 10
 CONFIG_GUARDED = ("python", "harden", "clients")
+# Claude Code 2.1.332 puts its sandbox's bridge sockets under $TMPDIR/claude-<uid>/;
+# with a longer TMPDIR than this leaves room for, the sandbox fails to start
+# ("Failed to create bridge sockets"): measured, 74 characters for uid 0.
+CLAUDE_SOCKET_PATH_MAX = 83
 TOML_BEGIN = "# notrest:begin harden"
 TOML_END = "# notrest:end harden"
 
@@ -5297,7 +5301,13 @@ def sandbox_gaps(client, env=None):
         return ["an OS sandbox (Linux or macOS)"]
     if client != "claude":
         return []  # Codex ships its own bubblewrap
-    return [name for name in ("bwrap", "socat") if not find_program(name, env)]
+    gaps = [name for name in ("bwrap", "socat") if not find_program(name, env)]
+    tmp = (os.environ if env is None else env).get("TMPDIR") or "/tmp"
+    longest = CLAUDE_SOCKET_PATH_MAX - len("/claude-%d" % os.getuid())
+    if len(tmp) > longest:
+        gaps.append("a TMPDIR of at most %d characters (its bridge sockets live there; "
+                    "this one has %d)" % (longest, len(tmp)))
+    return gaps
 
 
 def find_program(name, env=None):
@@ -6321,8 +6331,9 @@ def hardening_findings(estate, config, env=None):
             findings.append(Finding(False, "the %s sandbox cannot start here: %s missing"
                                     % (client, ", ".join(gaps)),
                                     "install them (Debian/Ubuntu: apt-get install "
-                                    "bubblewrap socat); until then %s refuses shell "
-                                    "commands" % client))
+                                    "bubblewrap socat), start the client with a shorter "
+                                    "TMPDIR if that is named; until then %s refuses "
+                                    "shell commands" % client))
         elif client == "claude" and sys.platform.startswith("linux"):
             code, _out, err = run_command([find_program("bwrap", env), "--ro-bind", "/",
                                            "/", "--dev", "/dev", "true"], timeout=10)

@@ -230,6 +230,10 @@ def test_doctor_names_what_the_sandbox_lacks(tmp_path, hardened):
     assert "FAIL  the claude sandbox cannot start here: bwrap, socat missing" in \
         lacking.stdout
     assert "apt-get install bubblewrap socat" in lacking.stdout
+    long_tmp = "/tmp/" + "t" * 90
+    cramped = hardened.cli("doctor", PATH=tool_path(tmp_path), TMPDIR=long_tmp)
+    assert "FAIL  the claude sandbox cannot start here: a TMPDIR of at most" in \
+        cramped.stdout and "this one has 95" in cramped.stdout
 
 
 def test_doctor_fails_a_client_older_than_hardening_was_proven_with(tmp_path, hardened):

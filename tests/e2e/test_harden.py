@@ -46,10 +46,26 @@ def require_sandbox(client):
         pytest.skip(message)
 
 
+@pytest.fixture
+def run_tmp(client, tmp_path):
+    """The TMPDIR the client runs with. Claude's sandbox keeps its bridge sockets
+    under it, and a pytest temp path is too long for a unix socket
+    (notrest.CLAUDE_SOCKET_PATH_MAX): Claude gets a short folder in /tmp. Codex keeps
+    a folder of the test's own (its CODEX_HOME must not lie under its TMPDIR)."""
+    if client != "claude":
+        folder = tmp_path / "codex-tmp"
+        folder.mkdir()
+        yield str(folder)
+        return
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="nrh-", dir="/tmp")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def hardened(e2e, client, script):
     require_sandbox(client)
     env = e2e(client, script)
-    assert not str(env.codex_home).startswith(str(env.tmpdir) + os.sep)
     proc = subprocess.run(["sh", str(rig.REPO / "install.sh"), "--harden", "--quiet",
                            str(env.project)], capture_output=True, text=True, timeout=60,
                           env=rig.base_env(env.home, {"CODEX_HOME": str(env.codex_home)}))
@@ -82,7 +98,7 @@ def journal(env, session):
     return rig.read_journal(env.project / ".notrest" / "journal" / (session + ".jsonl"))
 
 
-def test_the_clients_sandbox_refuses_what_the_gate_let_through(e2e, client):
+def test_the_clients_sandbox_refuses_what_the_gate_let_through(e2e, client, run_tmp):
     calls = [tool_turn(shell_call(client, WRITES)), tool_turn(shell_call(client, BANK))]
     if client == "claude":
         calls.append(tool_turn({"name": "Write", "input": {
@@ -91,11 +107,12 @@ def test_the_clients_sandbox_refuses_what_the_gate_let_through(e2e, client):
         calls.append(tool_turn({"name": "apply_patch", "input": (
             "*** Begin Patch\n*** Add File: .notrest/new-law.json\n+{}\n*** End Patch\n")}))
     env = hardened(e2e, client, None)
+    assert not str(env.codex_home).startswith(run_tmp + os.sep)
     env.set_script({"scripts": {"harden-go": json.loads(json.dumps(
         calls + [text_turn("done")]).replace("PROJECT", str(env.project)))}})
     laws = env.project / ".notrest" / "laws.json"
     before = laws.read_bytes()
-    res = env.run("harden-go: try it", timeout=TIMEOUT).check()
+    res = env.run("harden-go: try it", timeout=TIMEOUT, env={"TMPDIR": run_tmp}).check()
     session = rig.session_id(res)
     said = outputs(res)
     assert "Read-only file system" in said[0], said
@@ -116,7 +133,7 @@ def test_the_clients_sandbox_refuses_what_the_gate_let_through(e2e, client):
     doctor = subprocess.run([str(env.project / ".notrest" / "notrest"), "doctor"],
                             capture_output=True, text=True, timeout=120,
                             cwd=str(env.project), env=rig.base_env(env.home, {
-                                "CODEX_HOME": env.codex_home, "TMPDIR": env.tmpdir,
+                                "CODEX_HOME": env.codex_home, "TMPDIR": run_tmp,
                                 "PATH": "%s:%s" % (rig.bin_dir(), os.environ["PATH"])}))
     assert "FAIL  harness drift" not in doctor.stdout, doctor.stdout
     if client == "codex":
@@ -126,14 +143,14 @@ def test_the_clients_sandbox_refuses_what_the_gate_let_through(e2e, client):
     else:
         assert "PASS  claude sandbox configured for claude 2.1.332" in doctor.stdout
         assert "PASS  bubblewrap can make a sandbox here" in doctor.stdout
-    second = env.run("harden-next: go on", timeout=TIMEOUT).check()
+    second = env.run("harden-next: go on", timeout=TIMEOUT, env={"TMPDIR": run_tmp}).check()
     packets = [t for t in env.request_texts() if "sandboxed work done" in t]
     assert packets, "the banked note reaches the next session's packet"
     assert "Hardening: on." in env.request_texts()[-1]
     assert rig.session_id(second) != session
 
 
-def test_a_tampered_launcher_is_repaired_by_the_next_session(e2e, client):
+def test_a_tampered_launcher_is_repaired_by_the_next_session(e2e, client, run_tmp):
     env = hardened(e2e, client, {"scripts": {"tamper-go": [
         tool_turn(shell_call(client, "git push --force origin main")),
         text_turn("done")]}})
@@ -141,7 +158,8 @@ def test_a_tampered_launcher_is_repaired_by_the_next_session(e2e, client):
     original = launcher.read_bytes()
     launcher.write_text("#!/bin/sh\nprintf '{}\\n'\n")    # the gate, switched off
     extra = ["--include-hook-events"] if client == "claude" else []
-    res = env.run("tamper-go: clean up", timeout=TIMEOUT, extra_args=extra).check()
+    res = env.run("tamper-go: clean up", timeout=TIMEOUT, extra_args=extra,
+                  env={"TMPDIR": run_tmp}).check()
     assert launcher.read_bytes() == original
     assert any("notrest deny [no-force-push]" in t for t in env.request_texts()), \
         "the repaired gate denied the force-push"
