@@ -5336,57 +5336,6 @@ def with_system_message(result, notice):
     return out, err, code
 
 
-# -- banking from a sandboxed shell (ring 2 keeps .notrest/ read-only to it) ----
-
-def deferred_bank_line(note, next_step, open_items, close_ids):
-    """What `notrest bank` prints when its shell cannot write the estate: the hook
-    that sees the command finish, outside the sandbox, banks it."""
-    return BANK_DEFERRED_MARK + json_dumps({"note": note, "next": next_step,
-                                            "open": list(open_items),
-                                            "close": list(close_ids)})
-
-
-def response_text(event):
-    """The output text of a tool call as its PostToolUse (or failure) carries it."""
-    response = event.tool_response
-    if isinstance(response, dict):
-        return "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr"))
-    if isinstance(response, str):
-        return response
-    error = event.raw.get("error")
-    return error if isinstance(error, str) else ""
-
-
-def bank_deferred(estate, event, now=None):
-    """Bank the notes a sandboxed `notrest bank` handed over in its output, for this
-    hook's own session (never another); returns how many."""
-    banked = 0
-    for line in response_text(event).splitlines()[-200:]:
-        line = line.strip()
-        if not line.startswith(BANK_DEFERRED_MARK) or banked >= 3:
-            continue
-        try:
-            req = json_loads(line[len(BANK_DEFERRED_MARK):])
-        except ValueError:
-            continue
-        if not isinstance(req, dict):
-            continue
-
-        def texts(key, limit):
-            value = req.get(key)
-            return [v[:limit] for v in value if isinstance(v, str)][:10] if isinstance(
-                value, list) else []
-
-        note = req.get("note") if isinstance(req.get("note"), str) else ""
-        next_step = req.get("next") if isinstance(req.get("next"), str) else ""
-        opened, closed = texts("open", 1000), texts("close", 40)
-        if note or next_step or opened or closed:
-            bank_session(estate, event.session, note, next_step, opened, closed,
-                         now=now, by="cli", client=event.client or "")
-            banked += 1
-    return banked
-
-
 # ==== learn =================================================================
 # Deterministic mining of the journals, no model calls, no background process.
 # A cursor per journal makes every run read only new lines. The state keeps
@@ -7412,6 +7361,58 @@ def apply_hardening(root, clients, harden, state, report, env=None):
                     client, record["file"]))
             records.pop(client)
     return records
+
+
+# -- banking from a sandboxed shell (ring 2 keeps .notrest/ read-only to it) ----
+
+def deferred_bank_line(note, next_step, open_items, close_ids):
+    """What `notrest bank` prints when its shell cannot write the estate: the hook
+    that sees the command finish, outside the sandbox, banks it."""
+    return BANK_DEFERRED_MARK + json_dumps({"note": note, "next": next_step,
+                                            "open": list(open_items),
+                                            "close": list(close_ids)})
+
+
+def response_text(event):
+    """The output text of a tool call as its PostToolUse (or failure) carries it."""
+    response = event.tool_response
+    if isinstance(response, dict):
+        return "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr"))
+    if isinstance(response, str):
+        return response
+    error = event.raw.get("error")
+    return error if isinstance(error, str) else ""
+
+
+def bank_deferred(estate, event, now=None):
+    """Bank the notes a sandboxed `notrest bank` handed over in its output, for this
+    hook's own session (never another); returns how many."""
+    banked = 0
+    for line in response_text(event).splitlines()[-200:]:
+        line = line.strip()
+        if not line.startswith(BANK_DEFERRED_MARK) or banked >= 3:
+            continue
+        try:
+            req = json_loads(line[len(BANK_DEFERRED_MARK):])
+        except ValueError:
+            continue
+        if not isinstance(req, dict):
+            continue
+
+        def texts(key, limit):
+            value = req.get(key)
+            return [v[:limit] for v in value if isinstance(v, str)][:10] if isinstance(
+                value, list) else []
+
+        note = req.get("note") if isinstance(req.get("note"), str) else ""
+        next_step = req.get("next") if isinstance(req.get("next"), str) else ""
+        opened, closed = texts("open", 1000), texts("close", 40)
+        if note or next_step or opened or closed:
+            bank_session(estate, event.session, note, next_step, opened, closed,
+                         now=now, by="cli", client=event.client or "")
+            banked += 1
+    return banked
+
 
 
 def remove_project_store(root, env=None):
