@@ -2814,12 +2814,18 @@ def sha256_hex(data):
     return hashlib.sha256(data).hexdigest()
 
 
+_STORES = {}
+
+
 def project_store(root, env=None):
     """The folder under data_dir() that belongs to one installed project (its
     pristine copy and manifest), named by a hash of the project's real path."""
-    real = os.path.realpath(root)
-    digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:16]
-    return os.path.join(data_dir(env), "projects", digest)
+    key = (root, data_dir(env))
+    if key not in _STORES:
+        real = os.path.realpath(root)
+        digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:16]
+        _STORES[key] = os.path.join(key[1], "projects", digest)
+    return _STORES[key]
 
 
 def find_root(start):
