@@ -35,6 +35,7 @@ PACKET_LINE_MAX = 240
 STDIN_CAP_BYTES = 32 * 1024 * 1024
 STDIN_DEADLINE_S = 3.0
 JOURNAL_TEXT_MAX = 2000
+ERROR_TEXT_MAX = 600
 INDEX_MAX_SESSIONS = 500
 INDEX_SCAN_SESSIONS = 25
 LIVE_SHOWN = 5
@@ -360,157 +361,2104 @@ def iso_time(epoch):
 
 
 # ==== redaction =============================================================
-# Secrets never reach the estate. A cheap substring scan decides whether the
-# regular expressions (and the cost of importing `re`) are needed at all.
+# Secrets never reach the estate, and a prompt that carries one is refused. The
+# evidence is data, in the tables below:
+#   - anchored formats: a fixed prefix (or infix) and a body of known charset and
+#     length, with an entropy floor and, where the format has one, a check digit;
+#   - keyword rules: the value of an assignment whose name names a service
+#     (HEROKU_API_KEY=<uuid>), in the exact shape that service issues;
+#   - secret words: a value assigned to, or written right after, a name such as
+#     password, secret or token, judged by its entropy; code (os.environ[...],
+#     $VAR, ${{ secrets.X }}, a variable), digests, UUIDs and paths are no secrets;
+#   - scanners for what is not one token: private-key blocks, PuTTY and JWK keys,
+#     URL passwords, Authorization headers, passwords on command lines.
+# One pass per text: it is lowered and split into words once, the set of their
+# 4-character heads meets the heads of every anchor and keyword, and only the rules
+# whose heads occur are tried, each found by str.find and matched by str.lstrip (no
+# regular expression, no `re` import, for the built-in rules). A finding is sure
+# (the secret-in-prompt law refuses it) or not (it is redacted all the same). The
+# answer for a text is kept, so the prompt law, the journal and append_record share
+# one scan. Every cut of payload text goes through redact_clip: redact, then cut.
 
-_SECRET_HINTS = ("://", "sk-", "sk_", "rk_", "akia", "asia", "ghp_", "gho_", "ghs_", "ghu_",
-                 "ghr_", "github_pat_", "xox", "aiza", "eyj", "private key", "bearer",
-                 "authorization", "passw", "pwd", "secret", "token", "api_key",
-                 "apikey", "api-key", "access_key", "credential")
-_SECRET_PATTERNS = []
+# ---- the rule table ----------------------------------------------------------
+# One row per format: (id, name, anchor, shape, options).
+#   anchor  the fixed text the format carries, matched case-sensitively unless the
+#           options say `ci`. A row whose anchor is "" is a keyword rule: its value
+#           is the value of an assignment whose name holds a keyword (`kw=`). A row
+#           whose anchor starts with "@" is read by a scanner of its own (the shape
+#           field then carries that scanner's data).
+#   shape   the body as segments separated by spaces: CLASS{n}, CLASS{n,m},
+#           CLASS{n,} (charset and length, see _SECRET_CLASSES), UUID, or literal
+#           text; "^" marks where the anchor sits when the format has text before
+#           it; " | " separates alternatives, tried in order.
+#   options ent=N    Shannon entropy floor of the body (bits per character)
+#           check=X  a check digit the format carries: crc32 (GitHub, npm: the last
+#                    6 characters are the CRC32 of the rest in base62), bech32 (age),
+#                    jwt (the header is JSON), basic (user:password)
+#           kw=a|b+c a keyword that must name the assignment (keyword rules) or stand
+#                    on the line before the anchor; | separates alternatives, + joins
+#                    words that must all be there
+#           prev=xy  one of these characters must stand right before the anchor
+#           infix    the anchor may sit inside a longer word (searched for as is)
+#           ci       the anchor is matched whatever its case
+#           weak     redacted, but never enough to refuse a prompt
+# Facts from the public rule lists (gitleaks' config, detect-secrets' plugins) and
+# the vendors' own documentation; the rows are our own.
+SECRET_RULES = (
+    # -- version control, CI and registries
+    ("github-pat", "GitHub personal access token", "ghp_", "an{36}", "check=crc32"),
+    ("github-oauth", "GitHub OAuth access token", "gho_", "an{36}", "check=crc32"),
+    ("github-user-to-server", "GitHub App user-to-server token", "ghu_", "an{36}",
+     "check=crc32"),
+    ("github-installation", "GitHub App installation token", "ghs_", "an{36}",
+     "check=crc32"),
+    ("github-refresh", "GitHub refresh token", "ghr_", "an{36,76}", "check=crc32"),
+    ("github-fine-grained-pat", "GitHub fine-grained personal access token",
+     "github_pat_", "w{82}", "ent=3"),
+    # the same prefixes with a body of another length: no real token, redacted anyway
+    ("github-token-like", "GitHub token", "ghp_", "an{20,255}", "weak ent=3"),
+    ("github-token-like", "GitHub token", "gho_", "an{20,255}", "weak ent=3"),
+    ("github-token-like", "GitHub token", "ghu_", "an{20,255}", "weak ent=3"),
+    ("github-token-like", "GitHub token", "ghs_", "an{20,255}", "weak ent=3"),
+    ("github-token-like", "GitHub token", "ghr_", "an{20,255}", "weak ent=3"),
+    ("github-token-like", "GitHub token", "github_pat_", "w{22,255}", "weak ent=3"),
+    ("gitlab-pat-routable", "GitLab personal access token", "glpat-",
+     "b64u{27,300} . al{9}", ""),
+    ("gitlab-pat", "GitLab personal access token", "glpat-", "b64u{20}", ""),
+    ("gitlab-token-like", "GitLab token", "glpat-", "b64u{16,300}", "weak ent=3"),
+    ("gitlab-deploy-token", "GitLab deploy token", "gldt-",
+     "b64u{27,300} . al{9} | b64u{20}", ""),
+    ("gitlab-feed-token", "GitLab feed token", "glft-", "b64u{20,64}", ""),
+    ("gitlab-incoming-mail-token", "GitLab incoming mail token", "glimt-", "b64u{25}", ""),
+    ("gitlab-agent-token", "GitLab Kubernetes agent token", "glagent-",
+     "b64u{50,1024}", ""),
+    ("gitlab-oauth-secret", "GitLab OAuth application secret", "gloas-", "b64u{64}", ""),
+    ("gitlab-trigger-token", "GitLab pipeline trigger token", "glptt-", "b64u{40}", ""),
+    ("gitlab-runner-token", "GitLab runner authentication token", "glrt-",
+     "b64u{27,300} . al{9} | b64u{20}", ""),
+    ("gitlab-runner-registration", "GitLab runner registration token", "GR1348941",
+     "b64u{20,50}", ""),
+    ("gitlab-job-token", "GitLab CI/CD job token", "glcbt-",
+     "an{1,5} _ b64u{20,300}", ""),
+    ("gitlab-scim-token", "GitLab SCIM token", "glsoat-", "b64u{20,64}", ""),
+    ("gitlab-feature-flag-token", "GitLab feature flag client token", "glffct-",
+     "b64u{20,64}", ""),
+    ("gitlab-session-cookie", "GitLab session cookie", "_gitlab_session=", "al{32}", ""),
+    ("bitbucket-app-password", "Bitbucket app password", "ATBB", "an{28,40}", "ent=3.5"),
+    ("atlassian-api-token", "Atlassian API token", "ATATT3", "b64ue{150,220}", ""),
+    ("circleci-personal-token", "CircleCI personal API token", "CCIPAT_",
+     "wd{40,100}", "ent=3.5"),
+    ("circleci-project-token", "CircleCI project API token", "CCIPRJ_", "wd{40,100}",
+     "ent=3.5"),
+    ("buildkite-token", "Buildkite API access token", "bkua_", "h{40}", ""),
+    ("npm-token", "npm access token", "npm_", "an{36}", "check=crc32"),
+    ("npm-token-like", "npm token", "npm_", "an{20,64}", "weak ent=3"),
+    ("pypi-token", "PyPI upload token", "pypi-AgEIcHlwaS5vcmc", "b64u{50,1000}", ""),
+    ("testpypi-token", "TestPyPI upload token", "pypi-AgENdGVzdC5weXBpLm9yZw",
+     "b64u{50,1000}", ""),
+    ("rubygems-key", "RubyGems API key", "rubygems_", "h{48}", ""),
+    ("nuget-api-key", "NuGet API key", "oy2", "al{43}", "ent=3.5"),
+    ("crates-io-token", "crates.io API token", "cio", "an{32}", "ent=4"),
+    ("clojars-token", "Clojars deploy token", "CLOJARS_", "al{60}", "ci"),
+    ("jfrog-api-key", "JFrog Artifactory API key", "AKCp", "an{69}", "ent=4"),
+    ("jfrog-reference-token", "JFrog reference token", "cmVmd", "an{59}", "ent=4"),
+    ("octopus-api-key", "Octopus Deploy API key", "API-", "AN{26}", "ent=3"),
+    ("sonarqube-user-token", "SonarQube user token", "squ_", "hH{40}", ""),
+    ("sonarqube-project-token", "SonarQube project token", "sqp_", "hH{40}", ""),
+    ("sonarqube-analysis-token", "SonarQube global analysis token", "sqa_", "hH{40}", ""),
+    ("docker-hub-pat", "Docker Hub personal access token", "dckr_pat_", "b64u{27,40}",
+     ""),
+    ("docker-hub-oat", "Docker Hub organization access token", "dckr_oat_",
+     "b64u{27,40}", ""),
+    ("harness-pat", "Harness personal access token", "pat.",
+     "b64u{22} . an{24} . an{20}", ""),
+    ("harness-sat", "Harness service account token", "sat.",
+     "b64u{22} . an{24} . an{20}", ""),
+    ("postman-api-key", "Postman API key", "PMAK-", "hH{24} - hH{34}", ""),
+    ("readme-api-key", "ReadMe API key", "rdme_", "al{70}", ""),
+    ("infracost-token", "Infracost API token", "ico-", "an{32}", "ent=3"),
+    ("prefect-key", "Prefect API key", "pnu_", "an{36}", ""),
+    ("scalingo-token", "Scalingo API token", "tk-us-", "b64u{48}", ""),
+    ("pulumi-token", "Pulumi access token", "pul-", "h{40}", ""),
+    # -- cloud and infrastructure
+    ("aws-access-key-id", "AWS access key ID", "AKIA", "AN{16}", "ent=2.5"),
+    ("aws-temporary-key-id", "AWS temporary access key ID", "ASIA", "AN{16}", "ent=2.5"),
+    ("aws-bearer-key-id", "AWS STS service bearer key ID", "ABIA", "AN{16}", "ent=2.5"),
+    ("aws-context-key-id", "AWS context-specific credential key ID", "ACCA", "AN{16}",
+     "ent=2.5"),
+    ("aws-session-token", "AWS session token", "IQoJb3JpZ2luX2Vj", "b64{100,4096} eq{0,2}",
+     ""),
+    ("aws-session-token-legacy", "AWS session token", "FwoGZXIvYXdzE",
+     "b64{100,4096} eq{0,2}", ""),
+    ("aws-bedrock-api-key", "Amazon Bedrock API key", "ABSK", "b64{109,269} eq{0,2}",
+     "ent=3"),
+    ("amazon-mws-token", "Amazon MWS auth token", "amzn.mws.", "UUID", ""),
+    ("gcp-api-key", "Google API key", "AIza", "b64u{35}", "ent=3"),
+    ("gcp-api-key-like", "Google API key", "AIza", "b64u{30,45}", "weak ent=3"),
+    ("gcp-oauth-client-secret", "Google OAuth client secret", "GOCSPX-", "b64u{28}", ""),
+    ("gcp-oauth-access-token", "Google OAuth access token", "ya29.", "wd{30,2048}",
+     "ent=3.5"),
+    ("gcp-oauth-refresh-token", "Google OAuth refresh token", "1//0", "b64u{30,512}",
+     "ent=3.5"),
+    ("firebase-fcm-key", "Firebase Cloud Messaging server key", ":APA91b",
+     "AAAA an{7} ^ b64u{120,160}", "infix"),
+    ("azure-ad-client-secret", "Azure AD (Entra ID) client secret", "Q~",
+     "az{3} d{1} ^ az{31,34}", "infix ent=3"),
+    ("azure-storage-key", "Azure storage account key", "AccountKey=",
+     "b64{86} eq{0,2}", "ci"),
+    ("azure-shared-access-key", "Azure shared access key", "SharedAccessKey=",
+     "b64{42,88} eq{0,2}", "ci"),
+    ("azure-sas-signature", "Azure shared access signature", "sig=", "pct{30,120}",
+     "ci prev=?& ent=3"),
+    ("digitalocean-pat", "DigitalOcean personal access token", "dop_v1_", "h{64}", ""),
+    ("digitalocean-oauth-token", "DigitalOcean OAuth token", "doo_v1_", "h{64}", ""),
+    ("digitalocean-refresh-token", "DigitalOcean refresh token", "dor_v1_", "h{64}", ""),
+    ("vault-service-token", "HashiCorp Vault service token", "hvs.", "b64u{24,300}",
+     "ent=3"),
+    ("vault-batch-token", "HashiCorp Vault batch token", "hvb.", "b64u{100,400}", ""),
+    ("vault-recovery-token", "HashiCorp Vault recovery token", "hvr.", "b64u{24,300}",
+     "ent=3"),
+    ("vault-legacy-token", "HashiCorp Vault token", "s.", "an{24}", "kw=vault ent=3.5"),
+    ("terraform-cloud-token", "Terraform Cloud API token", ".atlasv1.",
+     "an{14} ^ b64u{60,70}", "infix"),
+    ("planetscale-token", "PlanetScale service token", "pscale_tkn_", "wde{32,64}", ""),
+    ("planetscale-oauth-token", "PlanetScale OAuth token", "pscale_oauth_", "wde{32,64}",
+     ""),
+    ("planetscale-password", "PlanetScale database password", "pscale_pw_", "wde{32,64}",
+     ""),
+    ("doppler-personal-token", "Doppler personal token", "dp.pt.", "an{40,44}", ""),
+    ("doppler-service-token", "Doppler service token", "dp.st.", "wd{40,100}", ""),
+    ("doppler-cli-token", "Doppler CLI token", "dp.ct.", "an{40,44}", ""),
+    ("doppler-service-account-token", "Doppler service account token", "dp.sa.",
+     "an{40,44}", ""),
+    ("doppler-scim-token", "Doppler SCIM token", "dp.scim.", "an{40,44}", ""),
+    ("doppler-audit-token", "Doppler audit token", "dp.audit.", "an{40,44}", ""),
+    ("heroku-api-key-v2", "Heroku API key", "HRKU-AA", "b64u{58}", ""),
+    ("flyio-token", "Fly.io access token", "fo1_", "b64u{43}", ""),
+    ("flyio-macaroon", "Fly.io macaroon token", "fm2_", "b64{100,4096} eq{0,3}", ""),
+    ("flyio-macaroon-r", "Fly.io macaroon token", "fm1r_", "b64{100,4096} eq{0,3}", ""),
+    ("flyio-macaroon-a", "Fly.io macaroon token", "fm1a_", "b64{100,4096} eq{0,3}", ""),
+    ("render-api-key", "Render API key", "rnd_", "an{24,40}", "ent=3.5"),
+    ("supabase-pat", "Supabase personal access token", "sbp_", "h{40}", ""),
+    ("supabase-secret-key", "Supabase secret key", "sb_secret_", "b64u{31,64}", ""),
+    ("cloudflare-origin-ca-key", "Cloudflare Origin CA key", "v1.0-", "h{24} - h{146}",
+     ""),
+    ("databricks-token", "Databricks access token", "dapi", "h{32} - d{1} | h{32}", ""),
+    ("dynatrace-token", "Dynatrace API token", "dt0c01.", "AN{24} . AN{64}", ""),
+    ("grafana-cloud-token", "Grafana Cloud API token", "glc_", "b64{32,400} eq{0,3}",
+     "ent=3"),
+    ("grafana-service-account-token", "Grafana service account token", "glsa_",
+     "an{32} _ hH{8}", ""),
+    ("grafana-api-key", "Grafana API key", "eyJrIjoi", "b64{70,400} eq{0,3}", ""),
+    ("new-relic-user-key", "New Relic user API key", "NRAK-", "AN{27}", ""),
+    ("new-relic-insert-key", "New Relic insert key", "NRII-", "b64u{32}", ""),
+    ("new-relic-browser-key", "New Relic browser API key", "NRJS-", "h{19}", ""),
+    ("sentry-org-token", "Sentry organization auth token", "sntrys_",
+     "b64{60,400} eq{0,2} _ b64{43}", ""),
+    ("sentry-user-token", "Sentry user auth token", "sntryu_", "h{64}", ""),
+    ("alibaba-access-key-id", "Alibaba Cloud AccessKey ID", "LTAI", "an{20}", "ent=3"),
+    ("tencent-secret-id", "Tencent Cloud SecretId", "AKID", "an{32}", "ent=3.5"),
+    ("yandex-api-key", "Yandex Cloud API key", "AQVN", "b64u{35,38}", "ent=3"),
+    ("yandex-iam-token", "Yandex Cloud IAM token", "t1.", "b64ue{20,400} . b64ue{86}",
+     "kw=yandex"),
+    ("1password-secret-key", "1Password secret key", "A3-",
+     "AN{6} - AN{11} - AN{5} - AN{5} - AN{5} | AN{6} - AN{6} - AN{5} - AN{5} - AN{5} - "
+     "AN{5}", "ent=3"),
+    ("1password-service-token", "1Password service account token", "ops_eyJ",
+     "b64{250,8192} eq{0,3}", ""),
+    ("clickhouse-secret", "ClickHouse Cloud API secret", "4b1d", "an{38}", "ent=3.5"),
+    ("adobe-client-secret", "Adobe client secret", "p8e-", "an{32}", "ent=3"),
+    ("tailscale-key", "Tailscale key", "tskey-", "b64u{30,120}", "ent=3.5"),
+    ("age-secret-key", "age secret key", "AGE-SECRET-KEY-1", "bech{58}", "check=bech32"),
+    # -- AI
+    ("anthropic-api-key", "Anthropic API key", "sk-ant-api03-", "b64u{80,120}", ""),
+    ("anthropic-admin-key", "Anthropic admin API key", "sk-ant-admin01-", "b64u{80,120}",
+     ""),
+    ("anthropic-oauth-token", "Anthropic OAuth access token", "sk-ant-oat01-",
+     "b64u{80,120}", ""),
+    ("anthropic-oauth-refresh", "Anthropic OAuth refresh token", "sk-ant-ort01-",
+     "b64u{80,120}", ""),
+    ("anthropic-key", "Anthropic API key", "sk-ant-", "b64u{32,200}", "ent=3"),
+    ("openai-project-key", "OpenAI project API key", "sk-proj-", "b64u{40,250}",
+     "ent=3.5"),
+    ("openai-service-account-key", "OpenAI service account key", "sk-svcacct-",
+     "b64u{40,250}", "ent=3.5"),
+    ("openai-admin-key", "OpenAI admin key", "sk-admin-", "b64u{40,250}", "ent=3.5"),
+    ("openai-key-like", "OpenAI key", "sk-proj-", "b64u{16,250}", "weak"),
+    ("openai-key-like", "OpenAI key", "sk-svcacct-", "b64u{16,250}", "weak"),
+    ("openai-key-like", "OpenAI key", "sk-admin-", "b64u{16,250}", "weak"),
+    ("openai-legacy-key", "OpenAI API key", "sk-", "an{20} T3BlbkFJ an{20}", ""),
+    ("openrouter-key", "OpenRouter API key", "sk-or-v1-", "h{64}", ""),
+    ("sk-api-key", "API secret key (sk-)", "sk-", "b64u{24,250}", "ent=3.5 mixed"),
+    ("huggingface-token", "Hugging Face access token", "hf_", "an{34}", "ent=3.5"),
+    ("huggingface-org-token", "Hugging Face organization API token", "api_org_",
+     "an{34}", "ent=3.5"),
+    ("perplexity-key", "Perplexity API key", "pplx-", "an{48}", "ent=3.5"),
+    ("xai-key", "xAI API key", "xai-", "an{80}", "ent=3.5"),
+    ("groq-key", "Groq API key", "gsk_", "an{52}", "ent=3.5"),
+    ("replicate-token", "Replicate API token", "r8_", "an{37}", "ent=3.5"),
+    ("langsmith-token", "LangSmith personal access token", "lsv2_pt_", "h{32} _ h{10}",
+     ""),
+    ("langsmith-key", "LangSmith service key", "lsv2_sk_", "h{32} _ h{10}", ""),
+    ("pinecone-key", "Pinecone API key", "pcsk_", "b64u{40,120}", "ent=3.5"),
+    ("nvidia-key", "NVIDIA API key", "nvapi-", "b64u{64}", "ent=3.5"),
+    ("elevenlabs-key", "ElevenLabs API key", "sk_", "h{48}", ""),
+    # -- SaaS, messaging, monitoring
+    ("slack-bot-token", "Slack bot token", "xoxb-", "b64u{20,250}", "ent=3"),
+    ("slack-user-token", "Slack user token", "xoxp-", "b64u{20,250}", "ent=3"),
+    ("slack-workspace-token", "Slack workspace access token", "xoxa-", "b64u{10,250}",
+     "ent=3"),
+    ("slack-refresh-token", "Slack refresh token", "xoxr-", "b64u{10,250}", "ent=3"),
+    ("slack-session-token", "Slack session token", "xoxs-", "b64u{20,250}", "ent=3"),
+    ("slack-legacy-token", "Slack legacy token", "xoxo-", "b64u{20,250}", "ent=3"),
+    ("slack-client-token", "Slack client token", "xoxc-", "b64u{20,250}", "ent=3"),
+    ("slack-config-token", "Slack configuration access token", "xoxe.xox",
+     "a{1} - b64u{100,250}", ""),
+    ("slack-config-refresh", "Slack configuration refresh token", "xoxe-",
+     "b64u{100,250}", ""),
+    ("slack-app-token", "Slack app-level token", "xapp-", "b64u{20,250}", "ent=3"),
+    ("slack-webhook", "Slack incoming webhook URL", "hooks.slack.com/services/",
+     "b64{40,60}", "infix"),
+    ("slack-workflow-webhook", "Slack workflow webhook URL", "hooks.slack.com/workflows/",
+     "b64{40,80}", "infix"),
+    ("slack-trigger-webhook", "Slack trigger webhook URL", "hooks.slack.com/triggers/",
+     "b64{40,80}", "infix"),
+    ("discord-webhook", "Discord webhook URL", "discord.com/api/webhooks/",
+     "d{17,20} / b64u{60,68}", "infix"),
+    ("discordapp-webhook", "Discord webhook URL", "discordapp.com/api/webhooks/",
+     "d{17,20} / b64u{60,68}", "infix"),
+    ("teams-webhook", "Microsoft Teams webhook URL", ".webhook.office.com/webhookb2/",
+     "UUID @ UUID /IncomingWebhook/ hH{32} / UUID", "infix"),
+    ("telegram-bot-token", "Telegram bot token", ":AA", "d{8,10} ^ b64u{33}",
+     "infix ent=3"),
+    ("twilio-api-key", "Twilio API key", "SK", "hH{32}", "ent=3"),
+    ("sendgrid-api-key", "SendGrid API key", "SG.", "b64u{22} . b64u{43}", ""),
+    ("mailchimp-api-key", "Mailchimp API key", "-us", "h{32} ^ d{1,2}", "infix"),
+    ("brevo-api-key", "Brevo (Sendinblue) API key", "xkeysib-", "h{64} - an{16}", ""),
+    ("brevo-smtp-key", "Brevo (Sendinblue) SMTP key", "xsmtpsib-", "h{64} - an{16}", ""),
+    ("shopify-access-token", "Shopify access token", "shpat_", "hH{32}", ""),
+    ("shopify-custom-app-token", "Shopify custom app access token", "shpca_", "hH{32}",
+     ""),
+    ("shopify-private-app-token", "Shopify private app access token", "shppa_", "hH{32}",
+     ""),
+    ("shopify-shared-secret", "Shopify shared secret", "shpss_", "hH{32}", ""),
+    ("notion-token", "Notion integration token", "ntn_", "d{11} an{35}", ""),
+    ("notion-token-legacy", "Notion integration token", "secret_", "an{43}", "ent=4"),
+    ("linear-api-key", "Linear API key", "lin_api_", "an{40}", ""),
+    ("airtable-pat", "Airtable personal access token", "pat", "an{14} . h{64}", ""),
+    ("hubspot-private-app-token", "HubSpot private app token", "pat-na1-", "UUID", ""),
+    ("hubspot-private-app-token-eu", "HubSpot private app token", "pat-eu1-", "UUID", ""),
+    ("figma-pat", "Figma personal access token", "figd_", "b64u{40,100}", "ent=3.5"),
+    ("contentful-pat", "Contentful personal access token", "CFPAT-", "b64u{43}", ""),
+    ("typeform-token", "Typeform personal access token", "tfp_", "wde{59}", ""),
+    ("frameio-token", "Frame.io API token", "fio-u-", "b64ue{64}", ""),
+    ("mapbox-secret-token", "Mapbox secret token", "sk.eyJ", "b64ue{50,300} . b64u{20,30}",
+     ""),
+    ("dropbox-short-lived-token", "Dropbox short-lived access token", "sl.",
+     "wd{130,1400}", "ent=4"),
+    ("intra42-secret", "42 Intra client secret", "s-s4t2ud-", "h{64}", ""),
+    ("intra42-secret-af", "42 Intra client secret", "s-s4t2af-", "h{64}", ""),
+    ("maxmind-license-key", "MaxMind license key", "_mmk", "an{6} _ an{29} ^", "infix"),
+    ("settlemint-pat", "SettleMint personal access token", "sm_pat_", "an{16}", "ent=3"),
+    ("settlemint-aat", "SettleMint application access token", "sm_aat_", "an{16}",
+     "ent=3"),
+    ("settlemint-sat", "SettleMint service access token", "sm_sat_", "an{16}", "ent=3"),
+    ("facebook-access-token", "Facebook access token", "EAAC", "an{100,1000}", "ent=4"),
+    ("facebook-graph-token", "Facebook access token", "EAAG", "an{100,1000}", "ent=4"),
+    ("facebook-page-token", "Facebook page access token", "EAAM", "an{100,1000}",
+     "ent=4"),
+    ("instagram-token", "Instagram access token", "IGQV", "b64u{100,1000}", "ent=4"),
+    ("twitter-bearer-token", "Twitter (X) bearer token", "AAAAAAAAAAAAAAAAAAAAA",
+     "an%{80,120}", "ent=4"),
+    # -- payments
+    ("stripe-secret-key", "Stripe secret key", "sk_live_", "an{10,247}", "ent=3"),
+    ("stripe-test-secret-key", "Stripe test secret key", "sk_test_", "an{10,247}",
+     "ent=3"),
+    ("stripe-restricted-key", "Stripe restricted key", "rk_live_", "an{10,247}", "ent=3"),
+    ("stripe-test-restricted-key", "Stripe test restricted key", "rk_test_",
+     "an{10,247}", "ent=3"),
+    ("stripe-webhook-secret", "Stripe webhook signing secret", "whsec_", "b64{32,64}",
+     "ent=3.5"),
+    ("square-access-token", "Square access token", "sq0atp-", "b64u{22,60}", ""),
+    ("square-access-token-v2", "Square access token", "EAAA", "b64u{60}", "ent=4"),
+    ("square-oauth-secret", "Square OAuth secret", "sq0csp-", "b64u{43}", ""),
+    ("braintree-access-token", "Braintree access token", "access_token$production$",
+     "an{16} $ h{32}", ""),
+    ("braintree-sandbox-token", "Braintree sandbox access token",
+     "access_token$sandbox$", "an{16} $ h{32}", ""),
+    ("flutterwave-test-secret", "Flutterwave test secret key", "FLWSECK_TEST-",
+     "hH{32} -X | hH{12}", ""),
+    ("flutterwave-secret", "Flutterwave secret key", "FLWSECK-", "hH{32} -X", ""),
+    ("shippo-token", "Shippo live API token", "shippo_live_", "hH{40}", ""),
+    ("shippo-test-token", "Shippo test API token", "shippo_test_", "hH{40}", ""),
+    ("easypost-key", "EasyPost API key", "EZAK", "an{54}", "ent=3"),
+    ("easypost-test-key", "EasyPost test API key", "EZTK", "an{54}", "ent=3"),
+    ("duffel-token", "Duffel live API token", "duffel_live_", "b64ue{43}", ""),
+    ("duffel-test-token", "Duffel test API token", "duffel_test_", "b64ue{43}", ""),
+    # -- generic formats
+    ("jwt", "JSON Web Token", "eyJ",
+     "b64u{10,4096} . eyJ b64u{5,8192} . b64u{0,4096}", "check=jwt"),
+)
+
+# Keyword rules: the value of NAME=VALUE (or "name": "value", name: value, ...) when
+# NAME holds the keyword and VALUE has exactly the shape that service issues.
+SECRET_KEYWORD_RULES = (
+    ("aws-secret-access-key", "AWS secret access key", "",
+     "b64{40}", "kw=aws+secret|secret_access|secretaccess"),
+    ("azure-devops-pat", "Azure DevOps personal access token", "", "b32l{52} | an{84}",
+     "kw=devops|azdo|ado_pat|vsts"),
+    ("heroku-api-key", "Heroku API key", "", "UUID", "kw=heroku"),
+    ("datadog-api-key", "Datadog API key", "", "h{32}", "kw=datadog|dd_api"),
+    ("datadog-app-key", "Datadog application key", "", "al{40}", "kw=datadog|dd_app"),
+    ("cloudflare-api-token", "Cloudflare API token", "", "b64u{40}", "kw=cloudflare|cf_api"),
+    ("cloudflare-global-key", "Cloudflare global API key", "", "h{37}", "kw=cloudflare"),
+    ("algolia-admin-key", "Algolia admin API key", "", "al{32}", "kw=algolia"),
+    ("asana-secret", "Asana client secret", "", "al{32}", "kw=asana"),
+    ("atlassian-token", "Atlassian (Jira, Confluence) API token", "", "an{24}",
+     "kw=atlassian|jira|confluence"),
+    ("bitbucket-secret", "Bitbucket client secret", "", "b64ue{64}", "kw=bitbucket"),
+    ("bittrex-secret", "Bittrex API secret", "", "al{32}", "kw=bittrex"),
+    ("codecov-token", "Codecov access token", "", "al{32} | UUID", "kw=codecov"),
+    ("cohere-key", "Cohere API key", "", "an{40}", "kw=cohere|co_api"),
+    ("coinbase-token", "Coinbase access token", "", "b64u{64}", "kw=coinbase"),
+    ("confluent-secret", "Confluent secret key", "", "an{64}", "kw=confluent"),
+    ("contentful-token", "Contentful delivery API token", "", "b64ue{43}",
+     "kw=contentful"),
+    ("discord-bot-token", "Discord bot token", "",
+     "b64u{23,28} . b64u{6} . b64u{27,40}", "kw=discord"),
+    ("discord-secret", "Discord client secret", "", "b64ue{32}", "kw=discord"),
+    ("droneci-token", "Drone CI access token", "", "al{32}", "kw=drone"),
+    ("dropbox-long-lived-token", "Dropbox long-lived access token", "",
+     "al{11} AAAAAAAAAA b64ue{43}", "kw=dropbox"),
+    ("etsy-token", "Etsy access token", "", "al{24}", "kw=etsy"),
+    ("facebook-app-secret", "Facebook app secret", "", "h{32}", "kw=facebook|fb_app"),
+    ("fastly-token", "Fastly API token", "", "b64ue{32}", "kw=fastly"),
+    ("finicity-secret", "Finicity client secret", "", "al{20}", "kw=finicity"),
+    ("finnhub-token", "Finnhub access token", "", "al{20}", "kw=finnhub"),
+    ("flickr-token", "Flickr access token", "", "al{32}", "kw=flickr"),
+    ("freshbooks-token", "FreshBooks access token", "", "al{64}", "kw=freshbooks"),
+    ("gitter-token", "Gitter access token", "", "b64u{40}", "kw=gitter"),
+    ("gocardless-token", "GoCardless API token", "", "live_ b64ue{40}", "kw=gocardless"),
+    ("hubspot-api-key", "HubSpot API key", "", "UUID", "kw=hubspot"),
+    ("intercom-token", "Intercom access token", "", "b64ue{60}", "kw=intercom"),
+    ("jfrog-identity-token", "JFrog identity token", "", "al{64} | al{73}",
+     "kw=jfrog|artifactory|bintray|xray"),
+    ("kraken-token", "Kraken access token", "", "pct{80,90}", "kw=kraken"),
+    ("kucoin-secret", "KuCoin secret key", "", "UUID | h{24}", "kw=kucoin"),
+    ("launchdarkly-token", "LaunchDarkly access token", "", "b64ue{40}",
+     "kw=launchdarkly"),
+    ("linear-client-secret", "Linear client secret", "", "h{32}", "kw=linear"),
+    ("linkedin-secret", "LinkedIn client secret", "", "an{16}", "kw=linkedin"),
+    ("lob-api-key", "Lob API key", "", "live_ h{35} | test_ h{35}", "kw=lob_|lob-|lobapi"),
+    ("looker-secret", "Looker client secret", "", "an{24}", "kw=looker"),
+    ("mailgun-api-key", "Mailgun API key", "",
+     "key- h{32} | h{32} - h{8} - h{8}", "kw=mailgun"),
+    ("mattermost-token", "Mattermost access token", "", "al{26}", "kw=mattermost"),
+    ("messagebird-key", "MessageBird API key", "", "an{25}", "kw=messagebird|message_bird"),
+    ("netlify-token", "Netlify access token", "", "b64ue{40,46}", "kw=netlify"),
+    ("newrelic-key", "New Relic API key", "", "al{64} | AN{40} | an{40}",
+     "kw=newrelic|new_relic|nr_"),
+    ("nytimes-token", "New York Times API key", "", "b64ue{32}", "kw=nytimes"),
+    ("okta-token", "Okta API token", "", "00 b64ue{40}", "kw=okta"),
+    ("plaid-secret", "Plaid secret", "", "al{30}", "kw=plaid"),
+    ("plaid-access-token", "Plaid access token", "",
+     "access-sandbox- UUID | access-development- UUID | access-production- UUID",
+     "kw=plaid"),
+    ("rapidapi-key", "RapidAPI key", "", "b64u{50}", "kw=rapidapi"),
+    ("sendbird-token", "Sendbird API token", "", "h{40}", "kw=sendbird"),
+    ("sentry-token", "Sentry auth token", "", "h{64}", "kw=sentry"),
+    ("snyk-token", "Snyk API token", "", "UUID", "kw=snyk"),
+    ("sonar-token", "SonarQube token", "", "b64ue{40}", "kw=sonar"),
+    ("squarespace-token", "Squarespace access token", "", "UUID", "kw=squarespace"),
+    ("sumologic-token", "Sumo Logic access key", "", "an{64}", "kw=sumo"),
+    ("travis-token", "Travis CI access token", "", "an{22}", "kw=travis"),
+    ("trello-token", "Trello API token", "", "al{32} | h{64}", "kw=trello"),
+    ("twilio-auth-token", "Twilio auth token", "", "h{32}", "kw=twilio"),
+    ("twitch-token", "Twitch API token", "", "al{30}", "kw=twitch"),
+    ("twitter-secret", "Twitter (X) API secret", "", "an{45} | an{50} | an{25}",
+     "kw=twitter"),
+    ("twitter-access-token", "Twitter (X) access token", "", "d{15,25} - an{20,40}",
+     "kw=twitter"),
+    ("yandex-aws-key", "Yandex Cloud access key", "", "YC b64u{38}", "kw=yandex"),
+    ("zendesk-token", "Zendesk secret key", "", "an{40}", "kw=zendesk"),
+    ("mistral-key", "Mistral AI API key", "", "an{32}", "kw=mistral"),
+    ("vercel-token", "Vercel access token", "", "an{24}", "kw=vercel"),
+    ("linode-token", "Linode personal access token", "", "h{64}", "kw=linode"),
+    ("vultr-key", "Vultr API key", "", "AN{36}", "kw=vultr"),
+    ("hetzner-token", "Hetzner Cloud API token", "", "an{64}", "kw=hetzner|hcloud"),
+    ("ibm-cloud-key", "IBM Cloud API key", "", "b64u{44}", "kw=ibm|bluemix"),
+    ("pagerduty-key", "PagerDuty API key", "", "b64ue{20}", "kw=pagerduty"),
+    ("postmark-token", "Postmark server token", "", "UUID", "kw=postmark"),
+    ("mailjet-key", "Mailjet API key", "", "h{32}", "kw=mailjet"),
+    ("vonage-secret", "Vonage (Nexmo) API secret", "", "an{16}", "kw=vonage|nexmo"),
+    ("segment-key", "Segment write key", "", "an{32}", "kw=segment"),
+    ("mixpanel-secret", "Mixpanel API secret", "", "h{32}", "kw=mixpanel"),
+    ("wandb-key", "Weights & Biases API key", "", "h{40}", "kw=wandb"),
+    ("deepgram-key", "Deepgram API key", "", "h{40}", "kw=deepgram"),
+    ("assemblyai-key", "AssemblyAI API key", "", "h{32}", "kw=assemblyai"),
+    ("openweather-key", "OpenWeather API key", "", "h{32}", "kw=openweather|owm_"),
+    ("zoom-secret", "Zoom client secret", "", "an{32}", "kw=zoom"),
+    ("auth0-secret", "Auth0 client secret", "", "b64u{64}", "kw=auth0"),
+    ("kubernetes-client-key", "Kubernetes client key", "", "b64{60,} eq{0,2}",
+     "kw=client-key-data|client_key_data"),
+    ("wireguard-private-key", "WireGuard private key", "", "b64{43} =",
+     "kw=privatekey|presharedkey"),
+)
+
+# Scanners of their own: the shape field carries the scanner's data.
+SECRET_SCANNER_RULES = (
+    ("private-key-rsa", "RSA private key", "@pem", "RSA PRIVATE KEY", ""),
+    ("private-key-openssh", "OpenSSH private key", "@pem", "OPENSSH PRIVATE KEY", ""),
+    ("private-key-ec", "EC private key", "@pem", "EC PRIVATE KEY", ""),
+    ("private-key-dsa", "DSA private key", "@pem", "DSA PRIVATE KEY", ""),
+    ("private-key-pkcs8", "PKCS#8 private key", "@pem", "PRIVATE KEY", ""),
+    ("private-key-encrypted", "encrypted PKCS#8 private key", "@pem",
+     "ENCRYPTED PRIVATE KEY", ""),
+    ("private-key-pgp", "PGP private key block", "@pem", "PGP PRIVATE KEY BLOCK", ""),
+    ("private-key-ssh2", "SSH2 encrypted private key", "@pem",
+     "SSH2 ENCRYPTED PRIVATE KEY", ""),
+    ("private-key", "private key", "@pem", "", ""),
+    ("putty-private-key", "PuTTY private key", "@putty", "", ""),
+    ("jwk-private-key", "JSON Web Key private part", "@jwk", "d p q dp dq qi k", ""),
+    ("url-password", "password in a URL", "@url", "", ""),
+    ("bearer-token", "bearer token", "@bearer", "", ""),
+    ("basic-auth", "HTTP Basic credentials", "@basic", "", "check=basic"),
+    ("password", "password", "@words", "password", ""),
+    ("secret", "secret value", "@words", "secret", ""),
+    ("aws-secret-access-key-bare", "AWS secret access key", "@bare", "", ""),
+    ("env-value", "high-entropy environment value", "@env", "", "weak"),
+    # command lines that carry a password: programs | a word that must follow | flags
+    # (-p+ the value is glued to the flag, -p the next word or glued, --x= after "=",
+    # a trailing : or % keeps only what follows that character, @pass: the part after
+    # "pass:")
+    ("cli-mysql-password", "MySQL password on the command line", "@cli",
+     "mysql mysqldump mysqladmin mysqlimport mysqlshow mysqlcheck mariadb mariadb-dump "
+     "| | -p+ --password=", ""),
+    ("cli-sshpass-password", "sshpass password", "@cli", "sshpass | | -p", ""),
+    ("cli-registry-login-password", "registry login password on the command line", "@cli",
+     "docker podman nerdctl buildah helm oras crane skopeo | login | -p --password", ""),
+    ("cli-curl-user", "curl user:password", "@cli",
+     "curl | | -u: --user: -U: --proxy-user:", ""),
+    ("cli-wget-password", "wget password on the command line", "@cli",
+     "wget | | --password --http-password --ftp-password --proxy-password", ""),
+    ("cli-redis-password", "Redis password on the command line", "@cli",
+     "redis-cli | | -a --pass --askpass", ""),
+    ("cli-mongo-password", "MongoDB password on the command line", "@cli",
+     "mongo mongosh mongodump mongorestore mongoexport mongoimport | | -p --password", ""),
+    ("cli-ldap-password", "LDAP bind password on the command line", "@cli",
+     "ldapsearch ldapadd ldapmodify ldapdelete ldapwhoami ldappasswd | | -w", ""),
+    ("cli-sqlcmd-password", "SQL Server password on the command line", "@cli",
+     "sqlcmd bcp | | -P", ""),
+    ("cli-smbclient-password", "SMB user%password on the command line", "@cli",
+     "smbclient rpcclient | | -U% --user%", ""),
+    ("cli-openssl-password", "OpenSSL pass: password", "@cli",
+     "openssl | | -passin@pass: -passout@pass: -pass@pass: -password@pass:", ""),
+    ("cli-archive-password", "archive password on the command line", "@cli",
+     "zip unzip 7z 7za 7zr | | -P -p+", ""),
+    ("cli-az-password", "Azure CLI password on the command line", "@cli",
+     "az | login | -p --password", ""),
+    ("cli-htpasswd-password", "htpasswd password on the command line", "@cli",
+     "htpasswd | | -b@3 -bc@3 -nb@2 -bB@3", ""),
+)
 
 
-def _secret_patterns():
-    if _SECRET_PATTERNS:
-        return _SECRET_PATTERNS
-    import re
-    strong = [
-        ("private-key", r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?"
-                        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)"),
-        ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
-        ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-        ("stripe-key", r"\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,}"),
-        ("aws-key-id", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
-        ("aws-secret", r"(?i)(?<![A-Za-z0-9])aws_?secret_?(?:access_?)?key"
-                       r"[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])"),
-        ("github-token", r"\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{30,}"),
-        ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
-        ("slack-token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"),
-        ("google-key", r"\bAIza[0-9A-Za-z_\-]{35}"),
-        ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-        ("bearer", r"(?i)\b(?:authorization\s*[:=]\s*[\"']?\s*)?bearer\s+"
-                   r"[A-Za-z0-9._~+/\-]{8,}=*"),
-        ("authorization", r"(?i)\bauthorization\s*[:=]\s*[\"']?\s*(?:basic|token)\s+"
-                          r"[A-Za-z0-9._~+/\-]{6,}=*"),
-    ]
-    assignment = (r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.\-]*(?:password|passwd|pwd|secret|"
-                  r"token|api[_\-]?key|apikey|access[_\-]?key|credentials?|auth)"
-                  r"[A-Za-z0-9_]*[\"']?\s*[:=]\s*)([\"']?)([^\s\"'&;|,)}]{3,})")
-    entropy = r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]{2,}=)([\"']?)([A-Za-z0-9+/=_\-]{20,})"
-    for kind, pattern in strong:
-        _SECRET_PATTERNS.append((kind, re.compile(pattern), 0))
-    _SECRET_PATTERNS.append(("assignment", re.compile(assignment), 3))
-    _SECRET_PATTERNS.append(("url-password", re.compile(
-        r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:)([^\s@/]+)@"), 2))
-    _SECRET_PATTERNS.append(("env-value", re.compile(entropy), 3))
-    return _SECRET_PATTERNS
+# ---- character classes and shapes ----------------------------------------------
+
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_DIGITS = "0123456789"
+_ALNUM = _UPPER + _LOWER + _DIGITS
+_SECRET_CLASSES = {
+    "an": _ALNUM, "AN": _UPPER + _DIGITS, "al": _LOWER + _DIGITS, "A": _UPPER,
+    "a": _LOWER, "aA": _UPPER + _LOWER, "d": _DIGITS, "h": _DIGITS + "abcdef",
+    "H": _DIGITS + "ABCDEF", "hH": _DIGITS + "abcdefABCDEF", "b64": _ALNUM + "+/",
+    "b64u": _ALNUM + "_-", "b64ue": _ALNUM + "_-=", "w": _ALNUM + "_",
+    "wd": _ALNUM + "_.-", "wde": _ALNUM + "_.=-", "b32": _UPPER + "234567",
+    "b32l": _LOWER + "234567", "bech": "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "eq": "=",
+    "pct": _ALNUM + "%+/=", "an%": _ALNUM + "%", "az": _ALNUM + "_~.-",
+}
+_SHAPE_MACROS = {"UUID": "hH{8} - hH{4} - hH{4} - hH{4} - hH{12}"}
+_RUN_MAX = 8192
+_BASE62 = _DIGITS + _UPPER + _LOWER
+_BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 
 
-def _might_hold_secret(text):
-    low = text.lower()
-    for hint in _SECRET_HINTS:
-        if hint in low:
-            return True
-    return _has_long_env_value(text)
+def _parse_segments(text):
+    """[literal str | (chars, min, max)] of one shape alternative."""
+    segments = []
+    for part in text.split():
+        part = _SHAPE_MACROS.get(part, part)
+        if " " in part:
+            segments.extend(_parse_segments(part))
+            continue
+        brace = part.find("{")
+        if brace > 0 and part.endswith("}") and part[:brace] in _SECRET_CLASSES:
+            low, _, high = part[brace + 1:-1].partition(",")
+            high = int(low) if not _ else (int(high) if high else _RUN_MAX)
+            segments.append((_SECRET_CLASSES[part[:brace]], int(low), high))
+        else:
+            segments.append(part)
+    return segments
 
 
-def _has_long_env_value(text):
-    """NAME=<20+ token characters>: a candidate high-entropy .env value."""
-    start = text.find("=")
-    while start != -1:
-        run = 0
-        for ch in text[start + 1:start + 24]:
-            if ch.isalnum() or ch in "+/_-=":
-                run += 1
+def _parse_shape(shape):
+    """[(before, after)] per alternative: the segments before and after the anchor."""
+    out = []
+    for alternative in shape.split(" | "):
+        before, mark, after = alternative.partition("^")
+        if not mark:
+            before, after = "", alternative
+        out.append((_parse_segments(before), _parse_segments(after)))
+    return out
+
+
+class SecretRule:
+    """One format of the table, parsed on first use."""
+
+    __slots__ = ("id", "name", "anchor", "shape", "options", "alternatives", "entropy",
+                 "check", "keywords", "prev", "infix", "ci", "weak", "mixed",
+                 "priority", "regex")
+
+    def __init__(self, row, priority=300):
+        self.id, self.name, self.anchor, self.shape, self.options = row
+        opts = dict(o.partition("=")[::2] for o in self.options.split())
+        self.entropy = float(opts.get("ent") or 0)
+        self.check = opts.get("check", "")
+        self.keywords = [alt.split("+") for alt in opts["kw"].split("|")] \
+            if opts.get("kw") else []
+        self.prev = opts.get("prev", "")
+        self.infix, self.ci = "infix" in opts, "ci" in opts
+        self.weak, self.mixed = "weak" in opts, "mixed" in opts
+        self.priority = priority
+        self.alternatives = None
+        self.regex = None
+
+    def parsed(self):
+        if self.alternatives is None:
+            self.alternatives = _parse_shape(self.shape)
+        return self.alternatives
+
+
+# ---- the compiled table: heads for the pre-filter --------------------------------
+
+_ALNUM_LOWER = frozenset(_LOWER + _DIGITS)
+_ALNUM_LOWER_STR = _LOWER + _DIGITS
+_SCANNER_PRIORITY = {"@words": 100, "@bare": 150, "@env": 10}
+_HEAD_EXPANSION_MAX = 64
+
+
+class _SecretTable:
+    """What the pre-filter needs, built once per process from the anchors and
+    keywords of the rows alone: no rule object is made and no shape parsed until a
+    text holds the anchor."""
+
+    def __init__(self, extra=()):
+        self.by_head = {}      # word head (bytes) -> [(kind, what)]
+        self.always = []       # triggers searched for in every text
+        self.anchors = {}      # lowered anchor -> [row or SecretRule]
+        self.keywords = {}     # keyword -> [row or SecretRule]
+        self.scanners = {}     # scanner name -> [SecretRule]
+        self.regexes = []      # project rules given as a regular expression
+        split = _split_table(_ALNUM_LOWER_STR)
+        for row in SECRET_RULES:
+            self._add_anchor(row, split)
+        for row in SECRET_KEYWORD_RULES:
+            for alternative in row[4].partition("kw=")[2].split()[0].split("|"):
+                word = alternative.split("+")[0]
+                if word not in self.keywords:
+                    self.keywords[word] = []
+                    self._head(word, ("kw", word), split)
+                self.keywords[word].append(row)
+        for row in SECRET_SCANNER_RULES:
+            rule = SecretRule(row, priority=_SCANNER_PRIORITY.get(row[2], 200))
+            self.scanners.setdefault(row[2][1:], []).append(rule)
+        for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization"):
+            self._head(word, ("scan", word), split, whole=True)
+        for word in ("pwd", "contrasena", "contrase\u00f1a"):
+            self._head(word, ("scan", "words"), split)
+        for rule in self.scanners["cli"]:
+            for program in rule.shape.split("|")[0].split():
+                self._head(program, ("cli", program), split, whole=True)
+        for rule in extra:
+            if rule.regex is not None:
+                self.regexes.append(rule)
+                for alternative in rule.keywords:
+                    self._head(alternative[0], ("regex", rule.id), split)
             else:
-                break
-        if run >= 20:
-            return True
-        start = text.find("=", start + 1)
+                self._add_anchor(rule, split)
+
+    def _add_anchor(self, row, split):
+        anchor = row.anchor if row.__class__ is SecretRule else row[2]
+        shape = row.shape if row.__class__ is SecretRule else row[3]
+        key = anchor.lower()
+        known = self.anchors.get(key)
+        if known is not None:
+            known.append(row)
+            return
+        self.anchors[key] = [row]
+        if anchor[:1].isalnum() and "^" in shape:
+            self.always.append(("anchor", key))     # 8Q~: the anchor sits inside a word
+        else:
+            self._head(key, ("anchor", key), split, shape=shape)
+
+    def _head(self, word, trigger, split, whole=False, shape=None):
+        """Register trigger under the heads a text that holds `word` shows: the first
+        four characters of the word's first run of letters and digits; a shorter run
+        is a head itself when it ends inside `word`, and when it may go on into the
+        text, every continuation by the characters that may follow is one too (too
+        many of them: the trigger is searched for in every text)."""
+        runs = word.lower().translate(split).split()
+        if not runs:
+            self.always.append(trigger)
+            return
+        run = runs[0]
+        heads = [run[:4].encode()]
+        if len(run) < 4 and not whole and word.lower().endswith(run):
+            follow = _ALNUM_LOWER_STR if shape is None else _follow_chars(shape)
+            if len(follow) ** (4 - len(run)) > _HEAD_EXPANSION_MAX:
+                self.always.append(trigger)
+                return
+            heads.extend((run + tail).encode() for tail in _products(follow,
+                                                                     4 - len(run)))
+        for head in heads:
+            found = self.by_head.get(head)
+            if found is None:
+                self.by_head[head] = [trigger]
+            elif trigger not in found:
+                found.append(trigger)
+
+    def rules(self, group, key, priority):
+        """The SecretRules of an anchor or keyword, made on first use."""
+        rows = group[key]
+        if rows and rows[0].__class__ is not SecretRule:
+            rows[:] = [row if row.__class__ is SecretRule else
+                       SecretRule(row, priority=priority(row)) for row in rows]
+        return rows
+
+
+def _anchor_priority(row):
+    return 300 + len(row[2])     # the longer the anchor, the more specific the rule
+
+
+def _keyword_priority(row):
+    return 200
+
+
+def _follow_chars(shape):
+    """The letters and digits that may follow the anchor: those of the first class
+    of the shape's first alternative (any when it starts with a literal)."""
+    alternative = shape.split(" | ")[0]
+    first = (alternative.partition("^")[2 if "^" in alternative else 0].split()
+             or [""])[0]
+    first = _SHAPE_MACROS.get(first, first).split()[0] if first else ""
+    cls = first.partition("{")[0]
+    chars = _SECRET_CLASSES.get(cls) if first.endswith("}") else first[:1]
+    return "".join(sorted(set((chars or _ALNUM).lower()) & _ALNUM_LOWER))
+
+
+def _products(chars, count):
+    if count <= 0:
+        return [""]
+    return [c + rest for c in chars for rest in _products(chars, count - 1)]
+
+
+_TABLE = {}
+
+
+def _secret_table(extra=()):
+    table = _TABLE.get(extra)
+    if table is None:
+        if len(_TABLE) > 8:
+            _TABLE.clear()
+        table = _TABLE[extra] = _SecretTable(extra)
+    return table
+
+
+# ---- judging values ---------------------------------------------------------------
+
+def _entropy(value):
+    """Shannon entropy of value in bits per character."""
+    if not value:
+        return 0.0
+    from math import log2
+    size = len(value)
+    return -sum(n / size * log2(n / size) for n in map(value.count, set(value)))
+
+
+def _classes(value):
+    """How many of lower case, upper case, digits and other characters value has."""
+    chars = set(value)
+    return sum((not chars.isdisjoint(_LOWER), not chars.isdisjoint(_UPPER),
+                not chars.isdisjoint(_DIGITS), bool(chars - _ALNUM_SET)))
+
+
+_ALNUM_SET = frozenset(_ALNUM)
+_VOWELS = frozenset("aeiouyAEIOUY")
+
+
+def _wordy(value):
+    """Made of words (my-app-name, ProductionDatabaseUrl, nginx-ingress, version2),
+    not generated: few digits in one run, and runs of letters that are long and
+    pronounceable (a vowel each, no five consonants in a row)."""
+    digit_runs, digits, runs, prev = 0, 0, [], ""
+    for ch in value:
+        if ch.isdigit():
+            digits += 1
+            digit_runs += not prev.isdigit()
+        elif ch.isalpha():
+            if not prev.isalpha() or (ch.isupper() and prev.islower()):
+                runs.append([])
+            runs[-1].append(ch.lower())
+        prev = ch
+    if digits > 4 or digit_runs > 1 or not runs:
+        return False
+    if sum(map(len, runs)) / len(runs) < 3:
+        return False
+    for run in runs:
+        consonants = 0
+        if len(run) > 1 and not _VOWELS.intersection(run):
+            return False
+        for ch in run:
+            consonants = 0 if ch in _VOWELS else consonants + 1
+            if consonants >= 5:
+                return False
+    return True
+
+
+def _looks_random(value, strict):
+    """A value with the entropy and mix of a generated secret. strict (enough to
+    refuse a prompt): 16+ characters of 3.5 bits with two kinds of character, or
+    12+ of 3.3 bits with three kinds, and no words; else 8+ of 3 bits."""
+    size = len(value)
+    if size < (12 if strict else 8):
+        return False
+    classes, entropy = _classes(value), _entropy(value)
+    if strict:
+        return not _wordy(value) and (
+            (size >= 16 and entropy >= 3.5 and classes >= 2) or
+            (entropy >= 3.3 and classes >= 3))
+    return (entropy >= 3.0 and classes >= 2) or (size >= 16 and entropy >= 3.3)
+
+
+_PLACEHOLDER_MARKS = ("example", "xxxxxx", "******", "changeme", "change_me",
+                      "placeholder", "redacted", "dummy", "your_", "your-", "yourpass",
+                      "<", ">", "{{", "${", "...", "\u2026", "todo", "fixme", "notset",
+                      "not-set", "not_set")
+_PLACEHOLDER_WORDS = frozenset((
+    "password", "passwd", "secret", "token", "key", "apikey", "api_key", "pass", "pwd",
+    "test", "testing", "none", "null", "nil", "true", "false", "yes", "no", "on", "off",
+    "empty", "required", "optional", "hidden", "masked", "unset", "undefined", "string",
+    "str", "bytes", "int", "bool", "secretstr", "any", "text", "value", "default",
+    "env", "foo", "bar", "baz", "abc", "abc123", "123456", "12345678", "letmein",
+    "admin", "root", "guest", "user", "username", "demo", "sample", "secret123",
+    "password123", "mypassword", "mysecret", "s3cr3t", "p@ssw0rd", "pa55word"))
+
+
+def _placeholder_value(value):
+    low = value.lower()
+    if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2:
+        return True
+    return any(mark in low for mark in _PLACEHOLDER_MARKS)
+
+
+def _code_reference(value, quoted, literal=False):
+    """A variable, a lookup, a template or a call: where a secret comes from, not the
+    secret (os.environ["X"], $VAR, ${{ secrets.X }}, self.token, tokens[i]). quoted:
+    the value is a string literal; literal: it stands where only literals do (an
+    upper-case NAME=value, or name: value in YAML)."""
+    if value[0] in "$%{@&*-" or value.startswith(("<%", "#{", "ENV[", "env.",
+                                                   "process.env")):
+        return True
+    if "${" in value or "{{" in value or "$(" in value or "%(" in value:
+        return True
+    if quoted:
+        return False
+    if "(" in value or "[" in value:
+        return True
+    identifier = (value[0].isalpha() or value[0] == "_") and all(
+        ch.isalnum() or ch in "_." for ch in value)
+    if literal:
+        # name: refreshToken, key: user_id are code (a JS object), name: hunter is YAML
+        return identifier and not any(ch.isdigit() for ch in value) and (
+            "_" in value or "." in value or value.lower() != value != value.upper())
+    if value[0].isalpha() or value[0] == "_":
+        if all(ch.isalnum() or ch in "_." for ch in value):
+            if "." in value.strip("."):
+                return True          # an attribute chain: config.secret, self.token
+            return not any(ch.isdigit() for ch in value)
     return False
 
 
-def _looks_random(value):
-    """A value with upper, lower and digits, or a long mixed token: not a word."""
-    if len(value) < 8 or value.isdigit():
-        return False
-    kinds = sum((any(c.islower() for c in value), any(c.isupper() for c in value),
-                 any(c.isdigit() for c in value)))
-    return kinds >= 3 or (kinds >= 2 and len(value) >= 16)
+def _prose_follows(text, pos):
+    """Words go on after pos on this line (name: value in a sentence, not YAML)."""
+    end = text.find("\n", pos, pos + 200)
+    rest = text[pos:end if end >= 0 else pos + 200].split(" #")[0]
+    return any(word.isalpha() and len(word) > 1 for word in rest.split())
 
 
-_STRONG_KEYS = ("password", "passwd", "pwd", "secret", "token", "apikey", "api_key",
-                "api-key", "access_key", "secret_key", "private_key", "credential",
-                "credentials", "passphrase")
-_PLACEHOLDERS = ("changeme", "password", "secret", "example", "xxxxxx", "******",
-                 "your_", "your-", "<", "{", "...", "redacted", "dummy", "placeholder")
+_DIGEST_PREFIXES = ("sha1:", "sha224:", "sha256:", "sha384:", "sha512:", "md5:",
+                    "sha1-", "sha256-", "sha384-", "sha512-", "h1:", "blake2b:",
+                    "sha256~")
+_HEX_SET = frozenset("0123456789abcdefABCDEF")
 
 
-def _plausible_secret(key, value, kind):
-    """Strict mode: a value that is really a secret, not a field name, a variable,
-    a placeholder or a piece of code."""
+def _uuid(value):
+    return (len(value) == 36 and value[8] == value[13] == value[18] == value[23] == "-"
+            and set(value.replace("-", "")) <= _HEX_SET)
+
+
+def _benign_value(value):
+    """Digests, UUIDs, paths, URLs, numbers and versions: not secrets."""
     low = value.lower()
-    if len(value) < 6 or value.isdigit() or any(low.startswith(p) for p in _PLACEHOLDERS):
-        return False
-    if any(ch in value for ch in "()[]") or (
-            "." in value and all(part.isidentifier() for part in value.split("."))):
-        return False
-    if kind == "url-password":
+    if low.startswith(_DIGEST_PREFIXES) or _uuid(value):
         return True
-    name = key.lower().strip(" \t\"':=")
-    return name.endswith(_STRONG_KEYS) or _looks_random(value)
+    if value[0] in "/~" or value.startswith(("./", "../", "file:")) or (
+            len(value) > 2 and value[1] == ":" and value[2] in "\\/"):
+        return True
+    if "://" in value[:16]:
+        return True
+    stripped = value.replace(".", "").replace("-", "").replace("_", "").replace(":", "")
+    return stripped.isdigit() or low.startswith("[redacted")
 
 
-def find_secrets(text, strict=False):
-    """[(kind, start, end)] of secret values in text. strict: only sure findings."""
-    if not text or not _might_hold_secret(text):
-        return []
-    found = []
-    for kind, pattern, group in _secret_patterns():
-        for match in pattern.finditer(text):
-            if group:
-                value = match.group(group)
-                if kind == "env-value" and not _looks_random(value):
-                    continue
-                if kind in ("assignment", "url-password") and (
-                        value.startswith("$") or value.startswith("[REDACTED") or (
-                            strict and not _plausible_secret(match.group(1), value,
-                                                             kind))):
-                    continue
-                found.append((kind, match.start(group), match.end(group)))
+# ---- names that promise a secret ------------------------------------------------------
+
+_NOT_PASS = frozenset(("bypass", "compass", "surpass", "trespass", "encompass",
+                       "overpass", "underpass", "firstpass", "onepass", "multipass"))
+_KEY_QUALIFIERS = frozenset((
+    "api", "access", "secret", "private", "account", "master", "license", "licence",
+    "signing", "sign", "encryption", "encrypt", "decrypt", "client", "auth", "app",
+    "server", "shared", "sharedaccess", "subscription", "user", "webhook", "hmac",
+    "jwt", "crypto", "deploy", "service", "admin", "root", "session", "cookie", "aes",
+    "des", "rsa", "gpg", "pgp", "storage", "write", "ingest", "install",
+    "integration", "bot", "consumer", "developer", "dev", "prod", "live", "x",
+    "mac", "otp", "totp", "preshared", "wrapping", "data", "cipher", "symmetric",
+    "security", "login", "rest", "management", "primary_access", "partner"))
+_BENIGN_QUALIFIERS = frozenset(("public", "pub", "primary", "foreign", "sort", "cache",
+                                "partition", "hash", "lookup", "idempotency", "dict",
+                                "map", "row", "column", "index", "unique", "composite",
+                                "registry", "object", "s3", "file", "host", "known",
+                                "dedup", "group", "routing", "shard", "natural"))
+_BENIGN_TAILS = frozenset((
+    "id", "ids", "url", "uri", "urls", "endpoint", "host", "hostname", "name", "names",
+    "region", "user", "username", "login", "email", "org", "owner", "project", "app",
+    "version", "path", "paths", "dir", "file", "filename", "sha", "digest", "hash",
+    "hashed", "checksum", "commit", "ref", "branch", "tag", "count", "size", "len",
+    "length", "type", "types", "mode", "enabled", "enable", "disabled", "timeout",
+    "ttl", "expiry", "expires", "expiration", "port", "prefix", "suffix", "format",
+    "field", "fields", "label", "header", "param", "policy", "scope", "scopes", "kind",
+    "algorithm", "alg", "method", "provider", "source", "var", "variable", "limit",
+    "max", "min", "index", "position", "offset", "status", "state", "flag", "hint",
+    "help", "description", "desc", "title", "text", "placeholder", "pattern", "regex",
+    "validator", "arn", "location", "store", "vault", "manager", "rotation", "policy",
+    "strength", "reset", "changed", "required", "confirmation", "confirm", "prompt",
+    "question", "lifetime", "age", "env", "refs"))
+
+
+def _name_parts(name):
+    """The words of an identifier, lower case: AWS_SECRET_ACCESS_KEY, clientSecret,
+    x-api-key -> [aws, secret, access, key], [client, secret], [x, api, key]."""
+    if name.islower() or name.isupper() or not any(c.isupper() for c in name[1:]):
+        return name.lower().translate(_split_table(_ALNUM_LOWER_STR)).split()
+    parts, word, prev = [], [], ""
+    for ch in name:
+        if not ch.isalnum():
+            if word:
+                parts.append("".join(word).lower())
+            word, prev = [], ch
+            continue
+        if word and ch.isupper() and prev.islower():
+            parts.append("".join(word).lower())
+            word = []
+        word.append(ch)
+        prev = ch
+    if word:
+        parts.append("".join(word).lower())
+    return parts
+
+
+def _secret_name(name):
+    """password, secret or key when an assignment's name promises a secret, else
+    None (api_key_id, token_url, password_file, public_key name no secret)."""
+    parts = _name_parts(name)
+    if not parts:
+        return None
+    joined = "".join(parts)
+    last = parts[-1]
+    if last in _BENIGN_TAILS:
+        return None
+    if any(word in joined for word in ("password", "passwd", "passphrase", "passcode",
+                                       "contrasena", "contrase\u00f1a")) or any(
+            p in ("pwd", "pass", "pw") or (p.endswith(("pass", "pwd")) and p not in _NOT_PASS)
+            for p in parts):
+        return "password"
+    if ("secret" in joined or "credential" in joined or "apikey" in joined
+            or "privatekey" in joined or "accesskey" in joined
+            or any(p in ("creds", "auth", "authkey", "authtoken", "sig", "signature")
+                   or ("token" in p and not p.startswith("tokeniz") and p != "tokens")
+                   for p in parts)):
+        return "secret"
+    if last == "key" or (last.endswith("key") and last[:-3] in _KEY_QUALIFIERS):
+        qualifier = parts[-2] if len(parts) > 1 and last == "key" else last[:-3]
+        if qualifier in _BENIGN_QUALIFIERS:
+            return None
+        return "key"
+    return None
+
+
+# ---- findings -------------------------------------------------------------------------
+
+class SecretFinding:
+    """One secret in a text: where, which format, whether it is sure enough to
+    refuse a prompt, and how to show it masked."""
+
+    __slots__ = ("start", "end", "rule", "name", "sure", "mask", "priority")
+
+    def __init__(self, start, end, rule, name, sure, mask, priority):
+        self.start, self.end, self.rule, self.name = start, end, rule, name
+        self.sure, self.mask, self.priority = sure, mask, priority
+
+    def __repr__(self):
+        return "SecretFinding(%s %d-%d%s)" % (self.rule, self.start, self.end,
+                                        "" if self.sure else " unsure")
+
+
+def _found(out, start, end, rule, sure, mask):
+    if end > start:
+        out.append(SecretFinding(start, end, rule.id, rule.name, sure and not rule.weak, mask,
+                           rule.priority))
+
+
+def _find_all(haystack, needle, limit=4096):
+    pos = haystack.find(needle)
+    while pos != -1 and limit:
+        yield pos
+        limit -= 1
+        pos = haystack.find(needle, pos + 1)
+
+
+def _run_length(text, pos, chars, low, high):
+    """The length of the run of `chars` at pos (at most high), or -1 when shorter
+    than low. lstrip does the scanning in C."""
+    chunk = text[pos:pos + high]
+    size = len(chunk) - len(chunk.lstrip(chars))
+    return size if size >= low else -1
+
+
+def _match_forward(text, pos, segments):
+    for segment in segments:
+        if segment.__class__ is str:
+            if not text.startswith(segment, pos):
+                return -1
+            pos += len(segment)
+        else:
+            size = _run_length(text, pos, segment[0], segment[1], segment[2])
+            if size < 0:
+                return -1
+            pos += size
+    return pos
+
+
+def _match_backward(text, pos, segments):
+    for segment in reversed(segments):
+        if segment.__class__ is str:
+            if not text.endswith(segment, 0, pos):
+                return -1
+            pos -= len(segment)
+        else:
+            chars, low, high = segment
+            chunk = text[max(0, pos - high):pos]
+            size = len(chunk) - len(chunk.rstrip(chars))
+            if size < low:
+                return -1
+            pos -= size
+    return pos
+
+
+def _continues(text, pos, segments):
+    """The token goes on past pos (so it is longer than the format allows)."""
+    if pos >= len(text) or not segments:
+        return False
+    last = segments[-1]
+    ch = text[pos]
+    if last.__class__ is str:
+        return last[-1:].isalnum() and ch in _ALNUM_SET
+    return ch in last[0] or ch in _ALNUM_SET
+
+
+def _precedes(text, pos, segments, anchor):
+    """A token character stands before pos (the format starts inside a word)."""
+    if pos <= 0:
+        return False
+    ch = text[pos - 1]
+    if segments:
+        first = segments[0]
+        return ch in _ALNUM_SET or (first.__class__ is not str and ch in first[0])
+    return anchor[:1].isalnum() and ch in _ALNUM_SET
+
+
+def _match_anchored(text, low, pos, rule):
+    """A SecretFinding for rule at anchor position pos, or None."""
+    anchor = rule.anchor
+    if not rule.ci and not text.startswith(anchor, pos):
+        return None
+    if rule.prev and (pos == 0 or text[pos - 1] not in rule.prev):
+        return None
+    after_anchor = pos + len(anchor)
+    for before, after in rule.parsed():
+        start = _match_backward(text, pos, before) if before else pos
+        if start < 0 or _precedes(text, start, before, anchor):
+            continue
+        end = _match_forward(text, after_anchor, after)
+        if end < 0 or _continues(text, end, after or [anchor]):
+            continue
+        return _judge_anchored(text, low, start, pos, after_anchor, end, rule)
+    return None
+
+
+def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
+    body = text[start:pos] + text[after_anchor:end]
+    floor = rule.entropy or (2.5 if len(body) >= 16 else 0.0)
+    random = _entropy(body) >= floor
+    if not random and len(rule.anchor) < 4:
+        return None          # a short anchor and a flat body: ordinary text
+    if rule.mixed and not (set(body) & _UPPER_DIGITS):
+        return None
+    if rule.keywords:
+        line = low[max(0, low.rfind("\n", 0, start) + 1, start - 200):start]
+        if not any(all(word in line for word in alt) for alt in rule.keywords):
+            return None
+    sure = random and not _placeholder_value(body) and _check_digit(rule.check,
+                                                                      text[start:end], body)
+    mask = ("\u2026" if start < pos else "") + rule.anchor + "\u2026"
+    return SecretFinding(start, end, rule.id, rule.name, sure and not rule.weak, mask,
+                   rule.priority)
+
+
+_UPPER_DIGITS = frozenset(_UPPER + _DIGITS)
+
+
+# ---- check digits ---------------------------------------------------------------------
+
+def _check_digit(kind, token, body):
+    if not kind:
+        return True
+    if kind == "crc32":            # the last 6 characters: CRC32 of the rest, base62
+        import binascii
+        payload, check = body[:-6], body[-6:]
+        number = 0
+        for ch in check:
+            number = number * 62 + _BASE62.find(ch)
+        return binascii.crc32(payload.encode("ascii", "replace")) == number
+    if kind == "bech32":
+        return _bech32_ok(token)
+    if kind == "jwt":
+        header = _b64_decode(token.split(".", 1)[0])
+        return header is not None and header.lstrip().startswith(b"{") and b'"' in header
+    if kind == "basic":
+        decoded = _b64_decode(body)
+        return decoded is not None and b":" in decoded and all(
+            32 <= b < 127 for b in decoded)
+    return True
+
+
+def _b64_decode(text):
+    import binascii
+    text = text.replace("-", "+").replace("_", "/")
+    try:
+        return binascii.a2b_base64(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _bech32_ok(token):
+    """The BCH checksum of a bech32 string (age keys: AGE-SECRET-KEY-1...)."""
+    token = token.lower()
+    hrp, _, data = token.rpartition("1")
+    values = [_BECH32.find(ch) for ch in data]
+    if not hrp or len(values) < 7 or -1 in values:
+        return False
+    check = 1
+    for value in [ord(ch) >> 5 for ch in hrp] + [0] + [ord(ch) & 31 for ch in hrp] + \
+            values:
+        top = check >> 25
+        check = (check & 0x1ffffff) << 5 ^ value
+        for i, gen in enumerate((0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd,
+                                 0x2a1462b3)):
+            if (top >> i) & 1:
+                check ^= gen
+    return check == 1
+
+
+# ---- assignments: NAME = VALUE in every dialect ------------------------------------------
+
+_NAME_CHARS = _ALNUM + "_.-"
+_VALUE_STOP = frozenset(" \t\r\n\"'`,;)}]<>&|\\")
+_ASSIGN_OPS = (":=", "=>", "?=", "+=", "||=", "=", ":")
+
+
+def _skip_blanks(text, pos, end=None):
+    end = len(text) if end is None else end
+    while pos < end and text[pos] in " \t":
+        pos += 1
+    return pos
+
+
+def _assignment(text, i, j):
+    """The assignment whose name holds text[i:j]: (name start, name end, value start,
+    value end, quote, op), with value start None when no operator follows the name.
+    Reads NAME=V, NAME: V, "name": "v", 'name' => 'v', <name>v</name>, --name v."""
+    head = text[max(0, i - 64):i]
+    start = i - (len(head) - len(head.rstrip(_NAME_CHARS)))
+    tail = text[j:j + 64]
+    end = j + (len(tail) - len(tail.lstrip(_NAME_CHARS)))
+    size = len(text)
+    k = end
+    while k < size and k - end < 2 and text[k] in "\"'`]":
+        k += 1
+    spaced = k < size and text[k] in " \t"
+    k = _skip_blanks(text, k)
+    op = ""
+    for candidate in _ASSIGN_OPS:
+        if text.startswith(candidate, k):
+            op = candidate
+            break
+    if op == "=" and text.startswith("==", k):
+        op = ""
+    if op == ":" and text.startswith("://", k):
+        op = ""
+    xml = not op and text[k:k + 1] == ">" and start > 0 and text[start - 1] == "<"
+    if xml:
+        op = ">"
+    if not op:
+        if text.startswith("--", start) and spaced:
+            return (start, end) + _value_span(text, k) + (" ",)
+        return start, end, None, None, "", ""
+    k = _skip_blanks(text, k + len(op))
+    if k < size and text[k] == "@" and text[k + 1:k + 2] in ("\"", "'"):
+        k += 1
+    if xml:
+        close = text.find("<", k, k + 1024)
+        return start, end, k, close if close >= 0 else k, "", op
+    return (start, end) + _value_span(text, k) + (op,)
+
+
+def _value_span(text, k):
+    """(value start, value end, quote) of the value that starts at k."""
+    quote = text[k:k + 1]
+    if quote in ("\"", "'", "`") and quote:
+        line_end = text.find("\n", k + 1, k + 2048)
+        limit = line_end if line_end >= 0 else min(len(text), k + 2048)
+        close = k + 1
+        while True:
+            close = text.find(quote, close, limit)
+            if close < 0 or text[close - 1] != "\\":
+                break
+            close += 1
+        return k + 1, close if close >= 0 else limit, quote
+    end = k
+    limit = min(len(text), k + 1024)
+    while end < limit and text[end] not in _VALUE_STOP:
+        end += 1
+    return k, end, ""
+
+
+def _env_style(text, name_start, name_end, value_start, op):
+    """NAME=value with an upper-case name and nothing around "=": a literal."""
+    name = text[name_start:name_end].lstrip("-")
+    return (op == "=" and value_start == name_end + 1 and name[:1].isupper()
+            and name.replace("_", "").isupper())
+
+
+def _judge_value(cls, value, quote, literal, strict_only=False):
+    """"sure", "unsure" or None for a value assigned to a name of class cls."""
+    if len(value) < 3 or _code_reference(value, bool(quote), literal) or \
+            _benign_value(value) or _placeholder_value(value):
+        return None
+    if cls == "password":
+        if len(value) >= 6 and (quote or literal or _classes(value) >= 2 or
+                                not value.isalpha()):
+            return "sure"
+        return None if strict_only else "unsure"
+    if _looks_random(value, True):
+        return "sure"
+    if not strict_only and _looks_random(value, False):
+        return "unsure"
+    return None
+
+
+_FILLER_WORDS = frozenset(("is", "are", "was", "be", "of", "for", "to", "the", "my",
+                           "our", "your", "a", "an", "here", "this", "it's", "its",
+                           "as", "now", "value", "->", "-", "=", ":", "\u2192", "\u2014",
+                           "key", "token", "secret", "password"))
+
+
+def _nearby_value(text, pos):
+    """(start, end) of the first word after pos on the same line that is not a filler
+    word (the password is <value>), at most three words on; else None."""
+    size = len(text)
+    for _hop in range(4):
+        pos = _skip_blanks(text, pos)
+        while pos < size and text[pos] in ":=\"'`":
+            pos += 1
+        pos = _skip_blanks(text, pos)
+        end = pos
+        while end < size and text[end] not in _VALUE_STOP:
+            end += 1
+        word = text[pos:end]
+        if not word:
+            return None
+        if word.lower().rstrip(".,:") not in _FILLER_WORDS:
+            return pos, end
+        pos = end
+    return None
+
+
+# ---- scanners ---------------------------------------------------------------------------
+
+# The words that make a name promise a secret, and what may follow each inside a
+# name (pass-word, auth-token; not pass-ing, auth-or, key-board).
+_SECRET_WORDS = (("pass", ("word", "wd", "phrase", "code", "wrd")),
+                 ("pwd", ()), ("secret", None), ("credential", None), ("creds", ()),
+                 ("token", ("s", "_", "-")), ("key", ("_", "-")),
+                 ("auth", ("token", "key", "_", "-")), ("contrase", None))
+
+
+def _word_fits(low, pos, word, follow):
+    """The word at pos can end a part of a name: what follows is no letter, or one of
+    the endings allowed (None: anything)."""
+    if follow is None:
+        return True
+    nxt = low[pos + len(word):pos + len(word) + 1]
+    if not nxt.isalpha():
+        return not (word == "token" and nxt == "s")
+    return any(low.startswith(end, pos + len(word)) for end in follow)
+
+
+def _scan_words(text, low, table, out, seen):
+    """Values assigned to (or written right after) a name that promises a secret."""
+    rules = {rule.shape: rule for rule in table.scanners.get("words", ())}
+    for word, follow in _SECRET_WORDS:
+        for pos in _find_all(low, word, 2048):
+            if not _word_fits(low, pos, word, follow):
+                continue
+            found = _assignment(text, pos, pos + len(word))
+            if found[0] in seen:
+                continue
+            seen.add(found[0])
+            name_start, name_end, v_start, v_end, quote, op = found
+            before = text[name_start - 1:name_start] if name_start else ""
+            glued = text[name_end:name_end + 1] == ":" and \
+                text[name_end + 1:name_end + 2] not in ("", " ", "\t", before)
+            if before == "$" or text[name_start - 2:name_start] == "${" or (
+                    before in ("\"", "'") and glued):
+                continue          # a variable, or "service:Action" inside a string
+            if v_start is None:
+                _scan_nearby(text, name_start, name_end, rules, out)
+                continue
+            value = text[v_start:v_end].rstrip(".") if not quote else text[v_start:v_end]
+            yaml = op == ":" and text[name_end:name_end + 1] not in ("\"", "'", "`")
+            literal = _env_style(text, name_start, name_end, v_start, op) or yaml or \
+                op == ">"
+            if len(value) < 3 or _code_reference(value, bool(quote), literal) or (
+                    yaml and not quote and _prose_follows(text, v_end)):
+                continue
+            cls = _secret_name(text[name_start:name_end])
+            verdict = cls and _judge_value(cls, value, quote, literal)
+            if verdict:
+                rule = rules["password" if cls == "password" else "secret"]
+                _found(out, v_start, v_start + len(value), rule, verdict == "sure",
+                       text[name_start:name_end] + op.strip() + "\u2026")
+
+
+_STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "token", "api key",
+                 "apikey", "api_key", "credential")
+
+
+def _scan_nearby(text, name_start, name_end, rules, out):
+    """"The password is <value>", "token <value>": a word then, a few words on, a value
+    that only a secret looks like (sure or nothing: prose is noisy)."""
+    if text[name_end:name_end + 1] not in (" ", "\t") or not any(
+            word in text[name_start:name_end].lower() for word in _STRONG_WORDS):
+        return
+    near = _nearby_value(text, name_end)
+    if near is None:
+        return
+    value = text[near[0]:near[1]].rstrip(".,")
+    if len(value) < 6 or _code_reference(value, False):
+        return
+    cls = _secret_name(text[name_start:name_end])
+    if cls and _judge_value(cls, value, "", False, strict_only=True) == "sure" and (
+            cls != "password" or _classes(value.replace("-", "").replace(".", "")
+                                          .replace("/", "")) >= 2):
+        rule = rules["password" if cls == "password" else "secret"]
+        _found(out, near[0], near[0] + len(value), rule, True,
+               text[name_start:name_end] + " \u2026")
+
+
+def _scan_keywords(text, low, table, word, out):
+    """Keyword rules: HEROKU_API_KEY=<uuid>, "datadog_app_key": "<40>", ..."""
+    rules = table.rules(table.keywords, word, _keyword_priority)
+    for pos in _find_all(low, word, 1024):
+        name_start, name_end, v_start, v_end, quote, op = _assignment(text, pos,
+                                                                      pos + len(word))
+        if v_start is None:
+            continue
+        name = low[name_start:name_end]
+        parts = _name_parts(text[name_start:name_end])
+        if parts and parts[-1] in _BENIGN_TAILS:
+            continue
+        value = text[v_start:v_end]
+        for rule in rules:
+            if not any(all(w in name for w in alt) for alt in rule.keywords):
+                continue
+            for before, after in rule.parsed():
+                if _match_forward(value, 0, after) == len(value):
+                    if _entropy(value) < (rule.entropy or 2.5):
+                        break
+                    _found(out, v_start, v_end, rule, not _placeholder_value(value),
+                           text[name_start:name_end] + op.strip() + "\u2026")
+                    break
+
+
+def _scan_pem(text, low, table, out):
+    """-----BEGIN ... PRIVATE KEY----- blocks, whole or cut (a window may hold only
+    their head or their tail), in files or in JSON strings (literal \\n)."""
+    rules = {rule.shape: rule for rule in table.scanners.get("pem", ())}
+    covered = 0
+    for dashes in ("-----", "---- "):
+        for pos in _find_all(low, dashes + "begin ", 256):
+            label_start = pos + len(dashes) + 6
+            close = text.find(dashes.strip() if dashes == "-----" else "----",
+                              label_start, label_start + 80)
+            if close < 0:
+                continue
+            label = text[label_start:close].strip().upper()
+            if "PRIVATE KEY" not in label:
+                continue
+            end, body = _pem_body(text, close + len(dashes.strip()))
+            if body < 16:
+                continue
+            rule = rules.get(label) or rules[""]
+            _found(out, pos, end, rule, body >= 64,
+                   "-----BEGIN %s-----\u2026" % label)
+            covered = max(covered, end)
+    for pos in _find_all(low, "-----end ", 256):     # a tail without its head
+        close = text.find("-----", pos + 9, pos + 90)
+        label = text[pos + 9:close].strip().upper() if close > 0 else ""
+        if pos < covered or "PRIVATE KEY" not in label:
+            continue
+        start, body = _pem_body_backward(text, pos)
+        if body >= 16:
+            rule = rules.get(label) or rules[""]
+            _found(out, start, close + 5, rule, body >= 64, "\u2026-----END %s-----" % label)
+
+
+_B64_CHARS = _ALNUM + "+/="
+_PEM_HEADERS = ("proc-type:", "dek-info:", "comment:", "version:", "hash:", "charset:")
+
+
+def _pem_body(text, pos):
+    """(end, base64 characters) of a key body from pos: base64 runs, blank space,
+    literal \\n, the header lines of encrypted PEM, through the END line."""
+    size, body = len(text), 0
+    while pos < size:
+        mark = pos
+        while mark < size and (text[mark] in " \t\r\n" or (
+                text[mark] == "\\" and text[mark + 1:mark + 2] in ("n", "r"))):
+            mark += 2 if text[mark] == "\\" else 1
+        if text.startswith("-----END", mark) or text.startswith("---- END", mark):
+            close = text.find("-----" if text[mark + 4] == "-" else "----", mark + 9,
+                              mark + 100)
+            return (close + (5 if text[mark + 4] == "-" else 4) if close > 0 else mark), body
+        run = _run_length(text, mark, _B64_CHARS, 1, 1 << 16)
+        if run > 0:
+            body += run
+            pos = mark + run
+            continue
+        if body < 200 and text[mark:mark + 12].lower().startswith(_PEM_HEADERS):
+            line_end = text.find("\n", mark)
+            pos = size if line_end < 0 else line_end
+            continue
+        break
+    return pos, body
+
+
+def _pem_body_backward(text, pos):
+    start, body = pos, 0
+    while start > 0:
+        mark = start
+        while mark > 0 and (text[mark - 1] in " \t\r\n" or (
+                text[mark - 2:mark] in ("\\n", "\\r"))):
+            mark -= 2 if text[mark - 1] in "nr" and text[mark - 2:mark - 1] == "\\" else 1
+        chunk = text[max(0, mark - (1 << 16)):mark]
+        run = len(chunk) - len(chunk.rstrip(_B64_CHARS))
+        if not run:
+            break
+        body += run
+        start = mark - run
+    return start, body
+
+
+def _scan_putty(text, low, table, out):
+    rule = table.scanners["putty"][0]
+    for pos in _find_all(low, "putty-user-key-file-", 64):
+        lines = low.find("private-lines:", pos, pos + 16384)
+        if lines < 0:
+            continue
+        line_end = text.find("\n", lines)
+        if line_end < 0:
+            continue
+        end, body = _pem_body(text, line_end)
+        mac = low.find("private-mac:", end, end + 8)
+        if mac >= 0:
+            mac_end = text.find("\n", mac)
+            end = len(text) if mac_end < 0 else mac_end
+        if body >= 16:
+            _found(out, lines, end, rule, body >= 64, "Private-Lines: \u2026")
+
+
+def _scan_jwk(text, low, table, out):
+    rule = table.scanners["jwk"][0]
+    members = rule.shape.split()
+    for pos in _find_all(low, '"kty"', 256):
+        start = text.rfind("{", max(0, pos - 8192), pos)
+        end = text.find("}", pos, pos + 16384)
+        if start < 0 or end < 0:
+            continue
+        for member in members:
+            key = '"%s"' % member
+            k = text.find(key, start, end)
+            while k >= 0:
+                colon = _skip_blanks(text, k + len(key), end)
+                if text[colon:colon + 1] == ":":
+                    quote = _skip_blanks(text, colon + 1, end)
+                    if text[quote:quote + 1] == '"':
+                        size = _run_length(text, quote + 1, _SECRET_CLASSES["b64u"], 16,
+                                           8192)
+                        if size > 0:
+                            _found(out, quote + 1, quote + 1 + size, rule, size >= 32,
+                                   '"%s": "\u2026"' % member)
+                k = text.find(key, k + 1, end)
+
+
+_SCHEME_CHARS = _ALNUM + "+.-"
+_AUTHORITY_STOP = frozenset("/?#\\ \t\r\n\"'`<>()[]{}")
+
+
+def _scan_urls(text, low, table, out):
+    """scheme://user:password@host: the password (user may be empty: redis://:pw@)."""
+    rule = table.scanners["url"][0]
+    for pos in _find_all(text, "://", 1024):
+        head = text[max(0, pos - 32):pos]
+        scheme = len(head) - len(head.rstrip(_SCHEME_CHARS))
+        if scheme < 2 or not text[pos - scheme].isalpha():
+            continue
+        end = pos + 3
+        limit = min(len(text), end + 1024)
+        while end < limit and text[end] not in _AUTHORITY_STOP:
+            end += 1
+        at = text.rfind("@", pos + 3, end)
+        colon = text.find(":", pos + 3, at) if at > 0 else -1
+        if colon < 0 or at == colon + 1:
+            continue
+        password = text[colon + 1:at]
+        if _code_reference(password, True) or _placeholder_value(password) or \
+                password.startswith("[REDACTED"):
+            continue
+        _found(out, colon + 1, at, rule, len(password) >= 4,
+               text[pos - scheme:colon + 1] + "\u2026@")
+
+
+_TOKEN68 = _ALNUM + "._~+/-"
+_AUTH_SCHEMES = ("bearer", "basic", "token", "bot", "digest", "apikey", "api-key",
+                 "key", "ssws", "jwt", "sso-key", "splunk", "hawk", "negotiate")
+
+
+def _scan_bearer(text, low, table, out):
+    """Authorization: <scheme> <credentials>, and Bearer <token> anywhere."""
+    bearer = table.scanners["bearer"][0]
+    basic = table.scanners["basic"][0]
+    for pos in _find_all(low, "bearer", 512):
+        if pos and low[pos - 1] in _ALNUM_LOWER:
+            continue
+        _credentials(text, pos + 6, bearer, "Bearer \u2026", out, need_space=True)
+    for pos in _find_all(low, "basic", 512):
+        if pos and low[pos - 1] in _ALNUM_LOWER:
+            continue
+        start = _skip_blanks(text, pos + 5)
+        if start == pos + 5:
+            continue
+        size = _run_length(text, start, _B64_CHARS, 8, 4096)
+        if size > 0 and _check_digit("basic", "", text[start:start + size]):
+            _found(out, start, start + size, basic, True, "Basic \u2026")
+    for pos in _find_all(low, "authorization", 512):
+        k = pos + 13
+        while k < len(text) and text[k] in "\"' \t":
+            k += 1
+        if text[k:k + 1] not in (":", "="):
+            continue
+        k = _skip_blanks(text, k + 1)
+        while k < len(text) and text[k] in "\"'":
+            k += 1
+        word_end = k
+        while word_end < len(text) and (text[word_end].isalnum() or
+                                        text[word_end] == "-"):
+            word_end += 1
+        if low[k:word_end] in ("bearer", "basic"):
+            continue                      # read above
+        if low[k:word_end] in _AUTH_SCHEMES:
+            k = word_end
+        _credentials(text, k, bearer, "Authorization: \u2026", out, need_space=False)
+
+
+def _credentials(text, pos, rule, mask, out, need_space):
+    start = _skip_blanks(text, pos)
+    if need_space and start == pos:
+        return
+    size = _run_length(text, start, _TOKEN68, 8, 8192)
+    if size < 0:
+        return
+    while text[start + size:start + size + 1] == "=":
+        size += 1
+    value = text[start:start + size]
+    if _code_reference(value, True) or _placeholder_value(value) or _wordy(value):
+        return
+    _found(out, start, start + size, rule, _looks_random(value, True), mask)
+
+
+_COMMAND_END = frozenset("\n;|&")
+_PROGRAM_BEFORE = frozenset(" \t\n;|&(`\"'/$=")
+
+
+def _shell_words(text, pos, limit=4096):
+    """[(word, start, end)] of one simple command from pos: quotes and backslashes
+    undone in word, start/end the raw span; stops at ; | & and the end of the line."""
+    line_end = text.find("\n", pos, pos + limit)
+    words, size = [], line_end if line_end >= 0 else min(len(text), pos + limit)
+    while pos < size:
+        pos = _skip_blanks(text, pos, size)
+        if pos >= size or text[pos] in _COMMAND_END:
+            break
+        start, buf = pos, []
+        while pos < size and text[pos] not in " \t" and text[pos] not in _COMMAND_END:
+            ch = text[pos]
+            if ch in ("'", '"'):
+                close = text.find(ch, pos + 1, size)
+                close = size if close < 0 else close
+                buf.append(text[pos + 1:close])
+                pos = close + 1
+            elif ch == "\\" and pos + 1 < size:
+                buf.append(text[pos + 1])
+                pos += 2
             else:
-                found.append((kind, match.start(), match.end()))
+                buf.append(ch)
+                pos += 1
+        words.append(("".join(buf), start, min(pos, size)))
+    return words
+
+
+def _cli_specs(rule):
+    if rule.alternatives is None:
+        programs, needed, flags = rule.shape.split("|")
+        specs = []
+        for flag in flags.split():
+            name, _, extra = flag.partition("@")
+            mode = name[-1] if name[-1] in "+=:%" else ""
+            specs.append((name.rstrip("+=:%"), mode, extra))
+        rule.alternatives = (programs.split(), needed.strip(), specs)
+    return rule.alternatives
+
+
+def _scan_cli(text, low, table, program, out):
+    """Passwords given on a command line (mysql's glued -p, sshpass -p, docker login
+    -p, curl -u user:password, smbclient -U user%password, openssl's pass:...)."""
+    for rule in table.scanners.get("cli", ()):
+        programs, needed, specs = _cli_specs(rule)
+        if program not in programs:
+            continue
+        for pos in _find_all(low, program, 256):
+            end = pos + len(program)
+            if (pos and low[pos - 1] not in _PROGRAM_BEFORE) or \
+                    low[end:end + 1] not in (" ", "\t"):
+                continue
+            words = _shell_words(text, end)
+            if needed and needed not in [w for w, _s, _e in words[:3]]:
+                continue
+            for span in _cli_values(text, words, specs):
+                value = text[span[0]:span[1]].strip("\"'").rstrip(",.;:)")
+                if value and not _code_reference(value, True) and not _placeholder_value(value):
+                    _found(out, span[0], span[1], rule, len(value) >= 4,
+                           "%s %s\u2026" % (program, span[2]))
+
+
+def _cli_values(text, words, specs):
+    """(start, end, flag) spans of the values the flags of specs carry."""
+    positional = [w for w in words[1:] if not w[0].startswith("-")]
+    for index, (word, start, end) in enumerate(words):
+        for flag, mode, extra in specs:
+            value = None
+            if word == flag and mode not in ("+", "="):
+                if extra.isdigit():
+                    if int(extra) <= len(positional):
+                        value = positional[int(extra) - 1][1:]
+                elif index + 1 < len(words):
+                    value = words[index + 1][1:]
+            elif word.startswith(flag) and len(word) > len(flag) and not extra.isdigit():
+                glued = word[len(flag):]
+                if flag.startswith("--"):
+                    if glued[0] == "=" and mode != "+":
+                        value = (end - len(glued) + 1, end)
+                elif mode != "=" and (mode == "+" or len(flag) == 2):
+                    value = (end - len(glued), end)
+            if value is None:
+                continue
+            v_start, v_end = value
+            for mark in (mode if mode in (":", "%") else "", "" if extra.isdigit() else extra):
+                if mark:
+                    cut = text.find(mark, v_start, v_end)
+                    if cut < 0:
+                        break
+                    v_start = cut + len(mark)
+            else:
+                yield v_start, v_end, flag
+            break
+
+
+_B64_RUN = _ALNUM + "+/_.~-"
+_B64_SPLIT = {}
+
+
+def _bytes_split(keep):
+    """A bytes.translate table that turns every byte not in keep into a space (C
+    speed whatever the text holds, unlike str.translate on non-ASCII text)."""
+    table = _B64_SPLIT.get(("bytes", keep))
+    if table is None:
+        kept = keep.encode()
+        table = _B64_SPLIT[("bytes", keep)] = bytes(
+            c if c in kept else 32 for c in range(256))
+    return table
+
+
+def _split_table(keep):
+    table = _B64_SPLIT.get(keep)
+    if table is None:
+        table = _B64_SPLIT[keep] = str.maketrans(
+            {chr(c): " " for c in range(128) if chr(c) not in keep})
+    return table
+
+
+def _scan_long_values(text, low, table, out):
+    """Long high-entropy runs: the bare 40-character AWS secret key, and the value of
+    an upper-case NAME= that is no digest, UUID, path or word (a .env secret)."""
+    bare = table.scanners["bare"][0]
+    env = table.scanners["env"][0]
+    cursor = 0
+    aws = "aws" in low or "akia" in low or "asia" in low
+    for raw in text.encode("ascii", "replace").translate(_bytes_split(_B64_RUN)).split():
+        if len(raw) < 20:
+            continue
+        token = raw.decode("ascii")
+        pos = text.find(token, cursor)
+        cursor = pos + len(token)
+        if len(token) == 40 and not set(token) - _B64_SET and \
+                text[cursor:cursor + 1] != "=":
+            if _classes(token) >= 3 and _entropy(token) >= 4.0 and not _wordy(token):
+                sure = (("/" in token or "+" in token or aws) and _entropy(token) >= 4.2
+                        and not _placeholder_value(token))
+                _found(out, pos, cursor, bare, sure, "\u2026 (40 characters)")
+                continue
+        quote = text[pos - 1:pos] if text[pos - 1:pos] in ("'", '"') else ""
+        eq = pos - 1 - len(quote)
+        if eq <= 0 or text[eq] != "=":
+            continue
+        head = text[max(0, eq - 64):eq]
+        name = head[len(head.rstrip(_ALNUM + "_")):]
+        if not name or not name[0].isupper() or not name.replace("_", "").isupper() or \
+                (_name_parts(name) or [""])[-1] in _BENIGN_TAILS:
+            continue
+        value = token.rstrip(".")
+        if _benign_value(value) or _wordy(value) or set(value) <= _HEX_SET or \
+                _entropy(value) < 4.0 or _classes(value) < 3:
+            continue
+        _found(out, pos, pos + len(value), env, False, name + "=\u2026")
+
+
+_B64_SET = frozenset(_ALNUM + "+/")
+
+
+def _scan_regexes(text, table, wanted, out):
+    import re
+    for rule in table.regexes:
+        if wanted is not None and rule.id not in wanted:
+            continue
+        if rule.regex.__class__ is str:
+            rule.regex = re.compile(rule.regex)
+        group = 1 if rule.regex.groups else 0
+        for match in rule.regex.finditer(text):
+            _found(out, match.start(group), match.end(group), rule, True,
+                   rule.name + " \u2026")
+
+
+# ---- the pass ---------------------------------------------------------------------------
+
+_WORD_HEAD = None
+
+
+def _scan(text, extra):
+    """Every finding in text (overlaps merged), one pass of the pre-filter."""
+    global _WORD_HEAD
+    if _WORD_HEAD is None:
+        import _operator
+        _WORD_HEAD = _operator.itemgetter(slice(0, 4))
+    table = _secret_table(extra)
+    low = text.lower()
+    if len(low) != len(text):     # a few characters lower to two: keep positions
+        low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
+    words = low.encode("utf-8", "ignore").translate(_bytes_split(_ALNUM_LOWER_STR)).split()
+    heads = set(map(_WORD_HEAD, words))
+    triggers = list(table.always)
+    for head in heads.intersection(table.by_head):
+        triggers.extend(table.by_head[head])
+    out, seen = [], set()
+    done = set()
+    wanted_regex = set()
+    for kind, what in triggers:
+        if (kind, what) in done:
+            continue
+        done.add((kind, what))
+        if kind == "anchor":
+            rules = table.rules(table.anchors, what, _anchor_priority)
+            haystack = low if rules[0].ci or not rules[0].infix else text
+            needle = what if haystack is low else rules[0].anchor
+            for pos in _find_all(haystack, needle):
+                for rule in rules:
+                    finding = _match_anchored(text, low, pos, rule)
+                    if finding is not None:
+                        out.append(finding)
+                        break
+        elif kind == "kw":
+            _scan_keywords(text, low, table, what, out)
+        elif kind == "cli":
+            _scan_cli(text, low, table, what, out)
+        elif kind == "regex":
+            wanted_regex.add(what)
+        elif what == "begin":
+            _scan_pem(text, low, table, out)
+        elif what == "putty":
+            _scan_putty(text, low, table, out)
+        elif what == "kty":
+            _scan_jwk(text, low, table, out)
+        elif what in ("bearer", "basic", "authorization") and ("scan", "bearer*") not in done:
+            done.add(("scan", "bearer*"))
+            _scan_bearer(text, low, table, out)
+    if "-----end " in low and ("scan", "begin") not in done:
+        _scan_pem(text, low, table, out)
+    _scan_words(text, low, table, out, seen)
+    _scan_urls(text, low, table, out)
+    _scan_long_values(text, low, table, out)
+    if table.regexes:
+        unkeyed = {r.id for r in table.regexes if not r.keywords}
+        if wanted_regex or unkeyed:
+            _scan_regexes(text, table, wanted_regex | unkeyed, out)
+    return _merge(out)
+
+
+
+def _merge(findings):
+    """Overlapping findings become one span, labelled by the surest, most specific
+    of them (a GitHub token inside a URL is a GitHub token)."""
+    if not findings:
+        return ()
+    findings.sort(key=lambda f: (f.start, -f.end))
+    merged, group = [], [findings[0]]
+    end = findings[0].end
+    for finding in findings[1:]:
+        if finding.start < end:
+            group.append(finding)
+            end = max(end, finding.end)
+            continue
+        merged.append(_best(group, end))
+        group, end = [finding], finding.end
+    merged.append(_best(group, end))
+    return tuple(merged)
+
+
+def _best(group, end):
+    if len(group) == 1:
+        return group[0]
+    best = max(group, key=lambda f: (f.priority, f.end - f.start))
+    return SecretFinding(group[0].start, end, best.rule, best.name,
+                         any(f.sure for f in group), best.mask, best.priority)
+
+
+# ---- the API: scan once, redact, then cut --------------------------------------------------
+
+_ACTIVE_RULES = [()]          # the project's own patterns (laws.json), set per estate
+_SCAN_MEMO = {}
+SCAN_MEMO_MAX = 64
+REDACT_MARGIN = 1024          # characters read past a cut, so a secret across it is whole
+REDACT_TAIL_MARGIN = 16384    # before a tail cut: a private key's head lies far back
+
+
+def scan_secrets(text, rules=None):
+    """Every secret in text: a tuple of Findings sorted by start, overlaps merged.
+    rules: the project's extra rules (default: those activated for the estate).
+    Each text is scanned once: the answer is kept for the next caller."""
+    if not isinstance(text, str) or len(text) < 8:
+        return ()
+    extra = _ACTIVE_RULES[0] if rules is None else rules
+    key = (text, extra)
+    found = _SCAN_MEMO.get(key)
+    if found is None:
+        found = _scan(text, extra)
+        _remember(key, found)
     return found
 
 
-def redact_secrets(text):
-    """The text with every secret value replaced by [REDACTED:kind]."""
+def _remember(key, found):
+    if len(_SCAN_MEMO) >= SCAN_MEMO_MAX:
+        _SCAN_MEMO.clear()
+    _SCAN_MEMO[key] = found
+
+
+def find_secrets(text, strict=False, rules=None):
+    """[(kind, start, end)] of secret values in text. strict: only sure findings
+    (what the secret-in-prompt law refuses); else all that redaction removes."""
+    return [(f.rule, f.start, f.end) for f in scan_secrets(text, rules)
+            if f.sure or not strict]
+
+
+def redact_secrets(text, rules=None):
+    """The text with every secret replaced by [REDACTED:kind]."""
     if not isinstance(text, str):
         return text
-    spans = find_secrets(text)
-    if not spans:
+    found = scan_secrets(text, rules)
+    if not found:
         return text
-    spans.sort(key=lambda s: (s[1], -s[2]))
     out, pos = [], 0
-    for kind, start, end in spans:
-        if start < pos:
-            continue
-        out.append(text[pos:start])
-        out.append("[REDACTED:%s]" % kind)
-        pos = end
+    for finding in found:
+        out.append(text[pos:finding.start])
+        out.append("[REDACTED:%s]" % finding.rule)
+        pos = finding.end
     out.append(text[pos:])
-    return "".join(out)
+    clean = "".join(out)
+    _remember((clean, _ACTIVE_RULES[0] if rules is None else rules), ())
+    return clean
+
+
+def redact_clip(text, limit, tail=False, squash=False):
+    """Redact first, cut after: at most `limit` characters of text (its head, or its
+    tail), every secret redacted in full even when it lies across the cut. Only a
+    window around the cut is read; the window is widened to the end of the word it
+    cuts, so a long token is never seen in part. squash: runs of white space become
+    one space (after redaction: some formats span lines)."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        out = redact_secrets(text)
+        return " ".join(out.split()) if squash else out
+    extra = _ACTIVE_RULES[0]
+    if (text, extra) in _SCAN_MEMO:
+        window = text
+    elif tail:
+        start = max(0, len(text) - limit - REDACT_TAIL_MARGIN)
+        while start > 0 and len(text) - start < limit + 4 * REDACT_TAIL_MARGIN and \
+                not text[start - 1].isspace():
+            start -= 1
+        window = text[start:]
+    else:
+        end = limit + REDACT_MARGIN
+        while end < len(text) and end < limit + 64 * REDACT_MARGIN and \
+                not text[end].isspace():
+            end += 1
+        window = text[:end]
+    redacted = redact_secrets(window)
+    if squash:
+        redacted = " ".join(redacted.split())
+    if tail:
+        out = "\u2026" + redacted[-max(0, limit - 1):] if len(redacted) > limit else redacted
+    else:
+        out = clip(redacted, limit)
+    _remember((out, extra), ())
+    return out
 
 
 def redact_record(value, limit=JOURNAL_TEXT_MAX):
-    """Redact and clip every string in a JSON-like value (clip wide, redact, clip)."""
+    """Every string in a JSON-like value redacted, then clipped to limit."""
     if isinstance(value, str):
-        return clip(redact_secrets(value[:limit * 8]), limit)
+        return redact_clip(value, limit)
     if isinstance(value, dict):
         return {str(k): redact_record(v, limit) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact_record(v, limit) for v in value]
     return value
+
+
+def describe_secrets(text, findings, shown=3):
+    """Where the findings are, masked, for the person to fix the prompt:
+    GitLab personal access token (`glpat-…`, line 3, characters 10-36)."""
+    parts = []
+    for finding in findings[:shown]:
+        line = text.count("\n", 0, finding.start) + 1
+        line_start = text.rfind("\n", 0, finding.start) + 1
+        last = text.count("\n", 0, max(finding.start, finding.end - 1)) + 1
+        if last == line:
+            where = "line %d, characters %d-%d" % (line, finding.start - line_start + 1,
+                                                   finding.end - line_start)
+        else:
+            where = "lines %d-%d" % (line, last)
+        parts.append("%s (`%s`, %s)" % (finding.name, finding.mask, where))
+    more = len(findings) - shown
+    return "; ".join(parts) + (" and %d more" % more if more > 0 else "")
+
+
+# ---- project patterns (laws.json "secret_patterns") --------------------------------------
+
+SECRET_PATTERN_CHARSETS = {"alnum": "an", "upper-alnum": "AN", "lower-alnum": "al",
+                           "hex": "h", "HEX": "H", "hex-any-case": "hH",
+                           "base64": "b64", "base64url": "b64u", "base32": "b32",
+                           "digits": "d", "letters": "aA", "word": "w"}
+SECRET_PATTERN_FIELDS = ("id", "name", "prefix", "charset", "min", "max", "entropy",
+                         "regex", "keywords", "comment")
+_PATTERN_CACHE = {}
+
+
+def compile_secret_patterns(value):
+    """(rules, problems) from the "secret_patterns" list of laws.json. Each pattern is
+    a prefix with a charset and a length, or a regular expression (checked like every
+    regex of laws.json); the same list gives the same rules (cached)."""
+    if not value:
+        return (), []
+    key = json_dumps(value)
+    cached = _PATTERN_CACHE.get(key)
+    if cached is None:
+        cached = _PATTERN_CACHE[key] = _compile_patterns(value)
+    return cached
+
+
+def _compile_patterns(value):
+    if not isinstance(value, list):
+        return (), ["`secret_patterns` must be a list of objects"]
+    rules, problems, seen = [], [], set()
+    for item in value:
+        rule, why = _compile_pattern(item)
+        if why:
+            problems.append(why)
+        elif rule.id in seen:
+            problems.append("secret pattern %s is given twice" % rule.id)
+        else:
+            seen.add(rule.id)
+            rules.append(rule)
+    return tuple(rules), problems
+
+
+def _compile_pattern(item):
+    """(SecretRule, None) or (None, the problem)."""
+    if not isinstance(item, dict):
+        return None, "a secret pattern must be an object"
+    pid = item.get("id")
+    if not (isinstance(pid, str) and 0 < len(pid) <= 64 and pid[0].isalnum() and
+            all(c.isalnum() or c in "-_." for c in pid)):
+        return None, "secret pattern id %r must be a slug (letters, digits, - _ .)" % (pid,)
+    unknown = sorted(set(item) - set(SECRET_PATTERN_FIELDS))
+    if unknown:
+        return None, "secret pattern %s: unknown fields %s" % (pid, ", ".join(unknown))
+    name = item.get("name", pid)
+    if not isinstance(name, str) or not name.strip() or len(name) > 80:
+        return None, "secret pattern %s: `name` must be a short text" % pid
+    keywords = item.get("keywords", [])
+    if not isinstance(keywords, list) or not all(
+            isinstance(k, str) and 2 <= len(k) <= 40 and k.strip() == k for k in keywords):
+        return None, "secret pattern %s: `keywords` must be a list of words" % pid
+    entropy = item.get("entropy", 0)
+    if not isinstance(entropy, (int, float)) or not 0 <= entropy <= 6:
+        return None, "secret pattern %s: `entropy` must be a number from 0 to 6" % pid
+    if "regex" in item:
+        return _compile_regex_pattern(item, pid, name, keywords)
+    prefix, charset = item.get("prefix"), item.get("charset", "alnum")
+    if not isinstance(prefix, str) or len(prefix) < 3 or len(prefix) > 64 or \
+            any(ch.isspace() for ch in prefix):
+        return None, ("secret pattern %s: give a `prefix` of 3 to 64 characters without "
+                      "spaces, or a `regex`" % pid)
+    if not isinstance(charset, str) or not charset or len(charset) > 128:
+        return None, "secret pattern %s: `charset` must be a text" % pid
+    chars = _SECRET_CLASSES[SECRET_PATTERN_CHARSETS[charset]] \
+        if charset in SECRET_PATTERN_CHARSETS else charset
+    low = item.get("min", 16)
+    high = item.get("max", max(low, 256) if isinstance(low, int) else low)
+    if not (isinstance(low, int) and isinstance(high, int) and 8 <= low <= high <= 4096):
+        return None, "secret pattern %s: need 8 <= min <= max <= 4096" % pid
+    rule = SecretRule((pid, name, prefix, "", "ent=%s" % entropy), priority=300 + len(prefix))
+    rule.alternatives = [([], [(chars, low, high)])]
+    return rule, None
+
+
+def _compile_regex_pattern(item, pid, name, keywords):
+    pattern = item["regex"]
+    problem = regex_problem(pattern)
+    if problem:
+        return None, "secret pattern %s: `regex` %s" % (pid, problem)
+    rule = SecretRule((pid, name, "", "", "kw=%s" % "|".join(k.lower() for k in keywords)
+                       if keywords else ""), priority=250)
+    rule.regex = pattern
+    return rule, None
+
+
+def regex_problem(pattern, max_length=500):
+    """Why a regular expression from laws.json is unsafe to run on every prompt and
+    tool call, or None: it must compile, be short, and have no nested or adjacent
+    unbounded repetition and no back-reference (the shapes that make a backtracking
+    engine take exponential or polynomial time)."""
+    if not isinstance(pattern, str) or not pattern:
+        return "must be a non-empty text"
+    if len(pattern) > max_length:
+        return "is longer than %d characters" % max_length
+    import re
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return "is not a valid regular expression (%s)" % exc
+    stack, unbounded, last_unbounded, i = [[False, False]], 0, -9, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            if pattern[i + 1:i + 2].isdigit() or pattern[i + 1:i + 2] in ("g", "k"):
+                return "uses a back-reference"
+            i += 2
+            continue
+        if ch == "[":
+            close = pattern.find("]", i + 2)
+            i = len(pattern) if close < 0 else close + 1
+            continue
+        if ch == "(":
+            if pattern.startswith("(?P=", i):
+                return "uses a back-reference"
+            stack.append([False, False])
+        elif ch == "|":
+            stack[-1][1] = True
+        elif ch == ")" and len(stack) > 1:
+            repeats, alternates = stack.pop()
+            if pattern[i + 1:i + 2] in ("*", "+", "{"):
+                if repeats or alternates:
+                    return ("repeats a group that holds a repetition or an alternation "
+                            "(nested quantifiers)")
+                stack[-1][0] = True
+        elif ch in "*+" or (ch == "{" and "," in pattern[i:pattern.find("}", i)]):
+            if ch != "{" or pattern[pattern.find(",", i) + 1:pattern.find("}", i)] == "":
+                unbounded += 1
+                if i - last_unbounded <= 3:
+                    return "has two unbounded repetitions side by side"
+                last_unbounded = i
+            stack[-1][0] = True
+        i += 1
+    if unbounded > 2:
+        return "has more than two unbounded repetitions (* + {n,})"
+    return None
+
+
+def activate_secret_patterns(rules):
+    """Make a project's patterns part of every redaction in this process."""
+    _ACTIVE_RULES[0] = tuple(rules)
 
 
 # ==== shell parsing =========================================================
@@ -1801,10 +3749,11 @@ class LawBook:
     """The laws in force plus the settings laws.json gives them."""
 
     __slots__ = ("laws", "protected_branches", "protected_paths", "stop_block_bound",
-                 "problems", "disabled")
+                 "problems", "disabled", "secret_rules")
 
     def __init__(self):
         self.laws, self.problems, self.disabled = [], [], []
+        self.secret_rules = ()
         self.protected_branches = list(DEFAULT_PROTECTED_BRANCHES)
         self.protected_paths = []
         self.stop_block_bound = STOP_BLOCK_BOUND
@@ -1895,7 +3844,7 @@ def build_lawbook(doc):
         return book
     unknown = sorted(set(doc) - {"schema_version", "disable", "protected_branches",
                                  "protected_paths", "laws", "stop_block_bound",
-                                 "comment"})
+                                 "secret_patterns", "comment"})
     if unknown:
         book.problems.append("unknown top-level keys: %s" % ", ".join(unknown))
     version = doc.get("schema_version", SCHEMA_VERSION)
@@ -1922,6 +3871,8 @@ def build_lawbook(doc):
         book.stop_block_bound = bound
     else:
         book.problems.append("stop_block_bound must be an integer from 1 to 8")
+    book.secret_rules, problems = compile_secret_patterns(doc.get("secret_patterns"))
+    book.problems.extend(problems)
     laws = doc.get("laws", [])
     if not isinstance(laws, list):
         book.problems.append("`laws` must be a list")
@@ -2048,7 +3999,7 @@ def classify_delete(ctx, text, cwd, unknown, globbed, shown=None):
     """Why deleting `text` recursively/by force is destructive, else None."""
     reason = _classify_delete(ctx, text, cwd, unknown, globbed)
     if reason and shown:
-        reason = "`%s` %s" % (clip(shown, 120), reason)
+        reason = "`%s` %s" % (redact_clip(shown, 120), reason)
     return reason
 
 
@@ -2197,7 +4148,7 @@ def predicate_destroy(ctx):
                 for token in _code_tokens(code):
                     if token.startswith(("/", "~", "./", "../")) or token in (".", ".."):
                         reason = classify_delete(ctx, token, cmd.cwd, False, False,
-                                                 clip(cmd.text(), 80))
+                                                 redact_clip(cmd.text(), 80))
                         if reason:
                             reasons.append(reason)
         elif prog.startswith("mkfs") or prog in ("mke2fs", "mkswap", "wipefs",
@@ -2436,12 +4387,12 @@ def predicate_secrets(ctx):
             continue
         if is_secret_path(path, ctx.home):
             verb = {"read": "reads", "write": "writes", "code": "opens"}.get(mode, "uses")
-            return "`%s` %s the secret file %s" % (clip(what, 120), verb,
+            return "`%s` %s the secret file %s" % (redact_clip(what, 120), verb,
                                                     display_path(path, ctx.root))
         if mode == "read" and cmd is not None and cmd.prog in _COPIERS and holds_secrets(
                 path, ctx.home):
             return "`%s` copies %s, which holds private keys or credentials" % (
-                clip(what, 120), path)
+                redact_clip(what, 120), path)
     return None
 
 
@@ -2530,7 +4481,7 @@ def predicate_harness(ctx):
         if hit:
             verb = "deletes or moves" if mode == "delete" else "changes"
             return "`%s` %s %s, which belongs to the harness" % (
-                clip(what, 120), verb, display_path(path, ctx.root))
+                redact_clip(what, 120), verb, display_path(path, ctx.root))
     for cmd in ctx.cmds:
         argv = cmd.argv
         for k, arg in enumerate(argv[:3]):
@@ -2572,7 +4523,7 @@ def predicate_pipe_to_shell(ctx):
             while feeder is not None:
                 if feeder.prog in DOWNLOADERS:
                     return "`%s | %s` runs code fetched from the network unread" % (
-                        clip(feeder.text(), 80), cmd.text())
+                        redact_clip(feeder.text(), 80), cmd.text())
                 feeder = feeder.feeds
     return None
 
@@ -2602,10 +4553,11 @@ def _reads_program_from_stdin(cmd):
 
 
 def predicate_secret_prompt(ctx):
-    found = find_secrets(ctx.event.prompt or "", strict=True)
+    prompt = ctx.event.prompt or ""
+    found = [f for f in scan_secrets(prompt, ctx.book.secret_rules) if f.sure]
     if found:
-        kinds = sorted({kind for kind, _, _ in found})
-        return "the prompt carries what looks like a secret (%s)" % ", ".join(kinds)
+        return "the prompt carries what looks like a secret: %s" % describe_secrets(
+            prompt, found)
     return None
 
 
@@ -2651,7 +4603,7 @@ def _project_law_hit(law, ctx):
             break
         if hit is None:
             return None
-        said.append("`%s`" % clip(hit.text(), 120))
+        said.append("`%s`" % redact_clip(hit.text(), 120))
     if law.path:
         mode = law.mode or "write"
         hit = None
@@ -3032,7 +4984,28 @@ def load_lawbook(estate):
         return book
     book = build_lawbook(doc)
     book.problems = ["laws.json: %s" % p for p in book.problems]
+    activate_secret_patterns(book.secret_rules)
     return book
+
+
+def use_project_secret_patterns(estate):
+    """Make the secret_patterns of the estate's laws.json part of every redaction in
+    this process. Cheap on every hook: the file is parsed only when it names some."""
+    try:
+        with open(estate.path("laws.json"), "rb") as handle:
+            data = handle.read(1 << 20)
+    except OSError:
+        data = b""
+    rules = ()
+    if b"secret_patterns" in data:
+        try:
+            doc = json_loads(data.decode("utf-8", "replace"))
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            rules = compile_secret_patterns(doc.get("secret_patterns"))[0]
+    activate_secret_patterns(rules)
+    return rules
 
 
 def cli_hint(estate, config=None):
@@ -3103,16 +5076,16 @@ def summarise_call(event):
         command = ti.get("command", ti.get("cmd", ""))
         if isinstance(command, list):
             command = " ".join(_quote_arg(str(a)) for a in command)
-        return clip(" ".join(str(command).split()), 400)
+        return redact_clip(str(command), 400, squash=True)
     if tool == "apply_patch":
         targets = [t for t, _ in patch_targets(ti.get("command") or ti.get("patch") or "")]
         return "apply_patch %s" % ", ".join(targets[:8])
     for key in ("file_path", "notebook_path", "path", "pattern", "url", "query"):
         if isinstance(ti.get(key), str):
-            return "%s %s" % (tool, clip(ti[key], 300))
+            return "%s %s" % (tool, redact_clip(ti[key], 300))
     if tool in SPAWN_TOOLS:
         what = ti.get("description") or ti.get("message") or ti.get("prompt") or ""
-        return "%s %s" % (tool, clip(str(what), 200))
+        return "%s %s" % (tool, redact_clip(str(what), 200))
     return tool
 
 
@@ -3295,7 +5268,7 @@ def normalise(payload, event_name="", env=None, client=None):
         env={k: env[k] for k in ("HOME", "TMPDIR", "USER", "CODEX_HOME") if env.get(k)})
     if kind == "PostToolUseFailure":
         event.ok = False
-        event.error = clip(str(payload.get("error") or ""), 600)
+        event.error = str(payload.get("error") or "")   # cut where it is journaled
     elif kind == "PostToolUse":
         event.ok, event.error = _outcome(event)
     return event
@@ -3312,7 +5285,7 @@ def _outcome(event):
     if isinstance(response, str) and response.startswith("Exit code: "):
         code = response[11:].split("\n", 1)[0].strip()
         if code.isdigit() and code != "0":
-            return False, clip(response, 600)
+            return False, response
         return True, ""
     return (True, "") if event.client == "claude" else (None, "")
 
@@ -3369,7 +5342,7 @@ def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
             reason = ("notrest deny [gate-error]: the gate failed (%s: %s), so the call "
                       "was refused to stay safe. Instead: retry; if it persists, ask a "
                       "person to run `notrest doctor`." % (type(exc).__name__,
-                                                           clip(str(exc), 200)))
+                                                           redact_clip(str(exc), 200)))
             fake = Event(kind=kind, client=detect_client(payload, env))
             answer, message, code = render_answer(fake, Verdict("deny", "gate-error",
                                                                 reason))
@@ -3380,7 +5353,8 @@ def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
             answer, message, code = "{}", "", 0
         err.write("notrest: hook %s failed: %s: %s\n" % (neutralise(kind)[:40],
                                                          type(exc).__name__,
-                                                         clip(neutralise(exc), 300)))
+                                                         redact_clip(neutralise(exc),
+                                                                     300)))
         if env.get("NOTREST_DEBUG"):
             import traceback
             traceback.print_exc(file=err)
@@ -3418,6 +5392,7 @@ def exit_now(code):
 def dispatch_hook(estate, event, env, started):
     """Act on one normalised event; (stdout, stderr, exit code). The events of
     every tool call are handled here, in the hot part; the rest in the cold part."""
+    use_project_secret_patterns(estate)
     if event.kind not in HOT_EVENTS:
         cold = globals().get("dispatch_cold") or cold_module().dispatch_cold
         return cold(estate, event, env, started)
@@ -3444,7 +5419,7 @@ def dispatch_hook(estate, event, env, started):
         record = dict(base, k="tool", tool=event.tool or "", what=summarise_call(event),
                       ok=event.ok, files=files_touched(event, estate.root, event.home))
         if event.error:
-            record["error"] = event.error
+            record["error"] = redact_clip(event.error, ERROR_TEXT_MAX)
         if event.agent:
             record["agent"] = event.agent["id"]
         append_record(journal, _stamp(record, started))
@@ -3457,11 +5432,11 @@ def dispatch_hook(estate, event, env, started):
                       "subagent-stop", agent=agent.get("id", ""),
                       agent_type=agent.get("type", ""))
         if kind == "SubagentStop":
-            record["message"] = clip(str(event.raw.get("last_assistant_message") or ""),
-                                     500)
+            record["message"] = redact_clip(
+                str(event.raw.get("last_assistant_message") or ""), 500)
         append_record(journal, _stamp(record, started))
         return "{}", "", 0
-    append_record(journal, _stamp(dict(base, k="notice", message=clip(
+    append_record(journal, _stamp(dict(base, k="notice", message=redact_clip(
         str(event.raw.get("message") or ""), 500)), started))
     return "{}", "", 0
 
@@ -3888,7 +5863,7 @@ def add_threads(estate, texts, session, now, kind="thread", extra=None):
                 number += 1
             tid = "%s%d" % (prefix, number)
             record = {"v": SCHEMA_VERSION, "k": "thread", "id": tid, "kind": kind,
-                      "text": clip(redact_secrets(text), 500), "status": "open",
+                      "text": redact_clip(text, 500), "status": "open",
                       "session": session, "t": now}
             if extra:
                 record.update(extra)
@@ -4269,8 +6244,8 @@ def bank_session(estate, session, note="", next_step="", open_items=(), close_id
             opened = add_threads(estate, list(open_items), session, now)
         append_record(estate.journal(session), {
             "v": SCHEMA_VERSION, "t": round(now, 3), "k": "note", "by": by, "c": client,
-            "note": clip(redact_secrets(note or ""), 1000),
-            "next": clip(redact_secrets(next_step or ""), 1000),
+            "note": redact_clip(note or "", 1000),
+            "next": redact_clip(next_step or "", 1000),
             "open": opened, "close": list(close_ids)})
     return refresh_session(estate, session, force_index=True)
 
@@ -4350,9 +6325,10 @@ def read_rollout_exits(path, offset):
             elif isinstance(command, list):
                 command = " ".join(_quote_arg(str(a)) for a in command)
             items.append({"id": str(item.get("id") or ""),
-                          "what": clip(" ".join(str(command).split()), 400), "code": code,
-                          "error": clip(str(item.get("aggregated_output") or "")
-                                        .strip()[-300:], 300)})
+                          "what": redact_clip(str(command), 400, squash=True),
+                          "code": code,
+                          "error": redact_clip(str(item.get("aggregated_output") or "")
+                                               .strip(), 300, tail=True)})
     return items, offset
 
 
@@ -4419,8 +6395,7 @@ def run_check_command(law, root):
     timeout = float(law.timeout or CHECK_TIMEOUT_S)
     code, out, err = run_command(argv, cwd=root, timeout=timeout)
     text = (out + b"\n" + err).decode("utf-8", "replace").strip()
-    tail = "\n".join(text.splitlines()[-15:])
-    return code, clip(redact_secrets(tail[-1500:]), 1500)
+    return code, "\n".join(redact_clip(text, 1500, tail=True).splitlines()[-15:])
 
 
 # ==== session hooks ========================================================
@@ -4461,8 +6436,8 @@ def dispatch_cold(estate, event, env, started):
             verdict.reason += ". The prompt was not sent to the model and not journaled"
             return render_answer(event, verdict)
         append_record(journal, stamp(dict(base, k="prompt",
-                                          text=clip(redact_secrets(event.prompt or ""),
-                                                    JOURNAL_TEXT_MAX))))
+                                          text=redact_clip(event.prompt or "",
+                                                           JOURNAL_TEXT_MAX))))
         context = None
         rec = current_session_record(estate, session)
         if rec.get("compact_pending"):
@@ -7546,6 +9521,7 @@ def main(argv=None):
 def _estate(args, must_exist=False):
     root = args.root or find_root(os.getcwd()) or os.getcwd()
     estate = Estate(root)
+    use_project_secret_patterns(estate)
     if must_exist and not estate.exists():
         raise NotrestError("notrest is not installed here", estate.dir,
                            "run `sh install.sh %s` first" % root, code=3)
@@ -7812,7 +9788,7 @@ def cmd_allow(args):
         permits = [p for p in data.get("permits", []) if (p.get("expires") or 0) > now]
         number = max([int(str(p.get("id", "p-0"))[2:] or 0) for p in permits if str(
             p.get("id", "")).startswith("p-") and str(p.get("id"))[2:].isdigit()] + [0])
-        permit = {"id": "p-%d" % (number + 1), "law": law.id, "why": clip(redact_secrets(args.why), 300),
+        permit = {"id": "p-%d" % (number + 1), "law": law.id, "why": redact_clip(args.why, 300),
                   "who": who, "created": round(now, 3),
                   "expires": round(now + max(1, args.minutes) * 60, 3)}
         permits.append(permit)

@@ -29,6 +29,8 @@ sys.dont_write_bytecode = True   # leave no __pycache__ in bench/
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 
+CODE_PROMPT = object()      # replaced by code_prompt(): 20 KB of the measured notrest.py
+CODE_PROMPT_BYTES = 20 * 1024
 # (label, event, launcher event, sample file, changes to the payload)
 EVENTS = (
     ("PreToolUse allow", "PreToolUse", "claude-PreToolUse.json", {}),
@@ -37,6 +39,8 @@ EVENTS = (
     ("PostToolUse", "PostToolUse", "claude-PostToolUse.json", {}),
     ("UserPromptSubmit", "UserPromptSubmit", "claude-UserPromptSubmit.json",
      {"prompt": "run the tests and fix what fails in src/app.py"}),
+    ("UserPromptSubmit 20KB code", "UserPromptSubmit", "claude-UserPromptSubmit.json",
+     {"prompt": CODE_PROMPT}),
     ("SessionStart", "SessionStart", "claude-SessionStart.json", {"source": "resume"}),
     ("Stop", "Stop", "claude-Stop.json", {}),
     ("SessionEnd", "SessionEnd", "claude-SessionEnd.json", {}),
@@ -46,6 +50,17 @@ DEFAULT_TARGET = 2.0
 RSS_TARGET_MB = 40.0
 HISTORY_TURNS = 32          # prompt + PreToolUse + PostToolUse each: ~100 lines a session
 PRIOR_SESSIONS = 6          # finished sessions before the benchmarked ones
+
+
+def code_prompt(source):
+    """An ordinary 20 KB code prompt: the shell-parsing section of the notrest.py being
+    measured, with a question around it (code that talks about tokens and keys but
+    holds none)."""
+    with open(os.path.join(source, "notrest.py"), encoding="utf-8") as handle:
+        text = handle.read()
+    start = max(0, text.find("# ==== shell parsing"))
+    code = text[start:start + CODE_PROMPT_BYTES - 200]
+    return "Why does this parser mishandle nested quotes?\n```python\n%s\n```\n" % code
 
 
 def session_id(label):
@@ -183,6 +198,8 @@ def setup(parent, python, source):
     for label, event, sample, changes in EVENTS:
         session = session_id("bench-" + label)
         driver.history(session, end=(event == "SessionEnd"))
+        if changes.get("prompt") is CODE_PROMPT:
+            changes = dict(changes, prompt=code_prompt(source))
         payload = driver.payload(sample, session, **changes)
         path = benchlib.write_payload(payload_dir, label.replace(" ", "-") + ".json",
                                       payload)

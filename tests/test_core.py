@@ -113,7 +113,7 @@ def test_ordinary_text_is_not_taken_for_a_secret_prompt(text):
 
 def test_redaction_keeps_the_name_of_an_assignment():
     assert notrest.redact_secrets("export API_KEY=abc123def456") == \
-        "export API_KEY=[REDACTED:assignment]"
+        "export API_KEY=[REDACTED:secret]"
 
 
 def snapshot(**over):
