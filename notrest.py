@@ -1007,13 +1007,19 @@ class _SecretTable:
         is a head itself when it ends inside `word`, and when it may go on into the
         text, every continuation by the characters that may follow is one too (too
         many of them: the trigger is searched for in every text)."""
-        runs = word.lower().translate(split).split()
-        if not runs:
-            self.always.append(trigger)
-            return
-        run = runs[0]
+        low = word.lower()
+        size = len(low) - len(low.lstrip(_ALNUM_LOWER_STR))   # the leading run
+        if size == 0:
+            runs = low.translate(split).split()
+            if not runs:
+                self.always.append(trigger)
+                return
+            run = runs[0]
+            ends = low.find(run) + len(run) < len(low)
+        else:
+            run, ends = low[:size], size < len(low)
         heads = [run[:4].encode()]
-        if len(run) < 4 and not whole and word.lower().endswith(run):
+        if len(run) < 4 and not whole and not ends:
             follow = _ALNUM_LOWER_STR if shape is None else _follow_chars(shape)
             if len(follow) ** (4 - len(run)) > _HEAD_EXPANSION_MAX:
                 self.always.append(trigger)
@@ -1070,7 +1076,18 @@ def _secret_table(extra=()):
     if table is None:
         if len(_TABLE) > 8:
             _TABLE.clear()
-        table = _TABLE[extra] = _SecretTable(extra)
+        import gc
+        # The table adds a thousand small objects, none of them garbage. Freezing what
+        # the process holds first keeps the collections they cause from walking the
+        # whole module (a hook paid 3-7 ms for one; it is a move of lists, O(1)).
+        gc.freeze()
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            table = _TABLE[extra] = _SecretTable(extra)
+        finally:
+            if enabled:
+                gc.enable()
     return table
 
 
@@ -1418,8 +1435,9 @@ def _match_anchored(text, low, pos, rule):
 
 def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
     body = text[start:pos] + text[after_anchor:end]
+    checked = _check_digit(rule.check, text[start:end], body)
     floor = rule.entropy or (2.5 if len(body) >= 16 else 0.0)
-    random = _entropy(body) >= floor
+    random = (rule.check and checked) or _entropy(body[:256]) >= floor
     if not random and len(rule.anchor) < 4:
         return None          # a short anchor and a flat body: ordinary text
     if rule.mixed and not (set(body) & _UPPER_DIGITS):
@@ -1428,8 +1446,7 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
         line = low[max(0, low.rfind("\n", 0, start) + 1, start - 200):start]
         if not any(all(word in line for word in alt) for alt in rule.keywords):
             return None
-    sure = random and not _placeholder_value(body) and _check_digit(rule.check,
-                                                                      text[start:end], body)
+    sure = random and checked and not _placeholder_value(body)
     mask = ("\u2026" if start < pos else "") + rule.anchor + "\u2026"
     return SecretFinding(start, end, rule.id, rule.name, sure and not rule.weak, mask,
                    rule.priority)
@@ -1843,7 +1860,7 @@ def _scan_jwk(text, low, table, out):
 
 
 _SCHEME_CHARS = _ALNUM + "+.-"
-_AUTHORITY_STOP = frozenset("/?#\\ \t\r\n\"'`<>()[]{}")
+_AUTHORITY_STOP = frozenset("/\\ \t\r\n\"'`<>()[]{}")   # a raw ? or # may be in a password
 
 
 def _scan_urls(text, low, table, out):
@@ -2446,7 +2463,7 @@ def regex_problem(pattern, max_length=500):
         elif ch in "*+" or (ch == "{" and "," in pattern[i:pattern.find("}", i)]):
             if ch != "{" or pattern[pattern.find(",", i) + 1:pattern.find("}", i)] == "":
                 unbounded += 1
-                if i - last_unbounded <= 3:
+                if i - last_unbounded <= 2:
                     return "has two unbounded repetitions side by side"
                 last_unbounded = i
             stack[-1][0] = True

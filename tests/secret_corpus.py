@@ -118,10 +118,11 @@ def recipes(m):
     bare = "here is what I have: {v} - why does the request fail?"
     out = []
 
-    def add(rid, name, family, value, context=bare, needle=None):
+    def add(rid, name, family, value, context=bare, needle=None, secret=None):
         out.append({"id": rid, "name": name, "family": family, "value": value,
                     "text": context.replace("{v}", value),
-                    "needle": needle or _needle(value)})
+                    "secret": secret or _secret_part(value),
+                    "needle": needle or _needle(secret or value)})
 
     # version control, CI, registries
     add("github-pat", "GitHub personal access token", "vcs", m.crc_token("ghp_"))
@@ -459,11 +460,11 @@ def recipes(m):
         + c("hex", 40) + '", "private_key": "{v}", "client_email": "a@p.iam.gserviceaccount.com"}')
     putty = _putty(m)
     add("putty-private-key", "PuTTY private key", "keys", putty,
-        needle=putty.split("Private-Lines: 6\n")[1][60:76])
+        secret=putty.split("Private-Lines: 6\n")[1].split("\nPrivate-MAC")[0])
     d = m.b64u_of(32)
     add("jwk-private-key", "JSON Web Key (private)", "keys",
         '{"kty": "EC", "crv": "P-256", "x": "' + m.b64u_of(32) + '", "y": "'
-        + m.b64u_of(32) + '", "d": "' + d + '"}', needle=d[8:24])
+        + m.b64u_of(32) + '", "d": "' + d + '"}', secret=d)
     add("wireguard-private-key", "WireGuard private key", "keys", m.b64_of(32),
         "[Interface]\nPrivateKey = {v}\nAddress = 10.0.0.2/32\n")
     add("jwt", "JSON Web Token", "tokens", m.jwt(), "Authorization: Bearer {v}")
@@ -542,6 +543,15 @@ def _putty(m):
     return ("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: me@host\n"
             "Public-Lines: 3\n%s\nPrivate-Lines: 6\n%s\nPrivate-MAC: %s" % (
                 public, private, m.chars("hex", 64)))
+
+
+def _secret_part(value):
+    """What of a value is secret: a webhook URL's path, a key block's body."""
+    if value.startswith("https://"):
+        return value.split("/", 3)[3]
+    if "-----BEGIN" in value:
+        return value.split("-----", 2)[2].rsplit("-----END", 1)[0].strip()
+    return value
 
 
 def _needle(value):

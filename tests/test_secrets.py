@@ -1,0 +1,568 @@
+"""Secrets: the rule table, the corpus of real formats and benign look-alikes, the
+refusal of a prompt that carries one, redaction before every cut, project patterns
+from laws.json, and the cost of the scan. The corpus is tests/secret_corpus.py
+(generated values, valid check digits) with tests/data/secrets/."""
+import binascii
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import REPO, make_project, sample
+import secret_corpus
+import notrest
+
+CORPUS = secret_corpus.load()["secrets"]
+BENIGN = secret_corpus.benign()
+CLIENTS = ("claude", "codex")
+
+
+def sure(text, rules=None):
+    return [f for f in notrest.scan_secrets(text, rules) if f.sure]
+
+
+def refused(text):
+    event = notrest.Event(kind="UserPromptSubmit", client="claude", prompt=text)
+    verdicts = notrest.decide(notrest.build_lawbook(None), event)
+    return [v for v in verdicts if v.law == "secret-in-prompt"]
+
+
+# ---- the table --------------------------------------------------------------------
+
+def test_the_rule_table_is_data_and_parses():
+    ids = set()
+    for row in notrest.SECRET_RULES + notrest.SECRET_KEYWORD_RULES + \
+            notrest.SECRET_SCANNER_RULES:
+        rid, name, anchor, shape, options = row
+        assert notrest._is_slug(rid) and name.strip(), row
+        rule = notrest.SecretRule(row)
+        known = {"ent", "check", "kw", "prev", "infix", "ci", "weak", "mixed"}
+        assert {o.partition("=")[0] for o in options.split()} <= known, row
+        if not anchor.startswith("@"):
+            for before, after in rule.parsed():
+                assert after or before, row
+                for segment in before + after:
+                    assert isinstance(segment, str) or (segment[1] <= segment[2]), row
+            assert anchor or rule.keywords, row
+        if "weak" not in options:
+            ids.add(rid)
+    assert len(ids) >= 150, len(ids)
+
+
+def test_the_corpus_is_broad_and_matches_its_recipes():
+    assert [e["id"] for e in CORPUS] == [e["id"] for e in secret_corpus.build()]
+    assert CORPUS == json.loads(json.dumps(secret_corpus.build())), \
+        "run python3 tests/secret_corpus.py"
+    assert len(CORPUS) >= 150 and len({e["id"] for e in CORPUS}) == len(CORPUS)
+    assert len(BENIGN) >= 80
+    values = " ".join(e["value"] + " " + e["text"] for e in CORPUS)
+    # every family issue #12 names
+    for mark in ("dop_v1_", "dckr_pat_", "GOCSPX-", "ya29.", "hvs.", "pscale_tkn_",
+                 "glpat-", "gldt-", "glrt-", "glptt-", "npm_", "pypi-AgEI", "rubygems_",
+                 "shpat_", "ntn_", "sntrys_", "SG.", "xkeysib-", "xapp-",
+                 "hooks.slack.com", "whsec_", "sq0csp-", "hf_", "pplx-", "xai-", "gsk_",
+                 "AGE-SECRET-KEY-1", "PuTTY-User-Key-File", '"d": "', "PrivateKey = ",
+                 "redis://:", "mysql -h db -u root -p", "sshpass -p", "docker login -u",
+                 "curl -u admin:", "AccountKey=", "&sig=", "aws_secret_access_key"):
+        assert mark in values, mark
+
+
+# ---- refusing prompts ---------------------------------------------------------------
+
+def test_every_format_in_the_corpus_is_refused_in_a_prompt():
+    missed = [e["id"] for e in CORPUS if not refused(e["text"])]
+    assert not missed, "%d of %d formats not refused: %s" % (len(missed), len(CORPUS),
+                                                             missed)
+
+
+def test_no_benign_look_alike_is_refused():
+    wrongly = [(b["text"][:60], sure(b["text"])) for b in BENIGN if refused(b["text"])]
+    assert not wrongly, wrongly
+
+
+def test_ordinary_20kb_code_prompts_are_neither_refused_nor_redacted():
+    prompts = secret_corpus.code_prompts()
+    assert len(prompts) >= 19
+    for name, prompt in prompts:
+        assert not refused(prompt), (name, sure(prompt))
+        assert notrest.redact_secrets(prompt) == prompt, (
+            name, notrest.scan_secrets(prompt))
+
+
+def test_code_references_digests_and_ids_are_left_alone():
+    for text in ('api_key = os.environ["API_KEY"]', "token = tokens[i]",
+                 "self.access_token = access_token", "password: ${{ secrets.DB }}",
+                 "export TOKEN=$TOKEN", "GITHUB_SHA=" + "3f5a9c2e" * 5,
+                 "IMAGE_DIGEST=sha256:" + "0b1c2d3e" * 8,
+                 "REQUEST_ID=6f1c2a8e-93b4-4d1e-a5f7-2b8c9d0e1f23",
+                 "JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64",
+                 "secret = get_secret(name)", "{token: refreshToken}",
+                 "password = getpass.getpass()", "PWD=/home/me/project"):
+        assert notrest.redact_secrets(text) == text, text
+
+
+def test_the_refusal_names_the_format_and_where_it_is_masked():
+    token = "glpat-" + "Ab3dE6gH9jK2mN5pQ8sT"
+    prompt = "first line\nsecond line\nthe key: %s ok\n" % token
+    verdict = refused(prompt)[0]
+    assert "GitLab personal access token" in verdict.reason
+    assert "`glpat-\u2026`" in verdict.reason
+    col = prompt.split("\n")[2].index(token) + 1
+    assert "line 3, characters %d-%d" % (col, col + len(token) - 1) in verdict.reason
+    assert token[6:] not in verdict.text() and token[8:14] not in verdict.text()
+
+
+def test_the_refusal_counts_what_it_does_not_show():
+    keys = [secret_corpus.Maker(i).crc_token("ghp_") for i in range(5)]
+    reason = refused("\n".join(keys))[0].reason
+    assert reason.count("GitHub personal access token") == 3 and "and 2 more" in reason
+    assert "lines" not in reason and "line 5" not in reason
+
+
+def test_check_digits_decide_what_is_sure():
+    maker = secret_corpus.Maker(3)
+    good = maker.crc_token("ghp_")
+    bad = good[:-1] + ("A" if good[-1] != "A" else "B")
+    assert sure(good) and not sure(bad)
+    assert notrest.redact_secrets(bad) != bad, "a token that fails its check is still redacted"
+    npm = maker.crc_token("npm_")
+    assert sure(npm) and not sure(npm[:-2] + npm[-1] + npm[-2])
+    age = maker.age()
+    assert sure(age) and not sure(age[:-1] + ("Q" if age[-1] != "Q" else "P"))
+    jwt = maker.jwt()
+    assert sure(jwt)
+    fake = "eyJ" + "x" * 20 + ".eyJ" + "y" * 20 + "." + "z" * 20
+    assert not sure(fake)
+
+
+def test_documentation_examples_are_redacted_but_not_refused():
+    for item in BENIGN:
+        if item.get("redacted_ok"):
+            assert not refused(item["text"])
+    assert not refused("AKIAIOSFODNN7EXAMPLE")
+    assert notrest.redact_secrets("AKIAIOSFODNN7EXAMPLE") != "AKIAIOSFODNN7EXAMPLE"
+
+
+# ---- redaction ----------------------------------------------------------------------
+
+def test_every_format_is_redacted_whole_and_its_context_kept():
+    leaks = []
+    for entry in CORPUS:
+        out = notrest.redact_secrets(entry["text"])
+        if entry["needle"] in out or "[REDACTED:" not in out:
+            leaks.append(entry["id"])
+    assert not leaks, leaks
+    assert notrest.redact_secrets("DB_PASSWORD=Xy7#k2Lm9q") == \
+        "DB_PASSWORD=[REDACTED:password]"
+
+
+def _pieces(value, size=12):
+    """Pieces of the secret part of a value."""
+    return {value[i:i + size] for i in range(0, max(1, len(value) - size), 5)
+            if len(set(value[i:i + size])) > 5 and "\n" not in value[i:i + size]}
+
+
+def test_redact_clip_never_keeps_part_of_a_secret_across_the_cut():
+    """The value starts just before the cut (head cuts) or ends just after it (tail
+    cuts), at several depths: what is kept holds no piece of it."""
+    for entry in CORPUS:
+        value, text = entry["value"], entry["text"]
+        at = text.find(value)
+        pieces = _pieces(entry["secret"])
+        for limit in (40, 120, 400):
+            for depth in (1, 5, len(value) // 2, len(value) - 3):
+                pad = limit - depth - at
+                if pad >= 0:
+                    head = ("x" * (pad - 1) + " " if pad else "") + text
+                    kept = notrest.redact_clip(head, limit)
+                    assert len(kept) <= limit
+                    assert not [p for p in pieces if p in kept], (entry["id"], kept)
+                after = len(text) - at - len(value)
+                pad = limit - depth - after
+                if pad >= 0:
+                    tail = text + (" y" * pad)[:pad]
+                    kept = notrest.redact_clip(tail, limit, tail=True)
+                    assert len(kept) <= limit
+                    assert not [p for p in pieces if p in kept], (entry["id"], kept)
+
+
+def test_redact_record_reaches_every_string():
+    token = secret_corpus.Maker(5).crc_token("ghp_")
+    record = {"a": token, "b": [token, {"c": token}], "n": 3, "k": None}
+    out = json.dumps(notrest.redact_record(record))
+    assert token[4:20] not in out and out.count("[REDACTED:github-pat]") == 3
+
+
+def test_each_text_is_scanned_once(monkeypatch, tmp_path):
+    calls = []
+    original = notrest._scan
+
+    def counting(text, extra):
+        calls.append(len(text))
+        return original(text, extra)
+
+    monkeypatch.setattr(notrest, "_scan", counting)
+    notrest._SCAN_MEMO.clear()
+    prompt = secret_corpus.code_prompts()[0][1]
+    event = notrest.Event(kind="UserPromptSubmit", client="claude", prompt=prompt)
+    notrest.decide(notrest.build_lawbook(None), event)
+    clipped = notrest.redact_clip(prompt, notrest.JOURNAL_TEXT_MAX)
+    notrest.redact_record({"text": clipped, "k": "prompt"})
+    assert calls.count(len(prompt)) == 1, calls
+    assert len(calls) <= 2, calls      # the prompt, and at most one short string
+
+
+def test_no_re_import_for_the_built_in_rules():
+    prompt = secret_corpus.code_prompts()[0][1]
+    token = secret_corpus.Maker(9).crc_token("ghp_")
+    code = ("import sys; sys.path.insert(0, %r); import notrest; "
+            "notrest.find_secrets(%r, True); notrest.redact_record({'w': %r}); "
+            "print('re' in sys.modules, 'json' in sys.modules)" % (
+                str(REPO), prompt, "curl -u me:Xy7k2Lm9 " + token))
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+@pytest.mark.parametrize("hostile", [
+    "sk-" * 7000, "ghp_" * 5000, "password=" * 2300, "://" * 7000,
+    "-----BEGIN PRIVATE KEY-----\n" * 700, "a" * 20000 + "=" + "b" * 20000,
+    "Bearer " * 3000, "mysql -p" * 2500, '{"kty": "' * 2000, "AKIA" * 5000,
+    ("x" * 39 + "/") * 500, "key: " * 4000 + "value",
+])
+def test_the_scan_is_fast_on_hostile_text(hostile):
+    start = time.perf_counter()
+    notrest._SCAN_MEMO.clear()
+    notrest.redact_secrets(hostile)
+    assert time.perf_counter() - start < 3.0
+
+
+# ---- project patterns -------------------------------------------------------------
+
+def test_project_patterns_are_rules_and_bad_ones_are_reported():
+    rules, problems = notrest.compile_secret_patterns([
+        {"id": "acme-key", "name": "ACME API key", "prefix": "acme_", "charset": "alnum",
+         "min": 32, "max": 40},
+        {"id": "acme-legacy", "name": "ACME legacy key", "regex": r"ACME-[0-9]{4}-([A-Z]{12})",
+         "keywords": ["acme-"]},
+        {"id": "bad", "regex": "(a+)+$"},
+        {"id": "bad2", "regex": r"(x)\1"},
+        {"id": "bad3", "prefix": "ab"},
+        {"id": "Not A Slug"},
+    ])
+    assert [r.id for r in rules] == ["acme-key", "acme-legacy"]
+    assert len(problems) == 4 and "nested" in problems[0] and "back-reference" in problems[1]
+    key = "acme_" + "Q7w9E2r4T6y8U1i3O5p7A9s2D4f6G8h0"
+    found = sure("use %s now" % key, rules)
+    assert [f.name for f in found] == ["ACME API key"]
+    legacy = "old ACME-2019-QWERTYUIOPAS here"
+    out = notrest.redact_secrets(legacy, rules)
+    assert out == "old ACME-2019-[REDACTED:acme-legacy] here"
+    assert not sure("use %s now" % key), "patterns apply only where given"
+
+
+@pytest.mark.parametrize("pattern,why", [
+    ("(a+)+", "nested"), ("(a|aa)*", "nested"), (r"(\w+)*x", "nested"),
+    ("a.*.*b", "side by side"), (".*a.*b.*c.*d", "more than two"), (r"(a)\1", "back"),
+    ("(?P<x>a)(?P=x)", "back"), ("[", "not a valid"), ("x" * 600, "longer"),
+])
+def test_catastrophic_regexes_are_refused(pattern, why):
+    assert why in (notrest.regex_problem(pattern) or "")
+
+
+@pytest.mark.parametrize("pattern", [r"ACME-[0-9]{4}-[A-Z]{12}", r"\bacme_[a-z0-9]{32}\b",
+                                     r"(?:foo|bar)_[0-9a-f]{40}", r"key=([^&\s]{20,64})"])
+def test_ordinary_regexes_pass(pattern):
+    assert notrest.regex_problem(pattern) is None
+
+
+def test_laws_json_patterns_refuse_and_redact_through_the_hooks(proj):
+    laws = json.loads((proj.root / ".notrest" / "laws.json").read_text())
+    laws["secret_patterns"] = [{"id": "acme-key", "name": "ACME API key",
+                                "prefix": "acme_", "charset": "alnum", "min": 32}]
+    (proj.root / ".notrest" / "laws.json").write_text(json.dumps(laws))
+    key = "acme_" + "Q7w9E2r4T6y8U1i3O5p7A9s2D4f6G8h0"
+    for client in CLIENTS:
+        result = proj.hook("UserPromptSubmit", proj.payload(
+            "UserPromptSubmit", "pat-" + client, client, prompt="deploy with " + key),
+            client)
+        assert result.answer["decision"] == "block", result.stdout
+        assert "ACME API key (`acme_\u2026`" in result.answer["reason"]
+        assert "ACME API key" in result.stderr
+        proj.hook("PostToolUse", proj.payload(
+            "PostToolUse", "pat-" + client, client, tool_name="Bash",
+            tool_input={"command": "deploy --key " + key},
+            tool_response={"stdout": ""} if client == "claude" else ""), client)
+    assert_absent(proj, [key[5:21]])
+    bad = dict(laws, secret_patterns=[{"id": "x", "regex": "(a+)+"}])
+    (proj.root / ".notrest" / "laws.json").write_text(json.dumps(bad))
+    listed = proj.cli("laws")
+    assert "nested" in listed.stdout + listed.stderr
+
+
+# ---- through the installed hooks, both clients ---------------------------------------
+
+def estate_files(proj):
+    roots = [proj.root / ".notrest", proj.home / ".local" / "share" / "notrest"]
+    for root in roots:
+        if root.exists():
+            for path in root.rglob("*"):
+                if path.is_file():
+                    yield path
+
+
+def assert_absent(proj, needles):
+    found = []
+    for path in estate_files(proj):
+        data = path.read_bytes()
+        for needle in needles:
+            if needle.encode() in data or json.dumps(needle)[1:-1].encode() in data:
+                found.append((needle, str(path)))
+    assert not found, found[:10]
+
+
+def run_all(jobs, workers=3):
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda job: job(), jobs))
+
+
+def test_every_corpus_secret_is_refused_by_the_prompt_hook_of_both_clients(proj):
+    jobs = []
+    for client in CLIENTS:
+        for entry in CORPUS:
+            payload = proj.payload("UserPromptSubmit", "p-%s-%s" % (client, entry["id"]),
+                                   client, prompt=entry["text"])
+            jobs.append(lambda c=client, p=payload, e=entry: (
+                c, e, proj.hook("UserPromptSubmit", p, c)))
+    missed = []
+    for client, entry, result in run_all(jobs):
+        answer = result.answer
+        if answer.get("decision") != "block" or "secret-in-prompt" not in result.stderr:
+            missed.append((client, entry["id"]))
+    assert not missed, missed
+    assert_absent(proj, [e["needle"] for e in CORPUS])
+
+
+def test_no_corpus_secret_reaches_the_estate_through_commands_outputs_errors_notes(proj):
+    """Each secret goes through a command, a tool output, an error and a note (and for
+    Codex the rollout's command and output), for both clients, with the payload
+    shapes the clients send: then no file under .notrest/ or the data folder holds
+    any part of it."""
+    jobs = []
+    for client in CLIENTS:
+        session = "leak-" + client
+        for entry in CORPUS:
+            text = entry["text"]
+            if client == "claude":
+                post = sample("claude-PostToolUse.json", proj.root, session_id=session,
+                              tool_name="Bash", tool_input={"command": text},
+                              tool_response={"stdout": text, "stderr": text,
+                                             "interrupted": False})
+                fail = sample("claude-PostToolUseFailure-fail-exit3.json", proj.root,
+                              session_id=session, tool_input={"command": text},
+                              error="Exit code 1\n" + text)
+                jobs.append(lambda p=post: proj.hook("PostToolUse", p, "claude"))
+                jobs.append(lambda p=fail: proj.hook("PostToolUseFailure", p, "claude"))
+            else:
+                post = sample("codex-PostToolUse.json", proj.root, session_id=session,
+                              tool_name="Bash", tool_input={"command": text},
+                              tool_response="Exit code: 1\nWall time: 0.1 seconds\n"
+                                            "Output:\n" + text)
+                jobs.append(lambda p=post: proj.hook("PostToolUse", p, "codex"))
+        for start in range(0, len(CORPUS), 10):
+            group = [e["text"] for e in CORPUS[start:start + 10]]
+            args = ["bank", "--session", session, "--note", group[0]]
+            if len(group) > 1:
+                args += ["--next", group[1]]
+            for extra in group[2:]:
+                args += ["--open", extra]
+            jobs.append(lambda a=args: proj.cli(*a))
+    results = run_all(jobs)
+    assert all(r.code == 0 for r in results), [r.stderr for r in results if r.code][:3]
+    # Codex: the exit codes and outputs come from its rollout file, read at session end
+    rollout = proj.home / ".codex" / "sessions" / "rollout-leak-codex.jsonl"
+    rollout.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"type": "session_meta", "payload": {}})]
+    for i, entry in enumerate(CORPUS):
+        item = {"type": "CommandExecution", "id": "call_%d" % i, "exit_code": 1,
+                "command": ["/bin/bash", "-lc", entry["text"]], "status": "failed",
+                "aggregated_output": entry["text"] + "\n"}
+        lines.append(json.dumps({"type": "event_msg", "payload": {
+            "type": "item_completed", "item": item}}))
+    rollout.write_text("\n".join(lines) + "\n")
+    for client in CLIENTS:
+        session = "leak-" + client
+        start = proj.payload("SessionStart", session, client, source="startup")
+        if client == "codex":
+            start["transcript_path"] = str(rollout)
+        proj.hook("SessionStart", start, client)
+        proj.hook("SessionEnd", proj.payload("SessionEnd", session, client,
+                                             reason="other"), client)
+    codex_journal = proj.journal("leak-codex")
+    assert any(r and r.get("k") == "exits" and len(r["items"]) == len(CORPUS)
+               for r in codex_journal), "the rollout was not read"
+    claude_tools = [r for r in proj.journal("leak-claude") if r and r.get("k") == "tool"]
+    assert len(claude_tools) == 2 * len(CORPUS)
+    assert all("[REDACTED:" in r["what"] for r in claude_tools)
+    assert_absent(proj, [e["needle"] for e in CORPUS])
+
+
+# ---- redact first, cut after: a secret across every cut of every channel -------------
+
+def _cut_secrets():
+    maker = secret_corpus.Maker(21)
+    good = maker.crc_token("ghp_")
+    unsure = good[:-1] + ("A" if good[-1] != "A" else "B")     # redacted, not refused
+    return {"github-pat": good, "jwt": maker.jwt(), "unsure-github": unsure,
+            "url-password": "postgres://app:" + "Kq8#vX2m" + maker.chars("an", 12)
+                            + "@db:5432/app",
+            "private-key": maker.pem("RSA PRIVATE KEY", 6)}
+
+
+def _across(limit, secret, depth, filler="w"):
+    """Text whose cut at `limit` falls `depth` characters into `secret`."""
+    pad = max(0, limit - depth)
+    return (filler * max(0, pad - 1) + " ")[:pad] + secret + " and then some words"
+
+
+def _secret_pieces(secret):
+    if "-----BEGIN" in secret:
+        secret = secret.split("-----", 2)[2].rsplit("-----END", 1)[0]
+    if secret.startswith("postgres://"):
+        secret = secret.split(":", 2)[2].split("@")[0]
+    return _pieces(secret.replace("\n", ""), 10)
+
+
+CUTS = [  # channel, limit, which secrets, how the text is sent
+    ("bash-command", 400, "sure"), ("read-path", 300, "sure"), ("spawn-description", 200,
+                                                                  "sure"),
+    ("failure-error", 600, "sure"), ("codex-exit-output", 600, "sure"),
+    ("subagent-message", 500, "sure"), ("notification", 500, "sure"),
+    ("prompt", 2000, "unsure"), ("bank-note", 1000, "sure"), ("bank-next", 1000, "sure"),
+    ("thread", 500, "sure"), ("rollout-command", 400, "sure"),
+    ("rollout-output", 300, "tail"), ("check-output", 1500, "tail"),
+    ("permit-why", 300, "sure"), ("deny-reason", 120, "sure"),
+]
+
+
+def test_a_secret_across_every_cut_of_every_channel_never_reaches_the_estate(tmp_path):
+    proj = make_project(tmp_path)
+    secrets = _cut_secrets()
+    laws = json.loads((proj.root / ".notrest" / "laws.json").read_text())
+    texts, jobs, rollout_items = [], [], []
+    for channel, limit, kind in CUTS:
+        names = ["unsure-github"] if kind == "unsure" else [
+            n for n in secrets if n != "unsure-github"]
+        for name in names:
+            secret = secrets[name]
+            for depth in (1, 7, len(secret) // 2, len(secret) - 2):
+                if kind == "tail":
+                    text = "first words " + secret + "\n" + ("z" * max(0, limit - depth))
+                else:
+                    text = _across(limit, secret, depth)
+                texts.append((channel, name, secret, text))
+    for i, (channel, name, secret, text) in enumerate(texts):
+        session = "cut-%s" % channel
+        jobs.extend(_channel_jobs(proj, channel, session, text, i, rollout_items, laws))
+    run_all([j for j in jobs if j is not None])
+    _after_jobs(proj, rollout_items, laws)
+    pieces = set()
+    for name, secret in secrets.items():
+        pieces |= _secret_pieces(secret)
+    assert_absent(proj, sorted(pieces))
+    # and the cuts happened where they are said to happen
+    journal = proj.journal("cut-bash-command")
+    whats = [r["what"] for r in journal if r and r.get("k") == "tool"]
+    assert whats and all(len(w) <= 400 for w in whats)
+    assert any("[REDACTED:" in w for w in whats)
+    prompts = [r["text"] for r in proj.journal("cut-prompt") if r and r.get("k") == "prompt"]
+    assert prompts and all(len(p) <= 2000 for p in prompts), "the prompts were refused?"
+
+
+def _channel_jobs(proj, channel, session, text, i, rollout_items, laws):
+    hook, cli = proj.hook, proj.cli
+    if channel == "bash-command":
+        for event in ("PreToolUse", "PostToolUse"):
+            p = proj.payload(event, session, tool_name="Bash",
+                             tool_input={"command": "echo " + text},
+                             tool_response={"stdout": ""})
+            yield lambda e=event, p=p: hook(e, p)
+    elif channel == "read-path":
+        p = proj.payload("PostToolUse", session, tool_name="Read",
+                         tool_input={"file_path": str(proj.root / text)},
+                         tool_response={})
+        yield lambda p=p: hook("PostToolUse", p)
+    elif channel == "spawn-description":
+        p = proj.payload("PreToolUse", session, tool_name="Task",
+                         tool_input={"description": text, "prompt": "go",
+                                     "subagent_type": "general-purpose"})
+        yield lambda p=p: hook("PreToolUse", p)
+    elif channel == "failure-error":
+        p = proj.payload("PostToolUseFailure", session, tool_name="Bash",
+                         tool_input={"command": "make"}, error=text)
+        yield lambda p=p: hook("PostToolUseFailure", p)
+    elif channel == "codex-exit-output":
+        p = proj.payload("PostToolUse", session, "codex", tool_name="apply_patch",
+                         tool_input={"command": "*** Begin Patch\n*** End Patch\n"},
+                         tool_response="Exit code: 1\n" + text)
+        yield lambda p=p: hook("PostToolUse", p, "codex")
+    elif channel == "subagent-message":
+        p = proj.payload("SubagentStop", session, agent_id="a1", agent_type="x",
+                         last_assistant_message=text)
+        yield lambda p=p: hook("SubagentStop", p)
+    elif channel == "notification":
+        p = proj.payload("Notification", session, message=text)
+        yield lambda p=p: hook("Notification", p)
+    elif channel == "prompt":
+        p = proj.payload("UserPromptSubmit", session, prompt=text)
+        yield lambda p=p: hook("UserPromptSubmit", p)
+    elif channel == "bank-note":
+        yield lambda: cli("bank", "--session", session, "--note", text)
+    elif channel == "bank-next":
+        yield lambda: cli("bank", "--session", session, "--next", text)
+    elif channel == "thread":
+        yield lambda: cli("bank", "--session", session, "--open", text)
+    elif channel in ("rollout-command", "rollout-output"):
+        rollout_items.append((channel, text, i))
+    elif channel == "check-output":
+        (proj.root / ("check-%d.out" % i)).write_text(text)
+        laws.setdefault("laws", []).append({
+            "id": "check-%d" % i, "text": "the check passes", "on": ["Stop"],
+            "check": ["/bin/sh", "-c", "cat check-%d.out; exit 1" % i]})
+    elif channel == "permit-why":
+        yield lambda: cli("allow", "no-destroy", "--once", "--why", text)
+    elif channel == "deny-reason":
+        p = proj.payload("PreToolUse", session, tool_name="Bash",
+                         tool_input={"command": "rm -rf ~/ " + text})
+        yield lambda p=p: hook("PreToolUse", p)
+
+
+def _after_jobs(proj, rollout_items, laws):
+    rollout = proj.home / ".codex" / "sessions" / "rollout-cut-rollout.jsonl"
+    rollout.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"type": "session_meta", "payload": {}})]
+    for channel, text, i in rollout_items:
+        command = text if channel == "rollout-command" else "make"
+        output = text if channel == "rollout-output" else "ok"
+        lines.append(json.dumps({"type": "event_msg", "payload": {
+            "type": "item_completed", "item": {
+                "type": "CommandExecution", "id": "c%d" % i, "exit_code": 2,
+                "command": ["/bin/bash", "-lc", command], "aggregated_output": output}}}))
+    rollout.write_text("\n".join(lines) + "\n")
+    start = proj.payload("SessionStart", "cut-rollout", "codex", source="startup",
+                         transcript_path=str(rollout))
+    proj.hook("SessionStart", start, "codex")
+    proj.hook("SessionEnd", proj.payload("SessionEnd", "cut-rollout", "codex"), "codex")
+    exits = [r for r in proj.journal("cut-rollout") if r and r.get("k") == "exits"]
+    assert exits and len(exits[-1]["items"]) == len(rollout_items)
+    (proj.root / ".notrest" / "laws.json").write_text(json.dumps(laws))
+    session = "cut-check"
+    proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
+    result = proj.hook("Stop", proj.payload("Stop", session, stop_hook_active=False))
+    assert result.code == 0, result.stderr
+    checks = [r for r in proj.journal(session) if r and r.get("k") == "check"]
+    assert len(checks) == len([l for l in laws["laws"] if l["id"].startswith("check-")])
