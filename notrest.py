@@ -380,7 +380,7 @@ def iso_time(epoch):
 # answer for a text is kept, so the prompt law, the journal and append_record share
 # one scan. Every cut of payload text goes through redact_clip: redact, then cut.
 
-# ---- the rule table ----------------------------------------------------------
+# ---- the rule table --------------------------------------------------------
 # One row per format: (id, name, anchor, shape, options).
 #   anchor  the fixed text the format carries, matched case-sensitively unless the
 #           options say `ci`. A row whose anchor is "" is a keyword rule: its value
@@ -415,21 +415,22 @@ SECRET_RULES = (
     ("github-refresh", "GitHub refresh token", "ghr_", "an{36,76}", "check=crc32"),
     ("github-fine-grained-pat", "GitHub fine-grained personal access token",
      "github_pat_", "w{82}", "ent=3"),
-    # the same prefixes with a body of another length: no real token, redacted anyway
-    ("github-token-like", "GitHub token", "ghp_", "an{20,255}", "weak ent=3"),
-    ("github-token-like", "GitHub token", "gho_", "an{20,255}", "weak ent=3"),
-    ("github-token-like", "GitHub token", "ghu_", "an{20,255}", "weak ent=3"),
-    ("github-token-like", "GitHub token", "ghs_", "an{20,255}", "weak ent=3"),
-    ("github-token-like", "GitHub token", "ghr_", "an{20,255}", "weak ent=3"),
-    ("github-token-like", "GitHub token", "github_pat_", "w{22,255}", "weak ent=3"),
+    # the same prefixes with a body of another length (old or mistyped tokens)
+    ("github-token-like", "GitHub token", "ghp_", "an{20,255}", "ent=3"),
+    ("github-token-like", "GitHub token", "gho_", "an{20,255}", "ent=3"),
+    ("github-token-like", "GitHub token", "ghu_", "an{20,255}", "ent=3"),
+    ("github-token-like", "GitHub token", "ghs_", "an{20,255}", "ent=3"),
+    ("github-token-like", "GitHub token", "ghr_", "an{20,255}", "ent=3"),
+    ("github-token-like", "GitHub token", "github_pat_", "w{22,255}", "ent=3"),
     ("gitlab-pat-routable", "GitLab personal access token", "glpat-",
      "b64u{27,300} . al{9}", ""),
     ("gitlab-pat", "GitLab personal access token", "glpat-", "b64u{20}", ""),
-    ("gitlab-token-like", "GitLab token", "glpat-", "b64u{16,300}", "weak ent=3"),
+    ("gitlab-token-like", "GitLab token", "glpat-", "b64u{16,300}", "ent=3"),
     ("gitlab-deploy-token", "GitLab deploy token", "gldt-",
      "b64u{27,300} . al{9} | b64u{20}", ""),
     ("gitlab-feed-token", "GitLab feed token", "glft-", "b64u{20,64}", ""),
-    ("gitlab-incoming-mail-token", "GitLab incoming mail token", "glimt-", "b64u{25}", ""),
+    ("gitlab-incoming-mail-token", "GitLab incoming mail token", "glimt-", "b64u{25}",
+     ""),
     ("gitlab-agent-token", "GitLab Kubernetes agent token", "glagent-",
      "b64u{50,1024}", ""),
     ("gitlab-oauth-secret", "GitLab OAuth application secret", "gloas-", "b64u{64}", ""),
@@ -452,7 +453,7 @@ SECRET_RULES = (
      "ent=3.5"),
     ("buildkite-token", "Buildkite API access token", "bkua_", "h{40}", ""),
     ("npm-token", "npm access token", "npm_", "an{36}", "check=crc32"),
-    ("npm-token-like", "npm token", "npm_", "an{20,64}", "weak ent=3"),
+    ("npm-token-like", "npm token", "npm_", "an{20,64}", "ent=3"),
     ("pypi-token", "PyPI upload token", "pypi-AgEIcHlwaS5vcmc", "b64u{50,1000}", ""),
     ("testpypi-token", "TestPyPI upload token", "pypi-AgENdGVzdC5weXBpLm9yZw",
      "b64u{50,1000}", ""),
@@ -486,15 +487,15 @@ SECRET_RULES = (
     ("aws-bearer-key-id", "AWS STS service bearer key ID", "ABIA", "AN{16}", "ent=2.5"),
     ("aws-context-key-id", "AWS context-specific credential key ID", "ACCA", "AN{16}",
      "ent=2.5"),
-    ("aws-session-token", "AWS session token", "IQoJb3JpZ2luX2Vj", "b64{100,4096} eq{0,2}",
-     ""),
+    ("aws-session-token", "AWS session token", "IQoJb3JpZ2luX2Vj",
+     "b64{100,4096} eq{0,2}", ""),
     ("aws-session-token-legacy", "AWS session token", "FwoGZXIvYXdzE",
      "b64{100,4096} eq{0,2}", ""),
     ("aws-bedrock-api-key", "Amazon Bedrock API key", "ABSK", "b64{109,269} eq{0,2}",
      "ent=3"),
     ("amazon-mws-token", "Amazon MWS auth token", "amzn.mws.", "UUID", ""),
     ("gcp-api-key", "Google API key", "AIza", "b64u{35}", "ent=3"),
-    ("gcp-api-key-like", "Google API key", "AIza", "b64u{30,45}", "weak ent=3"),
+    ("gcp-api-key-like", "Google API key", "AIza", "b64u{30,45}", "ent=3"),
     ("gcp-oauth-client-secret", "Google OAuth client secret", "GOCSPX-", "b64u{28}", ""),
     ("gcp-oauth-access-token", "Google OAuth access token", "ya29.", "wd{30,2048}",
      "ent=3.5"),
@@ -584,9 +585,9 @@ SECRET_RULES = (
     ("openai-service-account-key", "OpenAI service account key", "sk-svcacct-",
      "b64u{40,250}", "ent=3.5"),
     ("openai-admin-key", "OpenAI admin key", "sk-admin-", "b64u{40,250}", "ent=3.5"),
-    ("openai-key-like", "OpenAI key", "sk-proj-", "b64u{16,250}", "weak"),
-    ("openai-key-like", "OpenAI key", "sk-svcacct-", "b64u{16,250}", "weak"),
-    ("openai-key-like", "OpenAI key", "sk-admin-", "b64u{16,250}", "weak"),
+    ("openai-key-like", "OpenAI key", "sk-proj-", "b64u{16,250}", "ent=3"),
+    ("openai-key-like", "OpenAI key", "sk-svcacct-", "b64u{16,250}", "ent=3"),
+    ("openai-key-like", "OpenAI key", "sk-admin-", "b64u{16,250}", "ent=3"),
     ("openai-legacy-key", "OpenAI API key", "sk-", "an{20} T3BlbkFJ an{20}", ""),
     ("openrouter-key", "OpenRouter API key", "sk-or-v1-", "h{64}", ""),
     ("sk-api-key", "API secret key (sk-)", "sk-", "b64u{24,250}", "ent=3.5 mixed"),
@@ -652,8 +653,8 @@ SECRET_RULES = (
     ("contentful-pat", "Contentful personal access token", "CFPAT-", "b64u{43}", ""),
     ("typeform-token", "Typeform personal access token", "tfp_", "wde{59}", ""),
     ("frameio-token", "Frame.io API token", "fio-u-", "b64ue{64}", ""),
-    ("mapbox-secret-token", "Mapbox secret token", "sk.eyJ", "b64ue{50,300} . b64u{20,30}",
-     ""),
+    ("mapbox-secret-token", "Mapbox secret token", "sk.eyJ",
+     "b64ue{50,300} . b64u{20,30}", ""),
     ("dropbox-short-lived-token", "Dropbox short-lived access token", "sl.",
      "wd{130,1400}", "ent=4"),
     ("intra42-secret", "42 Intra client secret", "s-s4t2ud-", "h{64}", ""),
@@ -710,7 +711,8 @@ SECRET_KEYWORD_RULES = (
     ("heroku-api-key", "Heroku API key", "", "UUID", "kw=heroku"),
     ("datadog-api-key", "Datadog API key", "", "h{32}", "kw=datadog|dd_api"),
     ("datadog-app-key", "Datadog application key", "", "al{40}", "kw=datadog|dd_app"),
-    ("cloudflare-api-token", "Cloudflare API token", "", "b64u{40}", "kw=cloudflare|cf_api"),
+    ("cloudflare-api-token", "Cloudflare API token", "", "b64u{40}",
+     "kw=cloudflare|cf_api"),
     ("cloudflare-global-key", "Cloudflare global API key", "", "h{37}", "kw=cloudflare"),
     ("algolia-admin-key", "Algolia admin API key", "", "al{32}", "kw=algolia"),
     ("asana-secret", "Asana client secret", "", "al{32}", "kw=asana"),
@@ -749,12 +751,14 @@ SECRET_KEYWORD_RULES = (
      "kw=launchdarkly"),
     ("linear-client-secret", "Linear client secret", "", "h{32}", "kw=linear"),
     ("linkedin-secret", "LinkedIn client secret", "", "an{16}", "kw=linkedin"),
-    ("lob-api-key", "Lob API key", "", "live_ h{35} | test_ h{35}", "kw=lob_|lob-|lobapi"),
+    ("lob-api-key", "Lob API key", "", "live_ h{35} | test_ h{35}",
+     "kw=lob_|lob-|lobapi"),
     ("looker-secret", "Looker client secret", "", "an{24}", "kw=looker"),
     ("mailgun-api-key", "Mailgun API key", "",
      "key- h{32} | h{32} - h{8} - h{8}", "kw=mailgun"),
     ("mattermost-token", "Mattermost access token", "", "al{26}", "kw=mattermost"),
-    ("messagebird-key", "MessageBird API key", "", "an{25}", "kw=messagebird|message_bird"),
+    ("messagebird-key", "MessageBird API key", "", "an{25}",
+     "kw=messagebird|message_bird"),
     ("netlify-token", "Netlify access token", "", "b64ue{40,46}", "kw=netlify"),
     ("newrelic-key", "New Relic API key", "", "al{64} | AN{40} | an{40}",
      "kw=newrelic|new_relic|nr_"),
@@ -844,7 +848,8 @@ SECRET_SCANNER_RULES = (
     ("cli-redis-password", "Redis password on the command line", "@cli",
      "redis-cli | | -a --pass --askpass", ""),
     ("cli-mongo-password", "MongoDB password on the command line", "@cli",
-     "mongo mongosh mongodump mongorestore mongoexport mongoimport | | -p --password", ""),
+     "mongo mongosh mongodump mongorestore mongoexport mongoimport | | -p --password",
+     ""),
     ("cli-ldap-password", "LDAP bind password on the command line", "@cli",
      "ldapsearch ldapadd ldapmodify ldapdelete ldapwhoami ldappasswd | | -w", ""),
     ("cli-sqlcmd-password", "SQL Server password on the command line", "@cli",
@@ -862,7 +867,7 @@ SECRET_SCANNER_RULES = (
 )
 
 
-# ---- character classes and shapes ----------------------------------------------
+# ---- character classes and shapes ------------------------------------------
 
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -939,7 +944,7 @@ class SecretRule:
         return self.alternatives
 
 
-# ---- the compiled table: heads for the pre-filter --------------------------------
+# ---- the compiled table: heads for the pre-filter --------------------------
 
 _ALNUM_LOWER = frozenset(_LOWER + _DIGITS)
 _ALNUM_LOWER_STR = _LOWER + _DIGITS
@@ -974,8 +979,6 @@ class _SecretTable:
             self.scanners.setdefault(row[2][1:], []).append(rule)
         for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization"):
             self._head(word, ("scan", word), split, whole=True)
-        for word in ("pwd", "contrasena", "contrase\u00f1a"):
-            self._head(word, ("scan", "words"), split)
         for rule in self.scanners["cli"]:
             for program in rule.shape.split("|")[0].split():
                 self._head(program, ("cli", program), split, whole=True)
@@ -1091,7 +1094,7 @@ def _secret_table(extra=()):
     return table
 
 
-# ---- judging values ---------------------------------------------------------------
+# ---- judging values --------------------------------------------------------
 
 def _entropy(value):
     """Shannon entropy of value in bits per character."""
@@ -1161,8 +1164,10 @@ _PLACEHOLDER_MARKS = ("example", "xxxxxx", "******", "changeme", "change_me",
                       "placeholder", "redacted", "dummy", "your_", "your-", "yourpass",
                       "<", ">", "{{", "${", "...", "\u2026", "todo", "fixme", "notset",
                       "not-set", "not_set")
+_ANCHORED_MARKS = tuple(m for m in _PLACEHOLDER_MARKS if m not in ("example", "todo"))
 _PLACEHOLDER_WORDS = frozenset((
     "password", "passwd", "secret", "token", "key", "apikey", "api_key", "pass", "pwd",
+    "pw", "passphrase", "user:password", "user:pass",
     "test", "testing", "none", "null", "nil", "true", "false", "yes", "no", "on", "off",
     "empty", "required", "optional", "hidden", "masked", "unset", "undefined", "string",
     "str", "bytes", "int", "bool", "secretstr", "any", "text", "value", "default",
@@ -1171,11 +1176,15 @@ _PLACEHOLDER_WORDS = frozenset((
     "password123", "mypassword", "mysecret", "s3cr3t", "p@ssw0rd", "pa55word"))
 
 
-def _placeholder_value(value):
+def _placeholder_value(value, anchored=False):
+    """A stand-in for a secret (changeme, <token>, xxxxxx, ${VAR}). anchored: the
+    value carries a vendor's prefix, and "EXAMPLE" in it no longer says anything
+    (a documentation key is refused like a real one)."""
     low = value.lower()
     if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2:
         return True
-    return any(mark in low for mark in _PLACEHOLDER_MARKS)
+    return any(mark in low for mark in (_ANCHORED_MARKS if anchored else
+                                        _PLACEHOLDER_MARKS))
 
 
 def _code_reference(value, quoted, literal=False):
@@ -1238,7 +1247,7 @@ def _benign_value(value):
     return stripped.isdigit() or low.startswith("[redacted")
 
 
-# ---- names that promise a secret ------------------------------------------------------
+# ---- names that promise a secret -------------------------------------------
 
 _NOT_PASS = frozenset(("bypass", "compass", "surpass", "trespass", "encompass",
                        "overpass", "underpass", "firstpass", "onepass", "multipass"))
@@ -1306,7 +1315,8 @@ def _secret_name(name):
         return None
     if any(word in joined for word in ("password", "passwd", "passphrase", "passcode",
                                        "contrasena", "contrase\u00f1a")) or any(
-            p in ("pwd", "pass", "pw") or (p.endswith(("pass", "pwd")) and p not in _NOT_PASS)
+            p in ("pwd", "pass", "pw") or (p.endswith(("pass", "pwd"))
+                                           and p not in _NOT_PASS)
             for p in parts):
         return "password"
     if ("secret" in joined or "credential" in joined or "apikey" in joined
@@ -1323,7 +1333,7 @@ def _secret_name(name):
     return None
 
 
-# ---- findings -------------------------------------------------------------------------
+# ---- findings --------------------------------------------------------------
 
 class SecretFinding:
     """One secret in a text: where, which format, whether it is sure enough to
@@ -1342,7 +1352,8 @@ class SecretFinding:
 
 def _found(out, start, end, rule, sure, mask):
     if end > start:
-        out.append(SecretFinding(start, end, rule.id, rule.name, sure and not rule.weak, mask,
+        out.append(SecretFinding(start, end, rule.id, rule.name,
+                                 sure and not rule.weak, mask,
                            rule.priority))
 
 
@@ -1435,9 +1446,11 @@ def _match_anchored(text, low, pos, rule):
 
 def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
     body = text[start:pos] + text[after_anchor:end]
-    checked = _check_digit(rule.check, text[start:end], body)
+    # a distinctive prefix and a random body are a secret; a check digit that holds
+    # makes even a flat body one (and one that fails leaves the judgement to entropy)
+    checked = bool(rule.check) and _check_digit(rule.check, text[start:end], body)
     floor = rule.entropy or (2.5 if len(body) >= 16 else 0.0)
-    random = (rule.check and checked) or _entropy(body[:256]) >= floor
+    random = checked or _entropy(body[:256]) >= floor
     if not random and len(rule.anchor) < 4:
         return None          # a short anchor and a flat body: ordinary text
     if rule.mixed and not (set(body) & _UPPER_DIGITS):
@@ -1446,7 +1459,7 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
         line = low[max(0, low.rfind("\n", 0, start) + 1, start - 200):start]
         if not any(all(word in line for word in alt) for alt in rule.keywords):
             return None
-    sure = random and checked and not _placeholder_value(body)
+    sure = random and not _placeholder_value(body, anchored=True)
     mask = ("\u2026" if start < pos else "") + rule.anchor + "\u2026"
     return SecretFinding(start, end, rule.id, rule.name, sure and not rule.weak, mask,
                    rule.priority)
@@ -1455,7 +1468,7 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
 _UPPER_DIGITS = frozenset(_UPPER + _DIGITS)
 
 
-# ---- check digits ---------------------------------------------------------------------
+# ---- check digits ----------------------------------------------------------
 
 def _check_digit(kind, token, body):
     if not kind:
@@ -1507,7 +1520,7 @@ def _bech32_ok(token):
     return check == 1
 
 
-# ---- assignments: NAME = VALUE in every dialect ------------------------------------------
+# ---- assignments: NAME = VALUE in every dialect ----------------------------
 
 _NAME_CHARS = _ALNUM + "_.-"
 _VALUE_STOP = frozenset(" \t\r\n\"'`,;)}]<>&|\\")
@@ -1572,7 +1585,9 @@ def _value_span(text, k):
             if close < 0 or text[close - 1] != "\\":
                 break
             close += 1
-        return k + 1, close if close >= 0 else limit, quote
+        if close >= 0:
+            return k + 1, close, quote
+        k += 1                # no closing quote: read the word that follows it
     end = k
     limit = min(len(text), k + 1024)
     while end < limit and text[end] not in _VALUE_STOP:
@@ -1631,7 +1646,7 @@ def _nearby_value(text, pos):
     return None
 
 
-# ---- scanners ---------------------------------------------------------------------------
+# ---- scanners --------------------------------------------------------------
 
 # The words that make a name promise a secret, and what may follow each inside a
 # name (pass-word, auth-token; not pass-ing, auth-or, key-board).
@@ -1652,9 +1667,10 @@ def _word_fits(low, pos, word, follow):
     return any(low.startswith(end, pos + len(word)) for end in follow)
 
 
-def _scan_words(text, low, table, out, seen):
+def _scan_words(text, low, table, out):
     """Values assigned to (or written right after) a name that promises a secret."""
-    rules = {rule.shape: rule for rule in table.scanners.get("words", ())}
+    rules = {rule.shape: rule for rule in table.scanners["words"]}
+    seen = set()
     for word, follow in _SECRET_WORDS:
         for pos in _find_all(low, word, 2048):
             if not _word_fits(low, pos, word, follow):
@@ -1743,6 +1759,8 @@ def _scan_pem(text, low, table, out):
     their head or their tail), in files or in JSON strings (literal \\n)."""
     rules = {rule.shape: rule for rule in table.scanners.get("pem", ())}
     covered = 0
+    if "begin " not in low and "-----end " not in low:
+        return
     for dashes in ("-----", "---- "):
         for pos in _find_all(low, dashes + "begin ", 256):
             label_start = pos + len(dashes) + 6
@@ -1757,7 +1775,7 @@ def _scan_pem(text, low, table, out):
             if body < 16:
                 continue
             rule = rules.get(label) or rules[""]
-            _found(out, pos, end, rule, body >= 64,
+            _found(out, pos, end, rule, body >= 16,
                    "-----BEGIN %s-----\u2026" % label)
             covered = max(covered, end)
     for pos in _find_all(low, "-----end ", 256):     # a tail without its head
@@ -1768,7 +1786,8 @@ def _scan_pem(text, low, table, out):
         start, body = _pem_body_backward(text, pos)
         if body >= 16:
             rule = rules.get(label) or rules[""]
-            _found(out, start, close + 5, rule, body >= 64, "\u2026-----END %s-----" % label)
+            _found(out, start, close + 5, rule, body >= 16,
+                   "\u2026-----END %s-----" % label)
 
 
 _B64_CHARS = _ALNUM + "+/="
@@ -1787,7 +1806,8 @@ def _pem_body(text, pos):
         if text.startswith("-----END", mark) or text.startswith("---- END", mark):
             close = text.find("-----" if text[mark + 4] == "-" else "----", mark + 9,
                               mark + 100)
-            return (close + (5 if text[mark + 4] == "-" else 4) if close > 0 else mark), body
+            width = 5 if text[mark + 4] == "-" else 4
+            return (close + width if close > 0 else mark), body
         run = _run_length(text, mark, _B64_CHARS, 1, 1 << 16)
         if run > 0:
             body += run
@@ -1860,7 +1880,7 @@ def _scan_jwk(text, low, table, out):
 
 
 _SCHEME_CHARS = _ALNUM + "+.-"
-_AUTHORITY_STOP = frozenset("/\\ \t\r\n\"'`<>()[]{}")   # a raw ? or # may be in a password
+_AUTHORITY_STOP = frozenset("/\\ \t\r\n\"'`<>()[]{}")   # a raw ? or # may sit in it
 
 
 def _scan_urls(text, low, table, out):
@@ -2003,8 +2023,9 @@ def _scan_cli(text, low, table, program, out):
             if needed and needed not in [w for w, _s, _e in words[:3]]:
                 continue
             for span in _cli_values(text, words, specs):
-                value = text[span[0]:span[1]].strip("\"'").rstrip(",.;:)")
-                if value and not _code_reference(value, True) and not _placeholder_value(value):
+                value = text[span[0]:span[1]].strip("\"'`").rstrip(",.;:)`")
+                if len(value) >= 3 and not _code_reference(value, True) and \
+                        not _placeholder_value(value):
                     _found(out, span[0], span[1], rule, len(value) >= 4,
                            "%s %s\u2026" % (program, span[2]))
 
@@ -2031,7 +2052,9 @@ def _cli_values(text, words, specs):
             if value is None:
                 continue
             v_start, v_end = value
-            for mark in (mode if mode in (":", "%") else "", "" if extra.isdigit() else extra):
+            marks = (mode if mode in (":", "%") else "",
+                     "" if extra.isdigit() else extra)
+            for mark in marks:
                 if mark:
                     cut = text.find(mark, v_start, v_end)
                     if cut < 0:
@@ -2082,7 +2105,7 @@ def _scan_long_values(text, low, table, out):
                 text[cursor:cursor + 1] != "=":
             if _classes(token) >= 3 and _entropy(token) >= 4.0 and not _wordy(token):
                 sure = (("/" in token or "+" in token or aws) and _entropy(token) >= 4.2
-                        and not _placeholder_value(token))
+                        and not _placeholder_value(token, anchored=True))
                 _found(out, pos, cursor, bare, sure, "\u2026 (40 characters)")
                 continue
         quote = text[pos - 1:pos] if text[pos - 1:pos] in ("'", '"') else ""
@@ -2117,69 +2140,63 @@ def _scan_regexes(text, table, wanted, out):
                    rule.name + " \u2026")
 
 
-# ---- the pass ---------------------------------------------------------------------------
+# ---- the pass --------------------------------------------------------------
 
-_WORD_HEAD = None
+_WORD_HEAD = []
 
 
 def _scan(text, extra):
-    """Every finding in text (overlaps merged), one pass of the pre-filter."""
-    global _WORD_HEAD
-    if _WORD_HEAD is None:
+    """Every finding in text, overlaps merged: one pass of the pre-filter, then only
+    the rules and scanners whose heads the text shows."""
+    if not _WORD_HEAD:
         import _operator
-        _WORD_HEAD = _operator.itemgetter(slice(0, 4))
+        _WORD_HEAD.append(_operator.itemgetter(slice(0, 4)))
     table = _secret_table(extra)
     low = text.lower()
     if len(low) != len(text):     # a few characters lower to two: keep positions
         low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
-    words = low.encode("utf-8", "ignore").translate(_bytes_split(_ALNUM_LOWER_STR)).split()
-    heads = set(map(_WORD_HEAD, words))
+    words = low.encode("utf-8", "ignore").translate(
+        _bytes_split(_ALNUM_LOWER_STR)).split()
     triggers = list(table.always)
-    for head in heads.intersection(table.by_head):
+    for head in set(map(_WORD_HEAD[0], words)).intersection(table.by_head):
         triggers.extend(table.by_head[head])
-    out, seen = [], set()
-    done = set()
-    wanted_regex = set()
-    for kind, what in triggers:
-        if (kind, what) in done:
-            continue
-        done.add((kind, what))
+    out, scanners, wanted = [], {_scan_words, _scan_urls, _scan_long_values}, set()
+    for kind, what in dict.fromkeys(triggers):
         if kind == "anchor":
-            rules = table.rules(table.anchors, what, _anchor_priority)
-            haystack = low if rules[0].ci or not rules[0].infix else text
-            needle = what if haystack is low else rules[0].anchor
-            for pos in _find_all(haystack, needle):
-                for rule in rules:
-                    finding = _match_anchored(text, low, pos, rule)
-                    if finding is not None:
-                        out.append(finding)
-                        break
+            _scan_anchor(text, low, table, what, out)
         elif kind == "kw":
             _scan_keywords(text, low, table, what, out)
         elif kind == "cli":
             _scan_cli(text, low, table, what, out)
         elif kind == "regex":
-            wanted_regex.add(what)
-        elif what == "begin":
-            _scan_pem(text, low, table, out)
-        elif what == "putty":
-            _scan_putty(text, low, table, out)
-        elif what == "kty":
-            _scan_jwk(text, low, table, out)
-        elif what in ("bearer", "basic", "authorization") and ("scan", "bearer*") not in done:
-            done.add(("scan", "bearer*"))
-            _scan_bearer(text, low, table, out)
-    if "-----end " in low and ("scan", "begin") not in done:
-        _scan_pem(text, low, table, out)
-    _scan_words(text, low, table, out, seen)
-    _scan_urls(text, low, table, out)
-    _scan_long_values(text, low, table, out)
+            wanted.add(what)
+        else:
+            scanners.add(_SCANNERS[what])
+    for scanner in scanners:
+        scanner(text, low, table, out)
     if table.regexes:
-        unkeyed = {r.id for r in table.regexes if not r.keywords}
-        if wanted_regex or unkeyed:
-            _scan_regexes(text, table, wanted_regex | unkeyed, out)
+        wanted.update(rule.id for rule in table.regexes if not rule.keywords)
+        if wanted:
+            _scan_regexes(text, table, wanted, out)
     return _merge(out)
 
+
+def _scan_anchor(text, low, table, key, out):
+    """Every place the anchor `key` stands, matched against its rules in table order
+    (the first that fits wins: a routable GitLab token before a classic one)."""
+    rules = table.rules(table.anchors, key, _anchor_priority)
+    exact = rules[0].infix and not rules[0].ci   # 8Q~, :AA: found as written
+    for pos in _find_all(text if exact else low, rules[0].anchor if exact else key):
+        for rule in rules:
+            finding = _match_anchored(text, low, pos, rule)
+            if finding is not None:
+                out.append(finding)
+                break
+
+
+_SCANNERS = {"begin": _scan_pem, "end": _scan_pem, "putty": _scan_putty,
+             "kty": _scan_jwk, "bearer": _scan_bearer, "basic": _scan_bearer,
+             "authorization": _scan_bearer}
 
 
 def _merge(findings):
@@ -2209,7 +2226,7 @@ def _best(group, end):
                          any(f.sure for f in group), best.mask, best.priority)
 
 
-# ---- the API: scan once, redact, then cut --------------------------------------------------
+# ---- the API: scan once, redact, then cut ----------------------------------
 
 _ACTIVE_RULES = [()]          # the project's own patterns (laws.json), set per estate
 _SCAN_MEMO = {}
@@ -2293,7 +2310,8 @@ def redact_clip(text, limit, tail=False, squash=False):
     if squash:
         redacted = " ".join(redacted.split())
     if tail:
-        out = "\u2026" + redacted[-max(0, limit - 1):] if len(redacted) > limit else redacted
+        out = redacted if len(redacted) <= limit else \
+            "\u2026" + redacted[-max(0, limit - 1):]
     else:
         out = clip(redacted, limit)
     _remember((out, extra), ())
@@ -2329,7 +2347,7 @@ def describe_secrets(text, findings, shown=3):
     return "; ".join(parts) + (" and %d more" % more if more > 0 else "")
 
 
-# ---- project patterns (laws.json "secret_patterns") --------------------------------------
+# ---- project patterns (laws.json "secret_patterns") ------------------------
 
 SECRET_PATTERN_CHARSETS = {"alnum": "an", "upper-alnum": "AN", "lower-alnum": "al",
                            "hex": "h", "HEX": "H", "hex-any-case": "hH",
@@ -2376,7 +2394,8 @@ def _compile_pattern(item):
     pid = item.get("id")
     if not (isinstance(pid, str) and 0 < len(pid) <= 64 and pid[0].isalnum() and
             all(c.isalnum() or c in "-_." for c in pid)):
-        return None, "secret pattern id %r must be a slug (letters, digits, - _ .)" % (pid,)
+        return None, ("secret pattern id %r must be a slug (letters, digits, - _ .)"
+                      % (pid,))
     unknown = sorted(set(item) - set(SECRET_PATTERN_FIELDS))
     if unknown:
         return None, "secret pattern %s: unknown fields %s" % (pid, ", ".join(unknown))
@@ -2385,7 +2404,8 @@ def _compile_pattern(item):
         return None, "secret pattern %s: `name` must be a short text" % pid
     keywords = item.get("keywords", [])
     if not isinstance(keywords, list) or not all(
-            isinstance(k, str) and 2 <= len(k) <= 40 and k.strip() == k for k in keywords):
+            isinstance(k, str) and 2 <= len(k) <= 40 and k.strip() == k
+            for k in keywords):
         return None, "secret pattern %s: `keywords` must be a list of words" % pid
     entropy = item.get("entropy", 0)
     if not isinstance(entropy, (int, float)) or not 0 <= entropy <= 6:
@@ -2405,7 +2425,8 @@ def _compile_pattern(item):
     high = item.get("max", max(low, 256) if isinstance(low, int) else low)
     if not (isinstance(low, int) and isinstance(high, int) and 8 <= low <= high <= 4096):
         return None, "secret pattern %s: need 8 <= min <= max <= 4096" % pid
-    rule = SecretRule((pid, name, prefix, "", "ent=%s" % entropy), priority=300 + len(prefix))
+    rule = SecretRule((pid, name, prefix, "", "ent=%s" % entropy),
+                      priority=300 + len(prefix))
     rule.alternatives = [([], [(chars, low, high)])]
     return rule, None
 
@@ -9805,7 +9826,8 @@ def cmd_allow(args):
         permits = [p for p in data.get("permits", []) if (p.get("expires") or 0) > now]
         number = max([int(str(p.get("id", "p-0"))[2:] or 0) for p in permits if str(
             p.get("id", "")).startswith("p-") and str(p.get("id"))[2:].isdigit()] + [0])
-        permit = {"id": "p-%d" % (number + 1), "law": law.id, "why": redact_clip(args.why, 300),
+        permit = {"id": "p-%d" % (number + 1), "law": law.id,
+                  "why": redact_clip(args.why, 300),
                   "who": who, "created": round(now, 3),
                   "expires": round(now + max(1, args.minutes) * 60, 3)}
         permits.append(permit)
