@@ -607,9 +607,9 @@ SECRET_RULES = (
     # -- SaaS, messaging, monitoring
     ("slack-bot-token", "Slack bot token", "xoxb-", "b64u{20,250}", "ent=3"),
     ("slack-user-token", "Slack user token", "xoxp-", "b64u{20,250}", "ent=3"),
-    ("slack-workspace-token", "Slack workspace access token", "xoxa-", "b64u{10,250}",
+    ("slack-workspace-token", "Slack workspace access token", "xoxa-", "b64u{15,250}",
      "ent=3"),
-    ("slack-refresh-token", "Slack refresh token", "xoxr-", "b64u{10,250}", "ent=3"),
+    ("slack-refresh-token", "Slack refresh token", "xoxr-", "b64u{15,250}", "ent=3"),
     ("slack-session-token", "Slack session token", "xoxs-", "b64u{20,250}", "ent=3"),
     ("slack-legacy-token", "Slack legacy token", "xoxo-", "b64u{20,250}", "ent=3"),
     ("slack-client-token", "Slack client token", "xoxc-", "b64u{20,250}", "ent=3"),
@@ -672,12 +672,12 @@ SECRET_RULES = (
     ("twitter-bearer-token", "Twitter (X) bearer token", "AAAAAAAAAAAAAAAAAAAAA",
      "an%{80,120}", "ent=4"),
     # -- payments
-    ("stripe-secret-key", "Stripe secret key", "sk_live_", "an{10,247}", "ent=3"),
-    ("stripe-test-secret-key", "Stripe test secret key", "sk_test_", "an{10,247}",
+    ("stripe-secret-key", "Stripe secret key", "sk_live_", "an{12,247}", "ent=3"),
+    ("stripe-test-secret-key", "Stripe test secret key", "sk_test_", "an{12,247}",
      "ent=3"),
-    ("stripe-restricted-key", "Stripe restricted key", "rk_live_", "an{10,247}", "ent=3"),
+    ("stripe-restricted-key", "Stripe restricted key", "rk_live_", "an{12,247}", "ent=3"),
     ("stripe-test-restricted-key", "Stripe test restricted key", "rk_test_",
-     "an{10,247}", "ent=3"),
+     "an{12,247}", "ent=3"),
     ("stripe-webhook-secret", "Stripe webhook signing secret", "whsec_", "b64{32,64}",
      "ent=3.5"),
     ("square-access-token", "Square access token", "sq0atp-", "b64u{22,60}", ""),
@@ -2228,6 +2228,7 @@ def _best(group, end):
 
 # ---- the API: scan once, redact, then cut ----------------------------------
 
+_ASSIGNING = frozenset("=: \t@")
 _ACTIVE_RULES = [()]          # the project's own patterns (laws.json), set per estate
 _SCAN_MEMO = {}
 SCAN_MEMO_MAX = 64
@@ -2239,8 +2240,9 @@ def scan_secrets(text, rules=None):
     """Every secret in text: a tuple of Findings sorted by start, overlaps merged.
     rules: the project's extra rules (default: those activated for the estate).
     Each text is scanned once: the answer is kept for the next caller."""
-    if not isinstance(text, str) or len(text) < 8:
-        return ()
+    if not isinstance(text, str) or len(text) < 8 or (
+            len(text) < 20 and _ASSIGNING.isdisjoint(text)):
+        return ()             # too short for a token, no room for NAME=value
     extra = _ACTIVE_RULES[0] if rules is None else rules
     key = (text, extra)
     found = _SCAN_MEMO.get(key)

@@ -53,6 +53,16 @@ def test_the_rule_table_is_data_and_parses():
     assert len(ids) >= 150, len(ids)
 
 
+def test_no_format_is_shorter_than_the_short_text_fast_path():
+    """scan_secrets skips texts under 20 characters with no room for NAME=value."""
+    for row in notrest.SECRET_RULES:
+        rule = notrest.SecretRule(row)
+        for before, after in rule.parsed():
+            size = len(rule.anchor) + sum(len(s) if isinstance(s, str) else s[1]
+                                          for s in before + after)
+            assert size >= 20, row
+
+
 def test_the_corpus_is_broad_and_matches_its_recipes():
     assert [e["id"] for e in CORPUS] == [e["id"] for e in secret_corpus.build()]
     assert CORPUS == json.loads(json.dumps(secret_corpus.build())), \
