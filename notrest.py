@@ -1152,7 +1152,7 @@ def _looks_random(value, strict):
     size = len(value)
     if size < (12 if strict else 8):
         return False
-    classes, entropy = _classes(value), _entropy(value)
+    classes, entropy = _classes(value), _entropy(value[:256])
     if strict:
         return not _wordy(value) and (
             (size >= 16 and entropy >= 3.5 and classes >= 2) or
@@ -1357,11 +1357,12 @@ def _found(out, start, end, rule, sure, mask):
                            rule.priority))
 
 
-def _find_all(haystack, needle, limit=4096):
+def _find_all(haystack, needle):
+    """Every position of needle (each costs the rules a bounded amount of work, so a
+    text full of decoys stays linear; none is skipped, so none hides a secret)."""
     pos = haystack.find(needle)
-    while pos != -1 and limit:
+    while pos != -1:
         yield pos
-        limit -= 1
         pos = haystack.find(needle, pos + 1)
 
 
@@ -1589,7 +1590,7 @@ def _value_span(text, k):
             return k + 1, close, quote
         k += 1                # no closing quote: read the word that follows it
     end = k
-    limit = min(len(text), k + 1024)
+    limit = min(len(text), k + 512)
     while end < limit and text[end] not in _VALUE_STOP:
         end += 1
     return k, end, ""
@@ -1672,7 +1673,7 @@ def _scan_words(text, low, table, out):
     rules = {rule.shape: rule for rule in table.scanners["words"]}
     seen = set()
     for word, follow in _SECRET_WORDS:
-        for pos in _find_all(low, word, 2048):
+        for pos in _find_all(low, word):
             if not _word_fits(low, pos, word, follow):
                 continue
             found = _assignment(text, pos, pos + len(word))
@@ -1732,7 +1733,7 @@ def _scan_nearby(text, name_start, name_end, rules, out):
 def _scan_keywords(text, low, table, word, out):
     """Keyword rules: HEROKU_API_KEY=<uuid>, "datadog_app_key": "<40>", ..."""
     rules = table.rules(table.keywords, word, _keyword_priority)
-    for pos in _find_all(low, word, 1024):
+    for pos in _find_all(low, word):
         name_start, name_end, v_start, v_end, quote, op = _assignment(text, pos,
                                                                       pos + len(word))
         if v_start is None:
@@ -1762,7 +1763,7 @@ def _scan_pem(text, low, table, out):
     if "begin " not in low and "-----end " not in low:
         return
     for dashes in ("-----", "---- "):
-        for pos in _find_all(low, dashes + "begin ", 256):
+        for pos in _find_all(low, dashes + "begin "):
             label_start = pos + len(dashes) + 6
             close = text.find(dashes.strip() if dashes == "-----" else "----",
                               label_start, label_start + 80)
@@ -1778,7 +1779,7 @@ def _scan_pem(text, low, table, out):
             _found(out, pos, end, rule, body >= 16,
                    "-----BEGIN %s-----\u2026" % label)
             covered = max(covered, end)
-    for pos in _find_all(low, "-----end ", 256):     # a tail without its head
+    for pos in _find_all(low, "-----end "):     # a tail without its head
         close = text.find("-----", pos + 9, pos + 90)
         label = text[pos + 9:close].strip().upper() if close > 0 else ""
         if pos < covered or "PRIVATE KEY" not in label:
@@ -1839,7 +1840,7 @@ def _pem_body_backward(text, pos):
 
 def _scan_putty(text, low, table, out):
     rule = table.scanners["putty"][0]
-    for pos in _find_all(low, "putty-user-key-file-", 64):
+    for pos in _find_all(low, "putty-user-key-file-"):
         lines = low.find("private-lines:", pos, pos + 16384)
         if lines < 0:
             continue
@@ -1858,7 +1859,7 @@ def _scan_putty(text, low, table, out):
 def _scan_jwk(text, low, table, out):
     rule = table.scanners["jwk"][0]
     members = rule.shape.split()
-    for pos in _find_all(low, '"kty"', 256):
+    for pos in _find_all(low, '"kty"'):
         start = text.rfind("{", max(0, pos - 8192), pos)
         end = text.find("}", pos, pos + 16384)
         if start < 0 or end < 0:
@@ -1886,7 +1887,7 @@ _AUTHORITY_STOP = frozenset("/\\ \t\r\n\"'`<>()[]{}")   # a raw ? or # may sit i
 def _scan_urls(text, low, table, out):
     """scheme://user:password@host: the password (user may be empty: redis://:pw@)."""
     rule = table.scanners["url"][0]
-    for pos in _find_all(text, "://", 1024):
+    for pos in _find_all(text, "://"):
         head = text[max(0, pos - 32):pos]
         scheme = len(head) - len(head.rstrip(_SCHEME_CHARS))
         if scheme < 2 or not text[pos - scheme].isalpha():
@@ -1916,11 +1917,11 @@ def _scan_bearer(text, low, table, out):
     """Authorization: <scheme> <credentials>, and Bearer <token> anywhere."""
     bearer = table.scanners["bearer"][0]
     basic = table.scanners["basic"][0]
-    for pos in _find_all(low, "bearer", 512):
+    for pos in _find_all(low, "bearer"):
         if pos and low[pos - 1] in _ALNUM_LOWER:
             continue
         _credentials(text, pos + 6, bearer, "Bearer \u2026", out, need_space=True)
-    for pos in _find_all(low, "basic", 512):
+    for pos in _find_all(low, "basic"):
         if pos and low[pos - 1] in _ALNUM_LOWER:
             continue
         start = _skip_blanks(text, pos + 5)
@@ -1929,7 +1930,7 @@ def _scan_bearer(text, low, table, out):
         size = _run_length(text, start, _B64_CHARS, 8, 4096)
         if size > 0 and _check_digit("basic", "", text[start:start + size]):
             _found(out, start, start + size, basic, True, "Basic \u2026")
-    for pos in _find_all(low, "authorization", 512):
+    for pos in _find_all(low, "authorization"):
         k = pos + 13
         while k < len(text) and text[k] in "\"' \t":
             k += 1
@@ -2014,7 +2015,7 @@ def _scan_cli(text, low, table, program, out):
         programs, needed, specs = _cli_specs(rule)
         if program not in programs:
             continue
-        for pos in _find_all(low, program, 256):
+        for pos in _find_all(low, program):
             end = pos + len(program)
             if (pos and low[pos - 1] not in _PROGRAM_BEFORE) or \
                     low[end:end + 1] not in (" ", "\t"):

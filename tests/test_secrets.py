@@ -250,7 +250,7 @@ def test_no_re_import_for_the_built_in_rules():
     "-----BEGIN PRIVATE KEY-----\n" * 700, "a" * 20000 + "=" + "b" * 20000,
     "Bearer " * 3000, "mysql -p" * 2500, '{"kty": "' * 2000, "AKIA" * 5000,
     ("x" * 39 + "/") * 500, "key: " * 4000 + "value",
-])
+], ids=lambda text: "%r*%d" % (text[:12], len(text)))
 def test_the_scan_is_fast_on_hostile_text(hostile):
     start = time.perf_counter()
     notrest._SCAN_MEMO.clear()
