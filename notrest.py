@@ -898,8 +898,8 @@ def _parse_segments(text):
             continue
         brace = part.find("{")
         if brace > 0 and part.endswith("}") and part[:brace] in _SECRET_CLASSES:
-            low, _, high = part[brace + 1:-1].partition(",")
-            high = int(low) if not _ else (int(high) if high else _RUN_MAX)
+            low, comma, high = part[brace + 1:-1].partition(",")
+            high = int(high) if high else (_RUN_MAX if comma else int(low))
             segments.append((_SECRET_CLASSES[part[:brace]], int(low), high))
         else:
             segments.append(part)
