@@ -2284,13 +2284,21 @@ def redact_secrets(text, rules=None):
     return clean
 
 
-def redact_clip(text, limit, tail=False, squash=False):
+def redact_clip(text, limit, tail=False, squash=False, ends=False):
     """Redact first, cut after: at most `limit` characters of text (its head, or its
     tail), every secret redacted in full even when it lies across the cut. Only a
     window around the cut is read; the window is widened to the end of the word it
     cuts, so a long token is never seen in part. squash: runs of white space become
-    one space (after redaction: some formats span lines)."""
+    one space (after redaction: some formats span lines). ends: the head and the
+    tail, `limit` characters each, around a marked cut (errors print their cause
+    first and their summary last)."""
     text = "" if text is None else str(text)
+    if ends:
+        if len(text) <= 2 * limit + 20:
+            return redact_clip(text, len(text), squash=squash)
+        return "%s\n[\u2026 %d characters cut \u2026]\n%s" % (
+            redact_clip(text, limit + 1, squash=squash)[:-1], len(text) - 2 * limit,
+            redact_clip(text, limit + 1, tail=True, squash=squash)[1:])
     if len(text) <= limit:
         out = redact_secrets(text)
         return " ".join(out.split()) if squash else out
