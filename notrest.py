@@ -962,7 +962,7 @@ class _SecretTable:
         self.always = []       # triggers searched for in every text
         self.anchors = {}      # lowered anchor -> [row or SecretRule]
         self.keywords = {}     # keyword -> [row or SecretRule]
-        self.scanners = {}     # scanner name -> [SecretRule]
+        self._scanners = {}    # scanner name -> [row or SecretRule]
         self.regexes = []      # project rules given as a regular expression
         split = _split_table(_ALNUM_LOWER_STR)
         for row in SECRET_RULES:
@@ -975,12 +975,11 @@ class _SecretTable:
                     self._head(word, ("kw", word), split)
                 self.keywords[word].append(row)
         for row in SECRET_SCANNER_RULES:
-            rule = SecretRule(row, priority=_SCANNER_PRIORITY.get(row[2], 200))
-            self.scanners.setdefault(row[2][1:], []).append(rule)
+            self._scanners.setdefault(row[2][1:], []).append(row)
         for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization"):
             self._head(word, ("scan", word), split, whole=True)
-        for rule in self.scanners["cli"]:
-            for program in rule.shape.split("|")[0].split():
+        for row in self._scanners["cli"]:
+            for program in row[3].split("|")[0].split():
                 self._head(program, ("cli", program), split, whole=True)
         for rule in extra:
             if rule.regex is not None:
@@ -1011,6 +1010,12 @@ class _SecretTable:
         text, every continuation by the characters that may follow is one too (too
         many of them: the trigger is searched for in every text)."""
         low = word.lower()
+        head = low[:4]
+        if head.isalnum() and head.isascii() and len(head) == 4:     # most anchors
+            found = self.by_head.setdefault(head.encode(), [])
+            if trigger not in found:
+                found.append(trigger)
+            return
         size = len(low) - len(low.lstrip(_ALNUM_LOWER_STR))   # the leading run
         if size == 0:
             runs = low.translate(split).split()
@@ -1036,6 +1041,10 @@ class _SecretTable:
             elif trigger not in found:
                 found.append(trigger)
 
+    def scanner(self, name):
+        """The SecretRules a scanner reports with, made on first use."""
+        return self.rules(self._scanners, name, _scanner_priority)
+
     def rules(self, group, key, priority):
         """The SecretRules of an anchor or keyword, made on first use."""
         rows = group[key]
@@ -1051,6 +1060,10 @@ def _anchor_priority(row):
 
 def _keyword_priority(row):
     return 200
+
+
+def _scanner_priority(row):
+    return _SCANNER_PRIORITY.get(row[2], 200)
 
 
 def _follow_chars(shape):
@@ -1097,12 +1110,24 @@ def _secret_table(extra=()):
 # ---- judging values --------------------------------------------------------
 
 def _entropy(value):
-    """Shannon entropy of value in bits per character."""
+    """Shannon entropy of value in bits per character: log2(size) - sum(n log2 n) /
+    size over the counts n of its characters."""
     if not value:
         return 0.0
-    from math import log2
     size = len(value)
-    return -sum(n / size * log2(n / size) for n in map(value.count, set(value)))
+    return _log2(size) - sum(n * _log2(n) for n in map(value.count, set(value))) / size
+
+
+def _log2(n):
+    """log2 of a positive integer to 1e-7, without `math` (a shared library whose
+    loading costs a hook more than every entropy it computes): n = m * 2**e with
+    1 <= m < 2, and ln m = 2 atanh((m - 1) / (m + 1)) by its series."""
+    exponent = n.bit_length() - 1
+    m = n / (1 << exponent)
+    z = (m - 1) / (m + 1)
+    z2 = z * z
+    series = z * (1 + z2 * (1 / 3 + z2 * (1 / 5 + z2 * (1 / 7 + z2 * (1 / 9 + z2 / 11)))))
+    return exponent + 2 * series / 0.6931471805599453
 
 
 def _classes(value):
@@ -1670,7 +1695,7 @@ def _word_fits(low, pos, word, follow):
 
 def _scan_words(text, low, table, out):
     """Values assigned to (or written right after) a name that promises a secret."""
-    rules = {rule.shape: rule for rule in table.scanners["words"]}
+    rules = {rule.shape: rule for rule in table.scanner("words")}
     seen = set()
     for word, follow in _SECRET_WORDS:
         for pos in _find_all(low, word):
@@ -1758,7 +1783,7 @@ def _scan_keywords(text, low, table, word, out):
 def _scan_pem(text, low, table, out):
     """-----BEGIN ... PRIVATE KEY----- blocks, whole or cut (a window may hold only
     their head or their tail), in files or in JSON strings (literal \\n)."""
-    rules = {rule.shape: rule for rule in table.scanners.get("pem", ())}
+    rules = {rule.shape: rule for rule in table.scanner("pem")}
     covered = 0
     if "begin " not in low and "-----end " not in low:
         return
@@ -1839,7 +1864,7 @@ def _pem_body_backward(text, pos):
 
 
 def _scan_putty(text, low, table, out):
-    rule = table.scanners["putty"][0]
+    rule = table.scanner("putty")[0]
     for pos in _find_all(low, "putty-user-key-file-"):
         lines = low.find("private-lines:", pos, pos + 16384)
         if lines < 0:
@@ -1857,7 +1882,7 @@ def _scan_putty(text, low, table, out):
 
 
 def _scan_jwk(text, low, table, out):
-    rule = table.scanners["jwk"][0]
+    rule = table.scanner("jwk")[0]
     members = rule.shape.split()
     for pos in _find_all(low, '"kty"'):
         start = text.rfind("{", max(0, pos - 8192), pos)
@@ -1886,7 +1911,7 @@ _AUTHORITY_STOP = frozenset("/\\ \t\r\n\"'`<>()[]{}")   # a raw ? or # may sit i
 
 def _scan_urls(text, low, table, out):
     """scheme://user:password@host: the password (user may be empty: redis://:pw@)."""
-    rule = table.scanners["url"][0]
+    rule = table.scanner("url")[0]
     for pos in _find_all(text, "://"):
         head = text[max(0, pos - 32):pos]
         scheme = len(head) - len(head.rstrip(_SCHEME_CHARS))
@@ -1915,8 +1940,8 @@ _AUTH_SCHEMES = ("bearer", "basic", "token", "bot", "digest", "apikey", "api-key
 
 def _scan_bearer(text, low, table, out):
     """Authorization: <scheme> <credentials>, and Bearer <token> anywhere."""
-    bearer = table.scanners["bearer"][0]
-    basic = table.scanners["basic"][0]
+    bearer = table.scanner("bearer")[0]
+    basic = table.scanner("basic")[0]
     for pos in _find_all(low, "bearer"):
         if pos and low[pos - 1] in _ALNUM_LOWER:
             continue
@@ -2011,7 +2036,7 @@ def _cli_specs(rule):
 def _scan_cli(text, low, table, program, out):
     """Passwords given on a command line (mysql's glued -p, sshpass -p, docker login
     -p, curl -u user:password, smbclient -U user%password, openssl's pass:...)."""
-    for rule in table.scanners.get("cli", ()):
+    for rule in table.scanner("cli"):
         programs, needed, specs = _cli_specs(rule)
         if program not in programs:
             continue
@@ -2075,9 +2100,10 @@ def _bytes_split(keep):
     speed whatever the text holds, unlike str.translate on non-ASCII text)."""
     table = _B64_SPLIT.get(("bytes", keep))
     if table is None:
-        kept = keep.encode()
-        table = _B64_SPLIT[("bytes", keep)] = bytes(
-            c if c in kept else 32 for c in range(256))
+        table = bytearray(b" " * 256)
+        for byte in keep.encode():
+            table[byte] = byte
+        table = _B64_SPLIT[("bytes", keep)] = bytes(table)
     return table
 
 
@@ -2092,8 +2118,8 @@ def _split_table(keep):
 def _scan_long_values(text, low, table, out):
     """Long high-entropy runs: the bare 40-character AWS secret key, and the value of
     an upper-case NAME= that is no digest, UUID, path or word (a .env secret)."""
-    bare = table.scanners["bare"][0]
-    env = table.scanners["env"][0]
+    bare = table.scanner("bare")[0]
+    env = table.scanner("env")[0]
     cursor = 0
     aws = "aws" in low or "akia" in low or "asia" in low
     for raw in text.encode("ascii", "replace").translate(_bytes_split(_B64_RUN)).split():
