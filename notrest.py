@@ -949,7 +949,6 @@ class SecretRule:
 _ALNUM_LOWER = frozenset(_LOWER + _DIGITS)
 _ALNUM_LOWER_STR = _LOWER + _DIGITS
 _SCANNER_PRIORITY = {"@words": 100, "@bare": 150, "@env": 10}
-_HEAD_EXPANSION_MAX = 64
 
 
 class _SecretTable:
@@ -959,14 +958,23 @@ class _SecretTable:
 
     def __init__(self, extra=()):
         self.by_head = {}      # word head (bytes) -> [(kind, what)]
+        self.by_prefix = {}    # a shorter run that goes on, by length -> {run: [...]}
         self.always = []       # triggers searched for in every text
         self.anchors = {}      # lowered anchor -> [row or SecretRule]
         self.keywords = {}     # keyword -> [row or SecretRule]
         self._scanners = {}    # scanner name -> [row or SecretRule]
         self.regexes = []      # project rules given as a regular expression
         split = _split_table(_ALNUM_LOWER_STR)
+        anchors = self.anchors
         for row in SECRET_RULES:
-            self._add_anchor(row, split)
+            key = row[2].lower()
+            rows = anchors.get(key)
+            if rows is None:
+                anchors[key] = [row]
+            else:
+                rows.append(row)
+        for key, rows in anchors.items():
+            self._place_anchor(key, rows[0][2], rows[0][3], split)
         for row in SECRET_KEYWORD_RULES:
             for alternative in row[4].partition("kw=")[2].split()[0].split("|"):
                 word = alternative.split("+")[0]
@@ -987,59 +995,52 @@ class _SecretTable:
                 for alternative in rule.keywords:
                     self._head(alternative[0], ("regex", rule.id), split)
             else:
-                self._add_anchor(rule, split)
+                key = rule.anchor.lower()
+                if key in self.anchors:
+                    self.anchors[key].append(rule)
+                else:
+                    self.anchors[key] = [rule]
+                    self._place_anchor(key, rule.anchor, rule.shape, split)
 
-    def _add_anchor(self, row, split):
-        anchor = row.anchor if row.__class__ is SecretRule else row[2]
-        shape = row.shape if row.__class__ is SecretRule else row[3]
-        key = anchor.lower()
-        known = self.anchors.get(key)
-        if known is not None:
-            known.append(row)
-            return
-        self.anchors[key] = [row]
+    def _place_anchor(self, key, anchor, shape, split):
         if anchor[:1].isalnum() and "^" in shape:
             self.always.append(("anchor", key))     # 8Q~: the anchor sits inside a word
         else:
-            self._head(key, ("anchor", key), split, shape=shape)
+            self._head(key, ("anchor", key), split)
 
-    def _head(self, word, trigger, split, whole=False, shape=None):
-        """Register trigger under the heads a text that holds `word` shows: the first
-        four characters of the word's first run of letters and digits; a shorter run
-        is a head itself when it ends inside `word`, and when it may go on into the
-        text, every continuation by the characters that may follow is one too (too
-        many of them: the trigger is searched for in every text)."""
+    def _head(self, word, trigger, split, whole=False):
+        """Register trigger under the head a text that holds `word` shows: the first
+        four characters of the word's first run of letters and digits. A shorter run
+        is a head itself when it ends inside `word` (ghp_: the text's word is ghp),
+        and a prefix of heads when it may go on into the text (eyJ..., sk + hex)."""
         low = word.lower()
         head = low[:4]
-        if head.isalnum() and head.isascii() and len(head) == 4:     # most anchors
-            found = self.by_head.setdefault(head.encode(), [])
-            if trigger not in found:
-                found.append(trigger)
+        if head.isalnum() and head.isascii() and len(head) == 4:     # most of them
+            self._register(self.by_head, head, trigger)
             return
         size = len(low) - len(low.lstrip(_ALNUM_LOWER_STR))   # the leading run
-        if size == 0:
+        if size:
+            run, ends = low[:size], size < len(low)
+        else:
             runs = low.translate(split).split()
             if not runs:
                 self.always.append(trigger)
                 return
             run = runs[0]
             ends = low.find(run) + len(run) < len(low)
+        if ends or whole or len(run) >= 4:
+            self._register(self.by_head, run[:4], trigger)
         else:
-            run, ends = low[:size], size < len(low)
-        heads = [run[:4].encode()]
-        if len(run) < 4 and not whole and not ends:
-            follow = _ALNUM_LOWER_STR if shape is None else _follow_chars(shape)
-            if len(follow) ** (4 - len(run)) > _HEAD_EXPANSION_MAX:
-                self.always.append(trigger)
-                return
-            heads.extend((run + tail).encode() for tail in _products(follow,
-                                                                     4 - len(run)))
-        for head in heads:
-            found = self.by_head.get(head)
-            if found is None:
-                self.by_head[head] = [trigger]
-            elif trigger not in found:
-                found.append(trigger)
+            self._register(self.by_prefix.setdefault(len(run), {}), run, trigger)
+
+    @staticmethod
+    def _register(index, head, trigger):
+        key = head.encode()
+        found = index.get(key)
+        if found is None:
+            index[key] = [trigger]
+        elif trigger not in found:
+            found.append(trigger)
 
     def scanner(self, name):
         """The SecretRules a scanner reports with, made on first use."""
@@ -1064,24 +1065,6 @@ def _keyword_priority(row):
 
 def _scanner_priority(row):
     return _SCANNER_PRIORITY.get(row[2], 200)
-
-
-def _follow_chars(shape):
-    """The letters and digits that may follow the anchor: those of the first class
-    of the shape's first alternative (any when it starts with a literal)."""
-    alternative = shape.split(" | ")[0]
-    first = (alternative.partition("^")[2 if "^" in alternative else 0].split()
-             or [""])[0]
-    first = _SHAPE_MACROS.get(first, first).split()[0] if first else ""
-    cls = first.partition("{")[0]
-    chars = _SECRET_CLASSES.get(cls) if first.endswith("}") else first[:1]
-    return "".join(sorted(set((chars or _ALNUM).lower()) & _ALNUM_LOWER))
-
-
-def _products(chars, count):
-    if count <= 0:
-        return [""]
-    return [c + rest for c in chars for rest in _products(chars, count - 1)]
 
 
 _TABLE = {}
@@ -2184,9 +2167,13 @@ def _scan(text, extra):
         low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
     words = low.encode("utf-8", "ignore").translate(
         _bytes_split(_ALNUM_LOWER_STR)).split()
+    heads = set(map(_WORD_HEAD[0], words))
     triggers = list(table.always)
-    for head in set(map(_WORD_HEAD[0], words)).intersection(table.by_head):
+    for head in heads.intersection(table.by_head):
         triggers.extend(table.by_head[head])
+    for size, index in table.by_prefix.items():
+        for head in {head[:size] for head in heads}.intersection(index):
+            triggers.extend(index[head])
     out, scanners, wanted = [], {_scan_words, _scan_urls, _scan_long_values}, set()
     for kind, what in dict.fromkeys(triggers):
         if kind == "anchor":

@@ -55,6 +55,7 @@ def score(nr):
             out = nr.redact_clip(text, 400)
         else:                   # what notrest 1.0 did: cut the command, then redact
             out = nr.redact_secrets(nr.clip(text, 400))
+        out = _without_markers(out)
         if not any(p in out for p in _pieces(entry["secret"], 8, 1)):
             across.append(entry)
     benign = secret_corpus.benign()
@@ -67,6 +68,18 @@ def score(nr):
             "prompts_refused": len(prompts_refused),
             "missed": [e["id"] for e in corpus if e not in refused],
             "false": [b["text"][:50] for b in benign_refused]}
+
+
+def _without_markers(text):
+    """The text without its [REDACTED:kind] markers (a kind may spell a prefix)."""
+    out, pos = [], 0
+    while True:
+        start = text.find("[REDACTED:", pos)
+        if start < 0:
+            return "".join(out) + text[pos:]
+        end = text.find("]", start)
+        out.append(text[pos:start])
+        pos = len(text) if end < 0 else end + 1
 
 
 def _pieces(value, size=10, step=5):
