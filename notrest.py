@@ -2152,22 +2152,19 @@ def _scan_regexes(text, table, wanted, out):
 
 # ---- the pass --------------------------------------------------------------
 
-_WORD_HEAD = []
+_HEAD = slice(0, 4)
 
 
 def _scan(text, extra):
     """Every finding in text, overlaps merged: one pass of the pre-filter, then only
     the rules and scanners whose heads the text shows."""
-    if not _WORD_HEAD:
-        import _operator
-        _WORD_HEAD.append(_operator.itemgetter(slice(0, 4)))
     table = _secret_table(extra)
     low = text.lower()
     if len(low) != len(text):     # a few characters lower to two: keep positions
         low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
     words = low.encode("utf-8", "ignore").translate(
         _bytes_split(_ALNUM_LOWER_STR)).split()
-    heads = set(map(_WORD_HEAD[0], words))
+    heads = set(map(bytes.__getitem__, words, [_HEAD] * len(words)))   # C speed
     triggers = list(table.always)
     for head in heads.intersection(table.by_head):
         triggers.extend(table.by_head[head])
