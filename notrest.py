@@ -973,22 +973,35 @@ class _SecretTable:
                 anchors[key] = [row]
             else:
                 rows.append(row)
+        by_head, keywords = self.by_head, self.keywords
         for key, rows in anchors.items():
-            self._place_anchor(key, rows[0][2], rows[0][3], split)
+            head = key[:4]       # most anchors: four letters or digits, the head itself
+            if len(head) == 4 and head.isalnum() and head.isascii() and \
+                    "^" not in rows[0][3]:
+                by_head.setdefault(head.encode(), []).append(("anchor", key))
+            else:
+                self._place_anchor(key, rows[0][2], rows[0][3], split)
         for row in SECRET_KEYWORD_RULES:
             for alternative in row[4].partition("kw=")[2].split()[0].split("|"):
                 word = alternative.split("+")[0]
-                if word not in self.keywords:
-                    self.keywords[word] = []
+                if word in keywords:
+                    keywords[word].append(row)
+                    continue
+                keywords[word] = [row]
+                head = word[:4]
+                if len(head) == 4 and head.isalnum():
+                    by_head.setdefault(head.encode(), []).append(("kw", word))
+                else:
                     self._head(word, ("kw", word), split)
-                self.keywords[word].append(row)
         for row in SECRET_SCANNER_RULES:
             self._scanners.setdefault(row[2][1:], []).append(row)
         for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization"):
             self._head(word, ("scan", word), split, whole=True)
         for row in self._scanners["cli"]:
             for program in row[3].split("|")[0].split():
-                self._head(program, ("cli", program), split, whole=True)
+                # a program is a whole word: its head is its first run's start
+                by_head.setdefault(program.partition("-")[0][:4].encode(), []).append(
+                    ("cli", program))
         for rule in extra:
             if rule.regex is not None:
                 self.regexes.append(rule)
