@@ -3221,10 +3221,9 @@ def code_writes(code):
     """Whether inline interpreter code looks like it writes or deletes files."""
     low = code.lower()
     return any(w in low for w in (
-        "write", "'w'", '"w"', "'a'", '"a"', "'w+'", '"w+"', "'wb'", '"wb"', "unlink",
-        "remove", "rename", "rmtree", "replace(", "truncate", "dump(", "writefile",
-        "appendfile", "rmsync", "rmdir", "copyfile", "copytree", "move(", "chmod",
-        "symlink", "'>", '">'))
+        "write", "'w'", '"w"', "'w+'", '"w+"', "'wb'", '"wb"', "unlink", "rename",
+        "rmtree", "truncate", "writefile", "appendfile", "rmsync", "rmdir", "copyfile",
+        "copytree", "chmod", "symlink", "'>", '">'))
 
 
 # ==== laws ==================================================================
@@ -8998,6 +8997,8 @@ def _code_operand(tokens, i, state, nest):
     elif kind == "x":
         state.effects.append(("shell", tok))
         value, i = None, i + 1
+    elif kind == "k":
+        value, i = tok, i + 1
     elif kind == "p" and tok in "([":
         value, i = _code_group(tokens, i, state, nest)
     elif kind == "p" and tok == "{":
