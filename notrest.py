@@ -18,7 +18,9 @@ block, 3 estate unusable (the path and the fix are printed).
 Sections (grep '^# ===='). The hot part, all a tool-call hook loads: constants,
 records, json, text, redaction, shell parsing, paths and globs, laws, estate storage,
 gate, hook adapter. Below the cold line: sessions, packet, bank, session hooks, learn,
-compile (the warm part, for session events), then doctor, install, CLI.
+compile (the warm part, for session events), then doctor, gate readers (what the gate
+loads only for a call that runs code, make, package scripts, archives, git's
+work-tree rewriters, ...), install, CLI.
 """
 import os
 import sys
@@ -552,8 +554,60 @@ SPAWNED = -1                      # a peeler ran what the wrapper runs: drop the
 
 def readers():
     """The gate readers (inline code, makefiles, package scripts, archives, diffs,
-    git): below the cold line, loaded only by a call that needs one."""
-    return cold_module()
+    git, the rarer wrappers): below the cold line, loaded only by a call that needs
+    one, with the hot part's own classes lent to them so that what they build is
+    of one kind with what the hot part builds."""
+    module = cold_module()
+    if module.__dict__ is not globals() and not globals().get("_READERS_LENT"):
+        for name, value in list(globals().items()):
+            if isinstance(value, type) and name in module.__dict__:
+                setattr(module, name, value)
+        globals()["_READERS_LENT"] = True
+    return module
+
+
+def _reader(name):
+    """A stand-in in the hot part for the reader `name` below the cold line (the
+    whole module defines the reader itself, which replaces this)."""
+    def call(*args, **kwargs):
+        return getattr(readers(), name)(*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
+_peel_parallel = _reader("_peel_parallel")
+_peel_sem = _reader("_peel_sem")
+_peel_ssh = _reader("_peel_ssh")
+_follow_container = _reader("_follow_container")
+_follow_kubectl = _reader("_follow_kubectl")
+
+
+def _peel_container(cmd, state, cmds, depth):
+    """docker/podman exec|run: judged below the cold line; other verbs pass."""
+    if any(w in ("exec", "run") for w in cmd.argv[1:5]):
+        return _follow_container(cmd, state, cmds, depth)
+    return None
+
+
+def _peel_kubectl(cmd, state, cmds, depth):
+    if "exec" in cmd.argv[1:6]:
+        return _follow_kubectl(cmd, state, cmds, depth)
+    return None
+_follow_make = _reader("_follow_make")
+_follow_package = _reader("_follow_package")
+note_archive = _reader("note_archive")
+extract_plan = _reader("extract_plan")
+patch_command_targets = _reader("patch_command_targets")
+git_patch_targets = _reader("git_patch_targets")
+_judge_git_worktree = _reader("_judge_git_worktree")
+_agents_block_hit = _reader("_agents_block_hit")
+_classify_unknown = _reader("_classify_unknown")
+_find_may_hit_harness = _reader("_find_may_hit_harness")
+_found_may_read_secret = _reader("_found_may_read_secret")
+_judge_cli_verbs = _reader("judge_cli")
+_peel_read = _reader("_peel_read")
+_mktemp_path = _reader("_mktemp_path")
+regex_shape_problem = _reader("regex_shape_problem")
 
 
 class Word:
@@ -617,15 +671,29 @@ class ParseShared:
     symlinks and files the line itself makes, the budgets, and why the call was
     too large to judge."""
 
-    __slots__ = ("links", "written", "words", "commands", "script_bytes", "too_large",
-                 "fork_bomb", "shallow")
+    __slots__ = ("links", "written", "pending", "words", "commands", "script_bytes",
+                 "too_large", "fork_bomb", "shallow")
 
     def __init__(self, shallow=False):
-        self.links, self.written = {}, {}
+        self.links, self.written, self.pending = {}, {}, []
         self.words = self.commands = self.script_bytes = 0
         self.too_large = ""
         self.fork_bomb = False
         self.shallow = shallow  # only the line itself: no scripts, code or recipes read
+
+    def note(self, cmd, text, value):
+        """Remember what the line writes to a file: text, ("copy", source word) or
+        ("archive", member names). Resolved only when a later word asks."""
+        self.pending.append((cmd.cwd, cmd.env.get("HOME"), text, value))
+
+    def made(self, path):
+        """What this line wrote to path (see note), or None."""
+        for cwd, home, text, value in self.pending:
+            if isinstance(value, tuple) and value[0] == "copy":
+                value = ("copy", resolve_path(value[1], cwd, home, True, self.links))
+            self.written[resolve_path(text, cwd, home, True, self.links)] = value
+        self.pending = []
+        return self.written.get(path)
 
 
 class Cmd:
@@ -1095,30 +1163,6 @@ def _evaluate_substitution(script, env, cwd, depth):
     return None
 
 
-def _mktemp_path(args, env, cwd):
-    """Where `mktemp` makes its file or folder (the X's left as they are)."""
-    tmp = env.get("TMPDIR") or "/tmp"
-    folder, in_tmp, template, i = None, False, None, 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "-p" and i + 1 < len(args):
-            folder, i = args[i + 1], i + 2
-            continue
-        if arg.startswith("--tmpdir"):
-            folder = arg.partition("=")[2] or None
-            in_tmp = True
-        elif arg == "-t":
-            in_tmp = True
-        elif not arg.startswith("-"):
-            template = arg
-        i += 1
-    if template is None:
-        return os.path.join(folder or tmp, "tmp.XXXXXXXXXX")
-    if (folder or in_tmp) and "/" not in template:
-        return os.path.join(folder or tmp, template)
-    return os.path.normpath(os.path.join(cwd, template))
-
-
 def git_top(cwd):
     """The top of the git work tree holding cwd (a folder with .git), or None."""
     path = cwd if isinstance(cwd, str) and cwd.startswith("/") else None
@@ -1486,13 +1530,6 @@ def _peel_watch(cmd, state, cmds, depth):
     return SPAWNED
 
 
-def _peel_sem(cmd, state, cmds, depth):
-    argv = cmd.argv
-    i = _take_options(argv, _PARALLEL_VALUES + ("--id",))
-    _nested(cmd, " ".join(argv[i:]), cmds, depth, origin="sem")
-    return SPAWNED
-
-
 def _peel_su(cmd, state, cmds, depth):
     _parse_option_script(cmd, ("-c", "--command", "--session-command"), cmds, depth)
     return None
@@ -1534,29 +1571,6 @@ def _peel_export(cmd, state, cmds, depth):
         if _is_assignment(arg):
             name, value = _assigned(arg)
             state["env"][name] = value
-    return None
-
-
-def _peel_read(cmd, state, cmds, depth):
-    """`read NAME...` (and mapfile): the names hold what the line cannot see,
-    unless a here-string says what they are."""
-    argv, names, i = cmd.argv, [], 1
-    while i < len(argv):
-        arg = argv[i]
-        if arg in ("-p", "-a", "-d", "-n", "-N", "-t", "-u", "-i", "-C", "-c", "-s", "-O"):
-            if arg == "-a" and i + 1 < len(argv):
-                names.append(argv[i + 1])
-            i += 2
-            continue
-        if not arg.startswith("-"):
-            names.append(arg)
-        i += 1
-    given = next((r.target for r in cmd.redirects if r.op == "<<<" and isinstance(
-        r.target, str) and not isinstance(r.target, Opaque)), None)
-    if cmd.prog != "read":
-        names = names[-1:] or ["MAPFILE"]
-    for name in names or ["REPLY"]:
-        state["env"][name] = given if given is not None else Opaque("$" + name)
     return None
 
 
@@ -1831,159 +1845,6 @@ def _feeder_items(feeder):
     return items
 
 
-_PARALLEL_VALUES = ("-j", "--jobs", "-P", "-S", "--sshlogin", "--joblog", "-a",
-                    "--arg-file", "--colsep", "-C", "-I", "-d", "--delimiter", "-E",
-                    "--eof", "-n", "--max-args", "-N", "--max-replace-args", "--delay",
-                    "--timeout", "--tmpdir", "--results", "--res", "--workdir", "--wd",
-                    "--halt", "--retries", "--memfree", "--load", "--nice",
-                    "--basefile", "--bf", "--return", "--sshdelay", "--env",
-                    "--tagstring", "-L", "--max-lines", "--limit", "--termseq")
-_PARALLEL_SEPARATORS = (":::", ":::+", "::::", "::::+")
-_PARALLEL_FORMS = ("{}", "{.}", "{/}", "{//}", "{/.}", "{#}", "{%}")
-
-
-def _peel_parallel(cmd, state, cmds, depth):
-    """GNU parallel: a command line composed from a template and each argument
-    (`:::`, or the lines on stdin), run by a shell; no template: each argument
-    is a command line."""
-    argv = cmd.argv
-    i, replace = 1, "{}"
-    while i < len(argv) and argv[i].startswith("-") and argv[i] not in _PARALLEL_SEPARATORS:
-        if argv[i] == "-I" and i + 1 < len(argv):
-            replace = argv[i + 1]
-        elif argv[i].startswith("--replace="):
-            replace = argv[i][10:] or "{}"
-        i += 2 if argv[i] in _PARALLEL_VALUES else 1
-    template, values, group = [], [], None
-    for arg in argv[i:]:
-        if arg in _PARALLEL_SEPARATORS:
-            group = arg
-        elif group is None:
-            template.append(arg)
-        elif group.startswith("::::"):
-            values = None if values is None else values + [None]
-        elif values is not None:
-            values.append(arg)
-    if group is None:
-        values = _feed_items(cmd)
-    if values is None or None in values:
-        values = [v for v in (values or []) if v is not None] + [
-            found_word(UNKNOWN_WORD, None)]
-    distinct = list(dict.fromkeys(values))
-    if len(distinct) > FANOUT_MAX:
-        cmd.shared.too_large = "parallel with more than %d distinct arguments" % FANOUT_MAX
-        return SPAWNED
-    line = " ".join(template)
-    for value in distinct:
-        env = dict(cmd.env)
-        if not line:
-            text = value if not isinstance(value, (Found, Opaque)) else ""
-        else:
-            text = _parallel_line(line, replace, value, env)
-        _nested(cmd, text, cmds, depth, origin="parallel", env=env)
-    return SPAWNED
-
-
-def _parallel_line(line, replace, value, env):
-    """The command line parallel composes for one argument (quoted as it quotes)."""
-    forms = (replace,) + tuple(f for f in _PARALLEL_FORMS if f != "{}" or replace == "{}")
-    if not any(form in line for form in forms) and not any(
-            "{%d}" % n in line for n in range(1, 10)):
-        line += " {}"
-        forms = ("{}",)
-    if isinstance(value, (Found, Opaque)):
-        env[ITEM_VAR] = value
-        shown = "${%s}" % ITEM_VAR
-        for form in forms + tuple("{%d}" % n for n in range(1, 10)):
-            line = line.replace(form, shown)
-        return line
-    stem = os.path.splitext(value)[0]
-    table = {"{.}": stem, "{/}": os.path.basename(value), "{//}": os.path.dirname(value),
-             "{/.}": os.path.splitext(os.path.basename(value))[0], "{#}": "1", "{%}": "1"}
-    for form in forms:
-        line = line.replace(form, _quote_arg(table.get(form, value) if form != replace
-                                             else value))
-    for n in range(1, 10):
-        line = line.replace("{%d}" % n, _quote_arg(value))
-    return line
-
-
-_SSH_VALUES = ("-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m",
-               "-O", "-o", "-p", "-Q", "-R", "-S", "-W", "-w", "-B", "-P")
-
-
-def _peel_ssh(cmd, state, cmds, depth):
-    """ssh HOST COMMAND...: the remote shell runs the words as one command line,
-    judged as a command (in the remote home folder)."""
-    argv = cmd.argv
-    i = _take_options(argv, _SSH_VALUES)
-    if i + 1 < len(argv):
-        _nested(cmd, " ".join(argv[i + 1:]), cmds, depth, origin="ssh %s" % argv[i],
-                cwd=cmd.env.get("HOME") or "/")
-    return None
-
-
-_DOCKER_VALUES = ("-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir",
-                  "--detach-keys", "-v", "--volume", "-p", "--publish", "--name",
-                  "--network", "--net", "--entrypoint", "--mount", "-l", "--label", "-h",
-                  "--hostname", "--platform", "--pull", "--restart", "-m", "--memory",
-                  "--cpus", "--cpu-shares", "--add-host", "--dns", "--device", "--gpus",
-                  "--ipc", "--pid", "--runtime", "--security-opt", "--shm-size",
-                  "--tmpfs", "--ulimit", "--userns", "--uts", "--volumes-from",
-                  "--cap-add", "--cap-drop", "--cidfile", "--log-driver", "--log-opt",
-                  "--memory-swap", "--stop-signal", "--stop-timeout", "--expose",
-                  "--link", "--group-add", "-a", "--attach", "--index", "-f", "--file",
-                  "--project-name", "--profile", "--project-directory")
-
-
-def _peel_container(cmd, state, cmds, depth):
-    """docker/podman exec|run ... TARGET COMMAND: the command, judged as one."""
-    argv = cmd.argv
-    i = _take_options(argv, ("-H", "--host", "-c", "--context", "--config", "-l",
-                             "--log-level", "--url", "--connection"))
-    words = argv[i:]
-    if words[:1] in (["container"], ["compose"]):
-        words = words[1:]
-        j = _take_options(words, _DOCKER_VALUES, 0)
-        words = words[j:]
-    if not words or words[0] not in ("exec", "run"):
-        return None
-    j = _take_options(words, _DOCKER_VALUES)
-    inner = words[j + 1:]
-    entry = option_values(_words_cmd(words[:j]), ("--entrypoint",))
-    if entry:
-        inner = [entry[-1]] + inner
-    if inner:
-        spawn_argv(cmd, inner, cmds, depth + 1, "%s %s %s" % (cmd.prog, words[0],
-                                                               words[j] if j < len(words)
-                                                               else ""))
-    return None
-
-
-def _words_cmd(words):
-    cmd = Cmd()
-    cmd.argv = ["_"] + list(words[1:])
-    return cmd
-
-
-def _peel_kubectl(cmd, state, cmds, depth):
-    """kubectl exec POD -- COMMAND: the command, judged as one."""
-    argv = cmd.argv
-    if "exec" not in argv[1:6]:
-        return None
-    at = argv.index("exec")
-    if "--" in argv[at:]:
-        inner = argv[argv.index("--", at) + 1:]
-    else:
-        j = _take_options(argv, ("-c", "--container", "-n", "--namespace", "--context",
-                                 "--kubeconfig", "-f", "--filename",
-                                 "--pod-running-timeout"), at + 1)
-        inner = argv[j + 1:]
-    if inner:
-        spawn_argv(cmd, inner, cmds, depth + 1, "%s exec" % cmd.prog)
-    return None
-
-
 _PEELERS = {
     "command": _peel_command, "env": _peel_env, "flock": _peel_flock,
     "watch": _peel_watch, "xargs": _peel_xargs, "parallel": _peel_parallel,
@@ -2064,7 +1925,7 @@ def _note_written(cmd):
     if prog == "cp" and not cmd.redirects:
         for source, dest, _tree in copy_plan(cmd):
             if source is not None and dest is not None and not isinstance(dest, Opaque):
-                shared.written[_resolve_in(cmd, dest)] = ("copy", _resolve_in(cmd, source))
+                shared.note(cmd, dest, ("copy", source))
         return
     if body is None or isinstance(body, Opaque):
         return
@@ -2073,7 +1934,7 @@ def _note_written(cmd):
         targets += [a for a in cmd.argv[1:] if not a.startswith("-")]
     for target in targets:
         if isinstance(target, str) and not isinstance(target, Opaque):
-            shared.written[_resolve_in(cmd, target)] = body
+            shared.note(cmd, target, body)
 
 
 def _note_cli(cmd):
@@ -2233,7 +2094,7 @@ def _script_text(path, shared, limit=SCRIPT_READ_MAX, strict=True):
     opened without blocking, at most limit bytes, within the call's budget (past
     either, the call is too large to judge when strict); a file written earlier
     in this very line is taken from the line; a binary file is not text."""
-    written = shared.written.get(path)
+    written = shared.made(path)
     if isinstance(written, str):
         return written
     if isinstance(written, tuple):
@@ -2399,98 +2260,6 @@ def _follow_code(cmd, code, language, argv, cmds, depth, origin):
 
 
 # ---- make and package scripts -------------------------------------------------
-
-_MAKE_SKIP = ("-n", "--dry-run", "--just-print", "--recon", "-q", "--question", "-t",
-              "--touch", "-p", "--print-data-base", "-v", "--version", "-h", "--help")
-_MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
-
-
-def _follow_make(cmd, cmds, depth):
-    """Judge the recipe lines `make` would run for its goals (and their
-    prerequisites), each as the shell line make gives /bin/sh."""
-    argv = cmd.argv
-    folder, makefile, goals, overrides, i = cmd.cwd, None, [], {}, 1
-    while i < len(argv):
-        arg = argv[i]
-        value = argv[i + 1] if i + 1 < len(argv) else ""
-        if arg in _MAKE_SKIP:
-            return
-        if arg in ("-C", "--directory"):
-            folder, i = os.path.join(folder, value), i + 2
-            continue
-        if arg.startswith(("-C", "--directory=")):
-            folder = os.path.join(folder, arg.split("=", 1)[1] if "=" in arg else arg[2:])
-        elif arg in ("-f", "--file", "--makefile"):
-            makefile, i = value, i + 2
-            continue
-        elif arg.startswith(("--file=", "--makefile=")):
-            makefile = arg.split("=", 1)[1]
-        elif arg in ("-o", "-W", "-I", "--old-file", "--what-if", "--include-dir") or (
-                arg in ("-j", "-l") and value.isdigit()):
-            i += 2
-            continue
-        elif _is_assignment(arg):
-            name, value = _assigned(arg)
-            overrides[name] = value
-        elif not arg.startswith("-"):
-            goals.append(arg)
-        i += 1
-    if isinstance(folder, Opaque) or isinstance(makefile, Opaque):
-        return
-    names = [makefile] if makefile else _MAKEFILES
-    text = None
-    for name in names:
-        path = _resolve_in(cmd, os.path.join(folder, name))
-        if os.path.isfile(path):
-            text = _script_text(path, cmd.shared)
-            break
-    if not text:
-        return
-    env = {k: str(v) for k, v in cmd.env.items() if isinstance(k, str) and not isinstance(
-        v, (Opaque, Found, tuple))}
-    for target, line in readers().make_lines(text, goals, {k: str(v) for k, v in
-                                                            overrides.items()}, env, folder):
-        _nested(cmd, line, cmds, depth, origin="make %s" % target, cwd=folder)
-
-
-def _follow_package(cmd, cmds, depth):
-    """Judge the package.json scripts `npm run x`, `yarn x`, `pnpm x`, `bun run x`
-    (and their pre/post scripts, and install's lifecycle) would run. Returns
-    whether it found one."""
-    argv, prog = cmd.argv, cmd.prog
-    folder, words, i = cmd.cwd, [], 1
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--" and words:
-            words.extend(argv[i:])
-            break
-        if arg in ("--prefix", "-C", "--dir", "--cwd") and i + 1 < len(argv):
-            folder, i = os.path.join(folder, argv[i + 1]), i + 2
-            continue
-        if arg.startswith(("--prefix=", "--dir=", "--cwd=")):
-            folder = os.path.join(folder, arg.split("=", 1)[1])
-        elif arg in ("-w", "--workspace", "--filter", "-F", "-r", "--recursive",
-                     "--workspaces", "-ws"):
-            return False
-        elif not (arg.startswith("-") and not words):
-            words.append(arg)
-        i += 1
-    verb = words[0] if words else ("install" if prog in ("yarn", "pnpm") else None)
-    if verb is None or isinstance(folder, Opaque):
-        return False
-    if verb in ("exec", "x", "dlx") and prog != "bun" or (prog == "bun" and verb == "x"):
-        rest = words[1:]
-        rest = rest[1:] if rest[:1] == ["--"] else rest
-        spawn_argv(cmd, rest, cmds, depth + 1, "%s %s" % (prog, verb))
-        return True
-    text = _script_text(os.path.join(_resolve_in(cmd, folder), "package.json"),
-                        cmd.shared)
-    if not text:
-        return False
-    lines = readers().package_lines(text, prog, str(verb), [str(w) for w in words[1:]])
-    for name, line in lines:
-        _nested(cmd, line, cmds, depth, origin="%s run %s" % (prog, name), cwd=folder)
-    return bool(lines)
 
 
 # ==== paths and globs =======================================================
@@ -2928,225 +2697,6 @@ def _is_folder(cmd, text):
         return False
 
 
-ARCHIVE_READ_MAX = 16 << 20
-ARCHIVE_MEMBERS_MAX = 4000
-
-
-def extract_plan(cmd):
-    """The paths an extraction writes (tar x, unzip): each member under the folder
-    it extracts into, when the archive can be read (a regular file up to
-    ARCHIVE_READ_MAX, or one this line makes with tar c or zip); [] when it writes
-    nothing (a listing, stdout); None when the command is not an extraction or
-    its members cannot be known (an archive on stdin, a --transform)."""
-    prog, argv = cmd.prog, cmd.argv
-    if prog == "unzip":
-        if has_flag(cmd, "lZtpn", ("--list",)) or "-v" in argv:
-            return []
-        archive, members, folder, i = None, [], ".", 1
-        while i < len(argv):
-            arg = argv[i]
-            if arg == "-d" and i + 1 < len(argv):
-                folder, i = argv[i + 1], i + 2
-                continue
-            if arg == "-x":
-                break
-            if not arg.startswith("-"):
-                if archive is None:
-                    archive = arg
-                else:
-                    members.append(arg)
-            i += 1
-    else:
-        mode, archive, folder, members, strip = _tar_options(cmd)
-        if mode != "x":
-            return None if mode == "c" else []
-        if archive is None or archive == "-":
-            return None
-    if archive is None or isinstance(archive, Opaque) or isinstance(folder, Opaque):
-        return None
-    names = _archive_members(_resolve_in(cmd, archive), cmd.shared)
-    if names is None:
-        return None
-    strip = 0 if prog == "unzip" else strip
-    if strip is None:
-        return None
-    out = []
-    for name in names:
-        parts = [p for p in name.split("/") if p and p != "."][strip:]
-        if not parts or ".." in parts:
-            continue
-        rel = "/".join(parts)
-        if members and not any(rel == m.rstrip("/") or rel.startswith(m.rstrip("/") + "/")
-                               for m in members):
-            continue
-        out.append(os.path.join(folder, rel))
-    return out
-
-
-def _tar_options(cmd):
-    """(mode x/c/t/"", archive, folder, member names, components to strip or None
-    when names are rewritten) of a tar command line, bundled letters included."""
-    argv = cmd.argv
-    mode, archive, folder, members, strip = "", None, ".", [], 0
-    takes = "fCTXbHKNLgVI"
-    i, first = 1, True
-    while i < len(argv):
-        arg = argv[i]
-        if arg.startswith("--"):
-            name, _, value = arg.partition("=")
-            if name in ("--extract", "--get"):
-                mode = "x"
-            elif name in ("--create", "--append", "--update"):
-                mode = "c"
-            elif name == "--list":
-                mode = "t"
-            elif name in ("--file", "--directory") and not value and i + 1 < len(argv):
-                value = argv[i + 1]
-                i += 1
-            if name == "--file":
-                archive = value
-            elif name == "--directory":
-                folder = os.path.join(folder, value)
-            elif name == "--strip-components":
-                strip = int(value) if value.isdigit() else None
-            elif name in ("--transform", "--xform", "--absolute-names"):
-                strip = None
-            elif name in ("--to-stdout", "--keep-old-files", "--skip-old-files"):
-                mode = "t" if mode == "x" else mode
-        elif arg.startswith("-") or first and not arg.startswith("/") and arg.isalpha():
-            letters = arg.lstrip("-")
-            for letter in letters:
-                if letter == "x":
-                    mode = "x"
-                elif letter in "cru":
-                    mode = "c"
-                elif letter == "t":
-                    mode = "t"
-                elif letter in "OkP" and mode == "x":
-                    mode = "t" if letter in "Ok" else mode
-                    strip = None if letter == "P" else strip
-                elif letter == "s" and arg.startswith("-"):
-                    strip = None
-                if letter in takes and i + 1 < len(argv):
-                    value = argv[i + 1]
-                    i += 1
-                    if letter == "f":
-                        archive = value
-                    elif letter == "C":
-                        folder = os.path.join(folder, value)
-        else:
-            members.append(arg)
-        first = False
-        i += 1
-    return mode, archive, folder, members, strip
-
-
-def _archive_members(path, shared):
-    """The member names of an archive: one this line made (tar c, zip), else what
-    the file holds (read up to its bounds); None when they cannot be known."""
-    made = shared.written.get(path) if shared is not None else None
-    if isinstance(made, tuple) and made[0] == "archive":
-        return made[1]
-    return readers().archive_member_names(path)
-
-def note_archive(cmd):
-    """tar c / zip in this line: remember the member names the archive will hold."""
-    prog = cmd.prog
-    if prog in ("tar", "bsdtar"):
-        mode, archive, folder, members, _ = _tar_options(cmd)
-        if mode == "c" and archive and archive != "-" and members:
-            names = [m for m in members if not isinstance(m, (Opaque, Glob))]
-            cmd.shared.written[_resolve_in(cmd, archive)] = ("archive", names + [
-                n + "/" + s for n in names for s in _ARCHIVE_SAMPLES])
-    elif prog == "zip":
-        ops = operands(cmd)
-        if len(ops) >= 2:
-            names = [m for m in ops[1:] if not isinstance(m, (Opaque, Glob))]
-            cmd.shared.written[_resolve_in(cmd, ops[0])] = ("archive", names + [
-                n + "/" + s for n in names for s in _ARCHIVE_SAMPLES])
-
-
-# What a folder put into an archive may hold, as far as the harness goes.
-_ARCHIVE_SAMPLES = ("laws.json", "notrest.py", "notrest", "hooks/pre-tool-use.sh",
-                    "settings.json", "settings.local.json", "hooks.json", "config.toml",
-                    ".notrest/laws.json", ".claude/settings.json", ".codex/hooks.json",
-                    ".codex/config.toml")
-
-
-def patch_command_targets(cmd):
-    """[(path, mode)] `patch` writes: the file it is given, else each file its
-    diff names (read from -i FILE, a file operand, a redirect, a heredoc, or a
-    cat before it), cut by -pN (without -p: every name patch may choose)."""
-    argv = cmd.argv
-    strip, folder, patch_file, operands_, i = None, ".", None, [], 1
-    while i < len(argv):
-        arg = argv[i]
-        value = argv[i + 1] if i + 1 < len(argv) else ""
-        if arg.startswith("-p") and arg[2:].isdigit():
-            strip = int(arg[2:])
-        elif arg == "-p" and value.isdigit():
-            strip, i = int(value), i + 1
-        elif arg.startswith("--strip="):
-            strip = int(arg[8:]) if arg[8:].isdigit() else None
-        elif arg in ("-i", "--input"):
-            patch_file, i = value, i + 1
-        elif arg.startswith("--input="):
-            patch_file = arg[8:]
-        elif arg in ("-d", "--directory"):
-            folder, i = value, i + 1
-        elif arg in ("-o", "--output", "-r", "--reject-file", "-B", "--prefix", "-z",
-                     "--suffix", "-V", "-D", "--ifdef", "-F", "--fuzz", "-g", "--get"):
-            i += 1
-        elif arg in ("--dry-run", "-C", "--check"):
-            return []
-        elif not arg.startswith("-"):
-            operands_.append(arg)
-        i += 1
-    if operands_:
-        out = [(os.path.join(folder, operands_[0]), "write")]
-        if len(operands_) > 1:
-            patch_file = operands_[1]
-        return out
-    text = _patch_text(cmd, patch_file)
-    if text is None:
-        return []
-    return [(os.path.join(folder, p), mode) for p, mode in readers().diff_targets(
-        text, strip)]
-
-
-def _patch_text(cmd, patch_file):
-    """The text of the diff a patch command reads, or None."""
-    if patch_file is not None:
-        if isinstance(patch_file, Opaque) or cmd.shared is None:
-            return None
-        return _script_text(_resolve_in(cmd, patch_file), cmd.shared, SCRIPT_READ_MAX,
-                            False)
-    return _stdin_script(cmd) if cmd.shared is not None else None
-
-
-def git_patch_targets(cmd, args):
-    """[(path, mode)] `git apply` / `git am` write in the work tree (not with
-    --cached, --check, --stat): the names of each diff, cut by -p (1 by default)."""
-    if any(a in ("--cached", "--check", "--stat", "--numstat", "--summary", "--abort",
-                 "--skip", "--quit", "--show-current-patch") for a in args):
-        return []
-    strip, folder, files = 1, "", []
-    for arg in args:
-        if arg.startswith("-p") and arg[2:].isdigit():
-            strip = int(arg[2:])
-        elif arg.startswith("--directory="):
-            folder = arg.split("=", 1)[1]
-        elif not arg.startswith("-"):
-            files.append(arg)
-    texts = [_patch_text(cmd, f) for f in files] if files else [_patch_text(cmd, None)]
-    out = []
-    for text in texts:
-        if text:
-            out += [(os.path.join(folder, p) if folder else p, mode)
-                    for p, mode in readers().diff_targets(text, strip)]
-    return out
-
-
 def _chmod_targets(cmd):
     """The files of chmod/chown/chgrp: everything after the mode or owner (a mode
     may look like an option: chmod -x FILE)."""
@@ -3320,6 +2870,7 @@ SYSTEM_HARNESS_PATHS = ("/etc/claude-code/**",
                         "/etc/environment.d/**", "/etc/fish/**",
                         "/etc/security/pam_env.conf", "/etc/csh.cshrc", "/etc/csh.login",
                         "/etc/ksh.kshrc")
+_SYSTEM_HARNESS = tuple(p.lstrip("/") for p in SYSTEM_HARNESS_PATHS)
 # Paths standing for the harness when a glob, a find or a copied folder could
 # reach it (relative to the project, then to the home folder).
 HARNESS_SAMPLES = (".notrest", ".notrest/laws.json", ".notrest/config.json",
@@ -3504,11 +3055,10 @@ REGEX_MAX = 1000             # characters of a project law's regular expression
 
 
 def regex_problem(pattern):
-    """Why a project law's regular expression cannot be matched safely, else None:
-    it does not compile, is too long, or has a catastrophic shape (a quantifier
-    over something that itself repeats, a quantifier over alternatives that can
-    match the same text, three unbounded wildcards in a row) that takes
-    exponential or cubic time on a text an agent can write."""
+    """Why a project law's regular expression cannot be matched safely, else None
+    (it does not compile, is too long, or has a catastrophic shape: see
+    regex_shape_problem). A pattern without a group and with at most two
+    quantifiers cannot have one, and costs no more than compiling it."""
     import re
     if len(pattern) > REGEX_MAX:
         return "is longer than %d characters" % REGEX_MAX
@@ -3516,107 +3066,9 @@ def regex_problem(pattern):
         re.compile(pattern)
     except re.error as exc:
         return "is not a valid regular expression (%s)" % exc
-    try:
-        from re import _parser as parser
-        from re import _constants as constants
-    except ImportError:  # Python before 3.11
-        import sre_parse as parser
-        import sre_constants as constants
-    try:
-        tree = parser.parse(pattern)
-    except Exception:  # compiled above: a parser we cannot read is not a verdict
+    if "(" not in pattern and sum(pattern.count(q) for q in "*+?{") <= 2:
         return None
-    shape = _regex_shape(list(tree), constants, False)
-    if shape:
-        return "could take exponential time: %s; rewrite it without that (for " \
-               "example `[^ ]*` for `.*`, or one repeat instead of a repeat of " \
-               "repeats)" % shape
-    return None
-
-
-def _regex_shape(items, c, repeated):
-    """The catastrophic shape in a parsed pattern, or None."""
-    repeats = (c.MAX_REPEAT, c.MIN_REPEAT)
-    wildcards = 0
-    for op, av in items:
-        if op in repeats:
-            low, high, sub = av
-            sub = list(sub)
-            many = high == c.MAXREPEAT or high > 1
-            if repeated and many and high != low:
-                return "a quantifier inside a quantified group (such as (a+)+)"
-            if many and _overlapping_alternatives(sub, c):
-                return "a quantifier over alternatives that can match the same text " \
-                       "(such as (a|ab)*)"
-            if high == c.MAXREPEAT and _is_wildcard(sub, c):
-                wildcards += 1
-            shape = _regex_shape(sub, c, repeated or many)
-        elif op == c.SUBPATTERN:
-            shape = _regex_shape(list(av[-1]), c, repeated)
-        elif op == c.BRANCH:
-            shape = None
-            for alternative in av[1]:
-                shape = shape or _regex_shape(list(alternative), c, repeated)
-        elif op in (c.ASSERT, c.ASSERT_NOT):
-            shape = _regex_shape(list(av[1]), c, repeated)
-        else:
-            shape = None
-        if shape:
-            return shape
-    if wildcards >= 3:
-        return "three or more unbounded wildcards (.* or similar) in one sequence"
-    return None
-
-
-def _is_wildcard(sub, c):
-    if len(sub) != 1:
-        return False
-    op, av = sub[0]
-    if op == c.ANY or op == c.NOT_LITERAL:
-        return True
-    if op == c.IN:
-        return any(item[0] in (c.NEGATE, c.CATEGORY) for item in av)
-    return False
-
-
-def _overlapping_alternatives(sub, c):
-    """Whether a repeated body is (a group of) alternatives two of which can
-    start with the same character (or match nothing)."""
-    while len(sub) == 1 and sub[0][0] == c.SUBPATTERN:
-        sub = list(sub[0][1][-1])
-    if len(sub) != 1 or sub[0][0] != c.BRANCH:
-        return False
-    firsts = [_first_chars(list(alt), c) for alt in sub[0][1][1]]
-    for i, one in enumerate(firsts):
-        for other in firsts[i + 1:]:
-            if one is None or other is None or one & other:
-                return True
-    return False
-
-
-def _first_chars(items, c):
-    """The characters a parsed pattern can start with, or None for any (or none)."""
-    for op, av in items:
-        if op == c.AT:
-            continue
-        if op == c.LITERAL:
-            return {av}
-        if op == c.IN:
-            chars = set()
-            for kind, value in av:
-                if kind == c.LITERAL:
-                    chars.add(value)
-                elif kind == c.RANGE and value[1] - value[0] < 256:
-                    chars.update(range(value[0], value[1] + 1))
-                else:
-                    return None
-            return chars
-        if op == c.SUBPATTERN:
-            return _first_chars(list(av[-1]), c)
-        if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
-            return _first_chars(list(av[2]), c)
-        return None
-    return None
+    return regex_shape_problem(pattern)
 
 
 def build_lawbook(doc):
@@ -3688,10 +3140,11 @@ class GateContext:
         self.event, self.book = event, book
         self.root = _real(event.root or event.cwd or "/")
         self.home = _real(event.home or event.env.get("HOME") or "/")
-        self.cwd = _real(event.cwd) if event.cwd else self.root
+        self.cwd = self.root if event.cwd in (None, event.root) else _real(event.cwd)
         self.shared = None
         self._cmds = self._accesses = self._containers = self._harness = None
-        self._resolved, self._folders = {}, {}
+        self._resolved = {}
+        self._folders = {self.root: self.root, self.cwd: self.cwd, self.home: self.home}
 
     @property
     def shell_text(self):
@@ -3795,25 +3248,26 @@ class GateContext:
 
     @property
     def harness(self):
-        """What protect-harness guards: [(folder, {first segment: [patterns]},
-        [patterns whose first segment is a glob])]."""
+        """What protect-harness guards: [(folder, globs under it)]."""
         if self._harness is None:
             env = self.event.env
-            items = [(self.root, p) for p in HARNESS_PATHS] + [
-                (self.root, p) for p in self.book.protected_paths]
+            extra = tuple(self.book.protected_paths)
+            groups = [(self.root, HARNESS_PATHS + tuple(
+                p for p in extra if not p.startswith("/")))]
             if self.home and self.home != "/":
-                items += [(self.home, p) for p in HOME_HARNESS_PATHS]
+                groups.append((self.home, HOME_HARNESS_PATHS))
             for name, patterns in (("CODEX_HOME", CODEX_HOME_HARNESS),
                                    ("CLAUDE_CONFIG_DIR", CLAUDE_CONFIG_HARNESS),
                                    ("ZDOTDIR", ZDOTDIR_HARNESS),
                                    ("XDG_CONFIG_HOME", XDG_CONFIG_HARNESS)):
                 value = env.get(name)
                 if isinstance(value, str) and value.startswith("/") and value != "/":
-                    items += [(os.path.normpath(value), p) for p in patterns]
-            items += [("/", p) for p in SYSTEM_HARNESS_PATHS]
-            items.append((data_dir(env if env.get("HOME") else dict(env, HOME=self.home)),
-                          "**"))
-            self._harness = _index_patterns(items)
+                    groups.append((os.path.normpath(value), patterns))
+            groups.append(("/", _SYSTEM_HARNESS + tuple(
+                p.lstrip("/") for p in extra if p.startswith("/"))))
+            groups.append((data_dir(env if env.get("HOME") else dict(
+                env, HOME=self.home)), ("**",)))
+            self._harness = groups
         return self._harness
 
     def harness_hit(self, path, mode):
@@ -3843,35 +3297,42 @@ def _real(path):
         return path
 
 
-def _index_patterns(items):
-    """Group (folder, glob) pairs by folder and by the glob's first segment."""
+def _group_patterns(items):
+    """[(folder, patterns)] from (folder, glob) pairs; an absolute glob is the
+    machine's."""
     folders = {}
     for base, pattern in items:
         if pattern.startswith("/"):
             base, pattern = "/", pattern.lstrip("/")
-        base = base.rstrip("/") or "/"
-        heads, globbed = folders.setdefault(base, ({}, []))
-        head = pattern.split("/", 1)[0]
-        if any(ch in head for ch in "*?["):
-            globbed.append(pattern)
-        else:
-            heads.setdefault(head, []).append(pattern)
-    return [(base, heads, globbed) for base, (heads, globbed) in folders.items()]
+        folders.setdefault(base.rstrip("/") or "/", []).append(pattern)
+    return list(folders.items())
 
 
-def _indexed_hit(index, path, mode):
-    for base, heads, globbed in index:
-        if not is_within(path, base):
-            if mode == "delete" and is_within(base, path):
+_PATTERN_HEADS = {}  # a glob's first segment when it is literal, else ""
+
+
+def _indexed_hit(groups, path, mode):
+    for base, patterns in groups:
+        inside = base + "/" if base != "/" else "/"
+        if path != base and not path.startswith(inside):
+            if mode == "delete" and (base == path or base.startswith(
+                    path.rstrip("/") + "/")):
                 return True
             continue
-        rel = path[len(base.rstrip("/")) + 1:] if path != base else ""
+        rel = path[len(inside):] if path != base else ""
         if not rel:
             if mode == "delete":
                 return True
             continue
-        listed = heads.get(rel.split("/", 1)[0])
-        for pattern in (listed + globbed) if listed else globbed:
+        head = rel.split("/", 1)[0]
+        for pattern in patterns:
+            first = _PATTERN_HEADS.get(pattern)
+            if first is None:
+                first = pattern.split("/", 1)[0]
+                first = _PATTERN_HEADS[pattern] = "" if any(
+                    c in first for c in "*?[") else first
+            if first and first != head:
+                continue
             if glob_match(pattern, rel):
                 return True
             if mode == "delete":
@@ -3889,7 +3350,7 @@ def harness_hit(path, mode, root, home, extra=(), codex_home=None):
     if codex_home and codex_home.startswith("/") and codex_home != "/":
         items += [(codex_home.rstrip("/"), p) for p in CODEX_HOME_HARNESS]
     items += [("/", p) for p in SYSTEM_HARNESS_PATHS]
-    return _indexed_hit(_index_patterns(items), path, mode)
+    return _indexed_hit(_group_patterns(items), path, mode)
 
 
 def _quote_arg(arg):
@@ -3996,36 +3457,6 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
     if _system_dir(path):
         return "deletes %s, a system folder" % path
     return "deletes %s, outside the project and the temp dir" % path
-
-
-def _classify_unknown(ctx, text, cwd):
-    """A delete whose target holds what the line cannot know: settled when the
-    known part already says (~user, "$X/" that is / when X is empty, a named
-    child of a folder in the project or the temp dir), else uncertain."""
-    if text.startswith("~"):
-        return "deletes the home folder of %s" % text.split("/", 1)[0]
-    head = text.split("/", 1)
-    if text.startswith("$") and len(head) == 2 and (head[1] in ("", "*") or _whole_glob(
-            head[1])):
-        return "deletes / when %s is empty or unset" % head[0]
-    if text.startswith(("$TMPDIR/", "${TMPDIR}/", "${TMPDIR:-/tmp}/")):
-        rest = [p for p in head[1].split("/") if p]
-        if rest and ".." not in rest and not _whole_glob(rest[0]) and "$" not in rest[0]:
-            return None
-    cut = min([i for i in (text.find("$"), text.find("`")) if i >= 0] or [len(text)])
-    known = text[:cut]
-    if not isinstance(cwd, Opaque) or known.startswith("/"):
-        folder, named = (known, False) if known.endswith("/") else (
-            os.path.dirname(known), bool(os.path.basename(known)))
-        path = ctx.resolve(folder or ".", "/" if isinstance(cwd, Opaque) else cwd)
-        kind, base = ctx.container(path)
-        git = os.path.join(ctx.root, ".git")
-        if kind == "project" and (named or path != ctx.root) and not is_within(path, git):
-            return None
-        if kind == "temp" and (named or path != base):
-            return None
-    return reason("deletes %s, which the gate cannot resolve (it holds an expansion "
-                  "only the shell knows)" % clip(text, 80), uncertain=True)
 
 
 _DELETERS = ("rm", "shred", "srm", "unlink", "rimraf", "trash", "trash-put")
@@ -4327,73 +3758,6 @@ def predicate_secrets(ctx):
     return None
 
 
-def _found_may_read_secret(ctx, path):
-    tests = path.finder.find.tests
-    if not tests:
-        return False
-    for sample in _SECRET_SAMPLES:
-        full = os.path.join(path, sample)
-        if is_secret_path(full, ctx.home) and _find_tests_match(path.finder, path, full):
-            return True
-    return False
-
-
-def _find_tests_match(finder, root_path, sample):
-    """Whether the name and path tests of a find can select sample (one test is
-    enough; -regex counts as matching)."""
-    shown = finder.find.roots[0].rstrip("/") or "/"
-    printed = shown + sample[len(root_path.rstrip("/")):]
-    for test, pattern in finder.find.tests:
-        if test in ("-regex", "-iregex"):
-            return True
-        target = os.path.basename(sample) if test in ("-name", "-iname") else printed
-        if test.startswith("-i"):
-            pattern, target = pattern.lower(), target.lower()
-        if _segment_match(pattern, target) or glob_match(pattern, target):
-            return True
-    return False
-
-
-def _find_excludes(finder, root_path, sample):
-    """Whether a find skips sample: pruned, or excluded by `-not -path ...`."""
-    info = finder.find
-    if not info.excluded:
-        return False
-    shown = info.roots[0].rstrip("/") or "/"
-    rel = sample[len(root_path.rstrip("/")):]
-    parts = [p for p in rel.split("/") if p]
-    for depth in range(1, len(parts) + 1):
-        printed = shown + "/" + "/".join(parts[:depth])
-        for test, pattern in info.excluded:
-            target = parts[depth - 1] if test in ("-name", "-iname") else printed
-            if test.startswith("-i"):
-                pattern, target = pattern.lower(), target.lower()
-            if test not in ("-regex", "-iregex") and (
-                    _segment_match(pattern, target) or glob_match(pattern, target)):
-                return True
-    return False
-
-
-def _find_may_hit_harness(finder, root_path, ctx):
-    """Whether what a find yields from root_path can be part of the harness."""
-    samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
-    if ctx.home and ctx.home != "/":
-        samples += [os.path.join(ctx.home, s) for s in HOME_HARNESS_SAMPLES]
-    narrowed = finder.find.narrowed
-    for sample in samples:
-        if not is_within(sample, root_path) or not ctx.harness_hit(sample, "write"):
-            continue
-        if _find_excludes(finder, root_path, sample):
-            continue
-        if not finder.find.tests:
-            if not narrowed:
-                return True
-            continue
-        if _find_tests_match(finder, root_path, sample):
-            return True
-    return False
-
-
 def _glob_hits_harness(path, mode, ctx):
     """A globbed path (rm -rf .n*, cp x .claude/s*) that would expand onto the
     harness, as the shell expands it."""
@@ -4442,14 +3806,28 @@ def predicate_harness(ctx):
                                                                  shown)
     for cmd in ctx.cmds:
         for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
-                      _judge_git_worktree(ctx, cmd) if cmd.prog == "git" else None,
+                      _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
+                          cmd)[0] in _GIT_REWRITERS else None,
                       _unknown_writer(ctx, cmd)):
             if found and not getattr(found, "uncertain", False):
                 return found
             if found:
                 reasons.append(found)
-    found = _agents_block_hit(ctx)
+    found = _agents_block_hit(ctx) if _touches_agents(ctx) else None
     return found or _settle(reasons)
+
+
+def _touches_agents(ctx):
+    """Whether a call may write the project's AGENTS.md (then its block is read)."""
+    tool, ti = ctx.event.tool or "", ctx.event.tool_input
+    if tool in FILE_WRITE_TOOLS:
+        target = ti.get("file_path")
+        return isinstance(target, str) and os.path.basename(target) == "AGENTS.md"
+    if tool == "apply_patch" or "patch" in tool.lower():
+        return "AGENTS.md" in str(ti.get("command") or ti.get("patch") or ti.get(
+            "input") or "")
+    return any(mode in ("write", "delete") and str(p).endswith("/AGENTS.md")
+               for p, mode, _w, _c in ctx.accesses)
 
 
 def cli_verb(args):
@@ -4471,48 +3849,21 @@ def _cli_verb(args):
 
 
 def _judge_cli(ctx, cmd):
-    """Whether a command runs notrest's own CLI beyond what the agent may use
-    (packet, bank of its own session, status, laws, check, log, learn --list,
-    doctor, help, view, gate, sync without --prune-before), or sets a NOTREST_
-    switch for a notrest run."""
-    args = cmd.cli
-    if args is None:
+    """Whether a command runs notrest's own CLI beyond the agent's verbs (see
+    judge_cli), or notrest's install.sh to uninstall."""
+    if cmd.cli is None:
         if cmd.argv and any(os.path.basename(a) == "install.sh" for a in cmd.argv[:3]) \
                 and "--uninstall" in cmd.argv:
             return "`%s` removes the harness" % cmd.shown()
         return None
-    switches = sorted(k for k in cmd.env if k.startswith("NOTREST_"))
-    if switches:
-        return "`%s` sets %s for a notrest run: overrides and switches are for a " \
-               "person" % (cmd.shown(), ", ".join(switches))
-    verb, rest = cli_verb(args)
-    shown = cmd.shown()
-    if verb == "?":
-        return "`%s` runs notrest's own code, where the gate cannot see which command " \
-               "it runs: use the notrest CLI" % shown
-    if verb == "hook":
-        return "`%s` runs a notrest hook: only the clients run hooks, and what a hook " \
-               "writes (denies, receipts) is written by the gate alone" % shown
-    if verb == "install" and any(a.startswith("--uninstall") for a in rest):
-        return "`%s` removes the harness" % shown
-    if isinstance(verb, Opaque) or (verb and verb not in AGENT_VERBS):
-        return "`%s` runs `notrest %s`, which only a person may run: it changes the " \
-               "harness" % (shown, clip(verb, 40))
-    if verb == "learn" and ("--list" not in rest or any(
-            a.startswith(("--accept", "--reject")) for a in rest)):
-        return "`%s` changes what notrest learned: only `learn --list` is for the " \
-               "agent" % shown
-    if verb == "sync" and any(a.startswith("--prune-before") for a in rest):
-        return "`%s` prunes the estate ref: that is for a person" % shown
-    if verb == "bank":
-        sessions = option_values(_words_cmd(["bank"] + rest), ("--session",))
-        own = ctx.event.session
-        if any(sanitize_session_id(s) != own for s in sessions) and own:
-            return "`%s` banks another session: bank only your own" % shown
-        roots = option_values(_words_cmd(["x"] + list(args)), ("--root",))
-        if any(ctx.resolve(r, cmd.cwd) != ctx.root for r in roots):
-            return "`%s` banks into another project: bank only this one" % shown
-    return None
+    return _judge_cli_verbs(ctx, cmd)
+
+
+def _words_cmd(words):
+    """A command of words (for option_values on words that are no command)."""
+    cmd = Cmd()
+    cmd.argv = ["_"] + list(words[1:])
+    return cmd
 
 
 _KNOWN_PROGRAMS = _READERS | frozenset((
@@ -4574,129 +3925,9 @@ def _judge_tree_copy(ctx, cmd):
 
 _GIT_REWRITERS = ("checkout", "switch", "restore", "reset", "stash", "read-tree", "clean",
                   "merge", "rebase", "cherry-pick", "revert")
-_GIT_INSTEAD = {
-    "branch": "check the other branch out in a folder of its own "
-              "(`git worktree add ../other-branch BRANCH`), or ask a person",
-    "paths": "name the files you mean (`git restore -- src/`)",
-    "stash": "stash only your own files (`git stash push -- src/`)",
-    "clean": "look first (`git clean -n`), then remove the files you mean by name",
-    "range": "ask a person: it brings in changes to the harness",
-}
-
-
-def _judge_git_worktree(ctx, cmd):
-    """Whether a git command that rewrites the work tree (checkout, switch,
-    restore, reset --hard, stash, read-tree -u, clean, merge, rebase, cherry-pick,
-    revert) would change the harness. Exact where cheap: a pathspec that cannot
-    reach it costs nothing; the index is read without a subprocess; one bounded
-    git call (two for stash -u) answers the rest, only for these commands."""
-    sub, args = _git_parts(cmd)
-    if sub not in _GIT_REWRITERS:
-        return None
-    samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
-    covers = []
-
-    def reaches(paths):
-        covers[:] = [ctx.root if p == UNKNOWN_WORD or p.startswith(":") else
-                     ctx.resolve(p, cmd.cwd, False) for p in paths]
-        return any(is_within(s, c) for s in samples for c in covers)
-
-    found = readers().git_rewrites(
-        ctx.root, str(cmd.cwd), sub, [UNKNOWN_WORD if isinstance(a, Opaque) else str(a)
-                                      for a in args], _harness_pathspecs(ctx),
-        lambda path: ctx.harness_hit(path, "write"), reaches)
-    if found is None:
-        return None
-    kind, changed = found
-    if changed is None:
-        return reason("`%s` rewrites the work tree, and the gate could not tell in "
-                      "time whether the harness is part of it" % cmd.shown(),
-                      uncertain=True, instead=_GIT_INSTEAD[kind])
-    hits = [p for p in changed if (not covers or any(is_within(p, c) for c in covers))
-            and (ctx.harness_hit(p, "write") or any(is_within(s, p) for s in samples))]
-    if not hits:
-        return None
-    shown = ", ".join(display_path(p, ctx.root) for p in hits[:3])
-    more = " and %d more" % (len(hits) - 3) if len(hits) > 3 else ""
-    return reason("`%s` rewrites %s%s, which belongs to the harness" % (
-        cmd.shown(), shown, more), instead=_GIT_INSTEAD[kind])
-
-
-def _harness_pathspecs(ctx):
-    """Git pathspecs (relative to the project) for what protect-harness guards there."""
-    specs = []
-    for pattern in HARNESS_PATHS + tuple(p for p in ctx.book.protected_paths
-                                         if not p.startswith("/")):
-        specs.append(":(glob)%s" % pattern if any(c in pattern for c in "*?[") else
-                     pattern)
-    return specs
 
 
 # ---- the notrest block of AGENTS.md ----------------------------------------------
-
-AGENTS_INSTEAD = ("edit AGENTS.md outside the notrest block (the lines from %s to %s "
-                  "are the harness's)" % AGENTS_BLOCK_MARKERS)
-
-
-def _read_text(path, limit):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return None
-
-
-def _agents_block_hit(ctx):
-    """Whether a call changes or removes the notrest block of the project's
-    AGENTS.md (other edits of AGENTS.md are fine)."""
-    path = os.path.join(ctx.root, "AGENTS.md")
-    event, ti = ctx.event, ctx.event.tool_input
-    tool = event.tool or ""
-    if tool in FILE_WRITE_TOOLS:
-        target = ti.get("file_path")
-        if not isinstance(target, str) or resolve_path(target, ctx.cwd, ctx.home) != path:
-            return None
-        shell_hits = None
-    elif tool == "apply_patch" or "patch" in tool.lower():
-        text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
-        if "AGENTS.md" not in str(text):
-            return None
-        shell_hits = None
-    else:
-        shell_hits = [(mode, cmd) for p, mode, _w, cmd in ctx.accesses
-                      if mode in ("write", "delete") and str(p) == path]
-        if not shell_hits:
-            return None
-    block = readers().agents_block(_read_text(path, AGENTS_READ_MAX))
-    if block is None:
-        return None
-    if shell_hits is None:
-        hit = readers().agents_tool_changes(tool, ti, block, path)
-    else:
-        hit = any(_agents_shell_changes(mode, cmd, block, path) for mode, cmd in
-                  shell_hits)
-    if not hit:
-        return None
-    what = clip(summarise_call(event), 120) if shell_hits is None else shell_hits[0][
-        1].shown(120)
-    return reason("`%s` changes the notrest block of AGENTS.md, which belongs to the "
-                  "harness" % what, instead=AGENTS_INSTEAD)
-
-
-def _agents_shell_changes(mode, cmd, block, path):
-    if mode == "delete" or cmd is None:
-        return True
-    if cmd.prog == "apply_patch":
-        return readers().patch_changes_block(_stdin_script(cmd) or " ".join(cmd.argv[1:]),
-                                             block)
-    if cmd.prog == "tee" and has_flag(cmd, "a", ("--append",)):
-        return False
-    redirects = [r for r in cmd.redirects if isinstance(r.target, str) and
-                 r.op in (">", ">>", ">|", "&>", "&>>", "<>")]
-    if redirects and all(r.op in (">>", "&>>") for r in redirects) and cmd.prog in (
-            "echo", "printf", "cat", "tee"):
-        return False
-    return True
 
 
 def predicate_pipe_to_shell(ctx):
@@ -8608,6 +7839,945 @@ def canary_findings(estate, config, env=None, now=None):
 # the common call never loads them; the hot part reaches them through readers(),
 # and they take and return plain data (strings, lists, tuples), never the hot
 # part's own objects.
+
+# ---- followers of the rarer programs -------------------------------------------
+# parallel, sem, ssh, docker and kubectl exec, make, package scripts, archives,
+# patches, git's work-tree rewriters and the AGENTS.md block: run in the hot
+# part's own classes (readers() lends them), so they build its commands.
+
+_PARALLEL_VALUES = ("-j", "--jobs", "-P", "-S", "--sshlogin", "--joblog", "-a",
+                    "--arg-file", "--colsep", "-C", "-I", "-d", "--delimiter", "-E",
+                    "--eof", "-n", "--max-args", "-N", "--max-replace-args", "--delay",
+                    "--timeout", "--tmpdir", "--results", "--res", "--workdir", "--wd",
+                    "--halt", "--retries", "--memfree", "--load", "--nice",
+                    "--basefile", "--bf", "--return", "--sshdelay", "--env",
+                    "--tagstring", "-L", "--max-lines", "--limit", "--termseq")
+
+
+_PARALLEL_SEPARATORS = (":::", ":::+", "::::", "::::+")
+
+
+_PARALLEL_FORMS = ("{}", "{.}", "{/}", "{//}", "{/.}", "{#}", "{%}")
+
+
+def _peel_parallel(cmd, state, cmds, depth):
+    """GNU parallel: a command line composed from a template and each argument
+    (`:::`, or the lines on stdin), run by a shell; no template: each argument
+    is a command line."""
+    argv = cmd.argv
+    i, replace = 1, "{}"
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in _PARALLEL_SEPARATORS:
+        if argv[i] == "-I" and i + 1 < len(argv):
+            replace = argv[i + 1]
+        elif argv[i].startswith("--replace="):
+            replace = argv[i][10:] or "{}"
+        i += 2 if argv[i] in _PARALLEL_VALUES else 1
+    template, values, group = [], [], None
+    for arg in argv[i:]:
+        if arg in _PARALLEL_SEPARATORS:
+            group = arg
+        elif group is None:
+            template.append(arg)
+        elif group.startswith("::::"):
+            values = None if values is None else values + [None]
+        elif values is not None:
+            values.append(arg)
+    if group is None:
+        values = _feed_items(cmd)
+    if values is None or None in values:
+        values = [v for v in (values or []) if v is not None] + [
+            found_word(UNKNOWN_WORD, None)]
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) > FANOUT_MAX:
+        cmd.shared.too_large = "parallel with more than %d distinct arguments" % FANOUT_MAX
+        return SPAWNED
+    line = " ".join(template)
+    for value in distinct:
+        env = dict(cmd.env)
+        if not line:
+            text = value if not isinstance(value, (Found, Opaque)) else ""
+        else:
+            text = _parallel_line(line, replace, value, env)
+        _nested(cmd, text, cmds, depth, origin="parallel", env=env)
+    return SPAWNED
+
+
+def _parallel_line(line, replace, value, env):
+    """The command line parallel composes for one argument (quoted as it quotes)."""
+    forms = (replace,) + tuple(f for f in _PARALLEL_FORMS if f != "{}" or replace == "{}")
+    if not any(form in line for form in forms) and not any(
+            "{%d}" % n in line for n in range(1, 10)):
+        line += " {}"
+        forms = ("{}",)
+    if isinstance(value, (Found, Opaque)):
+        env[ITEM_VAR] = value
+        shown = "${%s}" % ITEM_VAR
+        for form in forms + tuple("{%d}" % n for n in range(1, 10)):
+            line = line.replace(form, shown)
+        return line
+    stem = os.path.splitext(value)[0]
+    table = {"{.}": stem, "{/}": os.path.basename(value), "{//}": os.path.dirname(value),
+             "{/.}": os.path.splitext(os.path.basename(value))[0], "{#}": "1", "{%}": "1"}
+    for form in forms:
+        line = line.replace(form, _quote_arg(table.get(form, value) if form != replace
+                                             else value))
+    for n in range(1, 10):
+        line = line.replace("{%d}" % n, _quote_arg(value))
+    return line
+
+
+def _peel_sem(cmd, state, cmds, depth):
+    argv = cmd.argv
+    i = _take_options(argv, _PARALLEL_VALUES + ("--id",))
+    _nested(cmd, " ".join(argv[i:]), cmds, depth, origin="sem")
+    return SPAWNED
+
+
+_SSH_VALUES = ("-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m",
+               "-O", "-o", "-p", "-Q", "-R", "-S", "-W", "-w", "-B", "-P")
+
+
+def _peel_ssh(cmd, state, cmds, depth):
+    """ssh HOST COMMAND...: the remote shell runs the words as one command line,
+    judged as a command (in the remote home folder)."""
+    argv = cmd.argv
+    i = _take_options(argv, _SSH_VALUES)
+    if i + 1 < len(argv):
+        _nested(cmd, " ".join(argv[i + 1:]), cmds, depth, origin="ssh %s" % argv[i],
+                cwd=cmd.env.get("HOME") or "/")
+    return None
+
+
+_DOCKER_VALUES = ("-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir",
+                  "--detach-keys", "-v", "--volume", "-p", "--publish", "--name",
+                  "--network", "--net", "--entrypoint", "--mount", "-l", "--label", "-h",
+                  "--hostname", "--platform", "--pull", "--restart", "-m", "--memory",
+                  "--cpus", "--cpu-shares", "--add-host", "--dns", "--device", "--gpus",
+                  "--ipc", "--pid", "--runtime", "--security-opt", "--shm-size",
+                  "--tmpfs", "--ulimit", "--userns", "--uts", "--volumes-from",
+                  "--cap-add", "--cap-drop", "--cidfile", "--log-driver", "--log-opt",
+                  "--memory-swap", "--stop-signal", "--stop-timeout", "--expose",
+                  "--link", "--group-add", "-a", "--attach", "--index", "-f", "--file",
+                  "--project-name", "--profile", "--project-directory")
+
+
+def _follow_container(cmd, state, cmds, depth):
+    """docker/podman exec|run ... TARGET COMMAND: the command, judged as one."""
+    argv = cmd.argv
+    i = _take_options(argv, ("-H", "--host", "-c", "--context", "--config", "-l",
+                             "--log-level", "--url", "--connection"))
+    words = argv[i:]
+    if words[:1] in (["container"], ["compose"]):
+        words = words[1:]
+        j = _take_options(words, _DOCKER_VALUES, 0)
+        words = words[j:]
+    if not words or words[0] not in ("exec", "run"):
+        return None
+    j = _take_options(words, _DOCKER_VALUES)
+    inner = words[j + 1:]
+    entry = option_values(_words_cmd(words[:j]), ("--entrypoint",))
+    if entry:
+        inner = [entry[-1]] + inner
+    if inner:
+        spawn_argv(cmd, inner, cmds, depth + 1, "%s %s %s" % (cmd.prog, words[0],
+                                                               words[j] if j < len(words)
+                                                               else ""))
+    return None
+
+
+def _follow_kubectl(cmd, state, cmds, depth):
+    """kubectl exec POD -- COMMAND: the command, judged as one."""
+    argv = cmd.argv
+    if "exec" not in argv[1:6]:
+        return None
+    at = argv.index("exec")
+    if "--" in argv[at:]:
+        inner = argv[argv.index("--", at) + 1:]
+    else:
+        j = _take_options(argv, ("-c", "--container", "-n", "--namespace", "--context",
+                                 "--kubeconfig", "-f", "--filename",
+                                 "--pod-running-timeout"), at + 1)
+        inner = argv[j + 1:]
+    if inner:
+        spawn_argv(cmd, inner, cmds, depth + 1, "%s exec" % cmd.prog)
+    return None
+
+
+_MAKE_SKIP = ("-n", "--dry-run", "--just-print", "--recon", "-q", "--question", "-t",
+              "--touch", "-p", "--print-data-base", "-v", "--version", "-h", "--help")
+
+
+_MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+
+
+def _follow_make(cmd, cmds, depth):
+    """Judge the recipe lines `make` would run for its goals (and their
+    prerequisites), each as the shell line make gives /bin/sh."""
+    argv = cmd.argv
+    folder, makefile, goals, overrides, i = cmd.cwd, None, [], {}, 1
+    while i < len(argv):
+        arg = argv[i]
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if arg in _MAKE_SKIP:
+            return
+        if arg in ("-C", "--directory"):
+            folder, i = os.path.join(folder, value), i + 2
+            continue
+        if arg.startswith(("-C", "--directory=")):
+            folder = os.path.join(folder, arg.split("=", 1)[1] if "=" in arg else arg[2:])
+        elif arg in ("-f", "--file", "--makefile"):
+            makefile, i = value, i + 2
+            continue
+        elif arg.startswith(("--file=", "--makefile=")):
+            makefile = arg.split("=", 1)[1]
+        elif arg in ("-o", "-W", "-I", "--old-file", "--what-if", "--include-dir") or (
+                arg in ("-j", "-l") and value.isdigit()):
+            i += 2
+            continue
+        elif _is_assignment(arg):
+            name, value = _assigned(arg)
+            overrides[name] = value
+        elif not arg.startswith("-"):
+            goals.append(arg)
+        i += 1
+    if isinstance(folder, Opaque) or isinstance(makefile, Opaque):
+        return
+    names = [makefile] if makefile else _MAKEFILES
+    text = None
+    for name in names:
+        path = _resolve_in(cmd, os.path.join(folder, name))
+        if os.path.isfile(path):
+            text = _script_text(path, cmd.shared)
+            break
+    if not text:
+        return
+    env = {k: str(v) for k, v in cmd.env.items() if isinstance(k, str) and not isinstance(
+        v, (Opaque, Found, tuple))}
+    for target, line in make_lines(text, goals, {k: str(v) for k, v in
+                                                            overrides.items()}, env, folder):
+        _nested(cmd, line, cmds, depth, origin="make %s" % target, cwd=folder)
+
+
+def _follow_package(cmd, cmds, depth):
+    """Judge the package.json scripts `npm run x`, `yarn x`, `pnpm x`, `bun run x`
+    (and their pre/post scripts, and install's lifecycle) would run. Returns
+    whether it found one."""
+    argv, prog = cmd.argv, cmd.prog
+    folder, words, i = cmd.cwd, [], 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--" and words:
+            words.extend(argv[i:])
+            break
+        if arg in ("--prefix", "-C", "--dir", "--cwd") and i + 1 < len(argv):
+            folder, i = os.path.join(folder, argv[i + 1]), i + 2
+            continue
+        if arg.startswith(("--prefix=", "--dir=", "--cwd=")):
+            folder = os.path.join(folder, arg.split("=", 1)[1])
+        elif arg in ("-w", "--workspace", "--filter", "-F", "-r", "--recursive",
+                     "--workspaces", "-ws"):
+            return False
+        elif not (arg.startswith("-") and not words):
+            words.append(arg)
+        i += 1
+    verb = words[0] if words else ("install" if prog in ("yarn", "pnpm") else None)
+    if verb is None or isinstance(folder, Opaque):
+        return False
+    if verb in ("exec", "x", "dlx") and prog != "bun" or (prog == "bun" and verb == "x"):
+        rest = words[1:]
+        rest = rest[1:] if rest[:1] == ["--"] else rest
+        spawn_argv(cmd, rest, cmds, depth + 1, "%s %s" % (prog, verb))
+        return True
+    text = _script_text(os.path.join(_resolve_in(cmd, folder), "package.json"),
+                        cmd.shared)
+    if not text:
+        return False
+    lines = package_lines(text, prog, str(verb), [str(w) for w in words[1:]])
+    for name, line in lines:
+        _nested(cmd, line, cmds, depth, origin="%s run %s" % (prog, name), cwd=folder)
+    return bool(lines)
+
+
+ARCHIVE_READ_MAX = 16 << 20
+
+
+ARCHIVE_MEMBERS_MAX = 4000
+
+
+def extract_plan(cmd):
+    """The paths an extraction writes (tar x, unzip): each member under the folder
+    it extracts into, when the archive can be read (a regular file up to
+    ARCHIVE_READ_MAX, or one this line makes with tar c or zip); [] when it writes
+    nothing (a listing, stdout); None when the command is not an extraction or
+    its members cannot be known (an archive on stdin, a --transform)."""
+    prog, argv = cmd.prog, cmd.argv
+    if prog == "unzip":
+        if has_flag(cmd, "lZtpn", ("--list",)) or "-v" in argv:
+            return []
+        archive, members, folder, i = None, [], ".", 1
+        while i < len(argv):
+            arg = argv[i]
+            if arg == "-d" and i + 1 < len(argv):
+                folder, i = argv[i + 1], i + 2
+                continue
+            if arg == "-x":
+                break
+            if not arg.startswith("-"):
+                if archive is None:
+                    archive = arg
+                else:
+                    members.append(arg)
+            i += 1
+    else:
+        mode, archive, folder, members, strip = _tar_options(cmd)
+        if mode != "x":
+            return None if mode == "c" else []
+        if archive is None or archive == "-":
+            return None
+    if archive is None or isinstance(archive, Opaque) or isinstance(folder, Opaque):
+        return None
+    names = _archive_members(_resolve_in(cmd, archive), cmd.shared)
+    if names is None:
+        return None
+    strip = 0 if prog == "unzip" else strip
+    if strip is None:
+        return None
+    out = []
+    for name in names:
+        parts = [p for p in name.split("/") if p and p != "."][strip:]
+        if not parts or ".." in parts:
+            continue
+        rel = "/".join(parts)
+        if members and not any(rel == m.rstrip("/") or rel.startswith(m.rstrip("/") + "/")
+                               for m in members):
+            continue
+        out.append(os.path.join(folder, rel))
+    return out
+
+
+def _tar_options(cmd):
+    """(mode x/c/t/"", archive, folder, member names, components to strip or None
+    when names are rewritten) of a tar command line, bundled letters included."""
+    argv = cmd.argv
+    mode, archive, folder, members, strip = "", None, ".", [], 0
+    takes = "fCTXbHKNLgVI"
+    i, first = 1, True
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith("--"):
+            name, _, value = arg.partition("=")
+            if name in ("--extract", "--get"):
+                mode = "x"
+            elif name in ("--create", "--append", "--update"):
+                mode = "c"
+            elif name == "--list":
+                mode = "t"
+            elif name in ("--file", "--directory") and not value and i + 1 < len(argv):
+                value = argv[i + 1]
+                i += 1
+            if name == "--file":
+                archive = value
+            elif name == "--directory":
+                folder = os.path.join(folder, value)
+            elif name == "--strip-components":
+                strip = int(value) if value.isdigit() else None
+            elif name in ("--transform", "--xform", "--absolute-names"):
+                strip = None
+            elif name in ("--to-stdout", "--keep-old-files", "--skip-old-files"):
+                mode = "t" if mode == "x" else mode
+        elif arg.startswith("-") or first and not arg.startswith("/") and arg.isalpha():
+            letters = arg.lstrip("-")
+            for letter in letters:
+                if letter == "x":
+                    mode = "x"
+                elif letter in "cru":
+                    mode = "c"
+                elif letter == "t":
+                    mode = "t"
+                elif letter in "OkP" and mode == "x":
+                    mode = "t" if letter in "Ok" else mode
+                    strip = None if letter == "P" else strip
+                elif letter == "s" and arg.startswith("-"):
+                    strip = None
+                if letter in takes and i + 1 < len(argv):
+                    value = argv[i + 1]
+                    i += 1
+                    if letter == "f":
+                        archive = value
+                    elif letter == "C":
+                        folder = os.path.join(folder, value)
+        else:
+            members.append(arg)
+        first = False
+        i += 1
+    return mode, archive, folder, members, strip
+
+
+def _archive_members(path, shared):
+    """The member names of an archive: one this line made (tar c, zip), else what
+    the file holds (read up to its bounds); None when they cannot be known."""
+    made = shared.made(path) if shared is not None else None
+    if isinstance(made, tuple) and made[0] == "archive":
+        return made[1]
+    return archive_member_names(path)
+
+
+def note_archive(cmd):
+    """tar c / zip in this line: remember the member names the archive will hold."""
+    prog = cmd.prog
+    if prog in ("tar", "bsdtar"):
+        mode, archive, folder, members, _ = _tar_options(cmd)
+        if mode == "c" and archive and archive != "-" and members:
+            names = [m for m in members if not isinstance(m, (Opaque, Glob))]
+            cmd.shared.note(cmd, archive, ("archive", names + [
+                n + "/" + s for n in names for s in _ARCHIVE_SAMPLES]))
+    elif prog == "zip":
+        ops = operands(cmd)
+        if len(ops) >= 2:
+            names = [m for m in ops[1:] if not isinstance(m, (Opaque, Glob))]
+            cmd.shared.note(cmd, ops[0], ("archive", names + [
+                n + "/" + s for n in names for s in _ARCHIVE_SAMPLES]))
+
+
+# What a folder put into an archive may hold, as far as the harness goes.
+_ARCHIVE_SAMPLES = ("laws.json", "notrest.py", "notrest", "hooks/pre-tool-use.sh",
+                    "settings.json", "settings.local.json", "hooks.json", "config.toml",
+                    ".notrest/laws.json", ".claude/settings.json", ".codex/hooks.json",
+                    ".codex/config.toml")
+
+
+def patch_command_targets(cmd):
+    """[(path, mode)] `patch` writes: the file it is given, else each file its
+    diff names (read from -i FILE, a file operand, a redirect, a heredoc, or a
+    cat before it), cut by -pN (without -p: every name patch may choose)."""
+    argv = cmd.argv
+    strip, folder, patch_file, operands_, i = None, ".", None, [], 1
+    while i < len(argv):
+        arg = argv[i]
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if arg.startswith("-p") and arg[2:].isdigit():
+            strip = int(arg[2:])
+        elif arg == "-p" and value.isdigit():
+            strip, i = int(value), i + 1
+        elif arg.startswith("--strip="):
+            strip = int(arg[8:]) if arg[8:].isdigit() else None
+        elif arg in ("-i", "--input"):
+            patch_file, i = value, i + 1
+        elif arg.startswith("--input="):
+            patch_file = arg[8:]
+        elif arg in ("-d", "--directory"):
+            folder, i = value, i + 1
+        elif arg in ("-o", "--output", "-r", "--reject-file", "-B", "--prefix", "-z",
+                     "--suffix", "-V", "-D", "--ifdef", "-F", "--fuzz", "-g", "--get"):
+            i += 1
+        elif arg in ("--dry-run", "-C", "--check"):
+            return []
+        elif not arg.startswith("-"):
+            operands_.append(arg)
+        i += 1
+    if operands_:
+        out = [(os.path.join(folder, operands_[0]), "write")]
+        if len(operands_) > 1:
+            patch_file = operands_[1]
+        return out
+    text = _patch_text(cmd, patch_file)
+    if text is None:
+        return []
+    return [(os.path.join(folder, p), mode) for p, mode in diff_targets(
+        text, strip)]
+
+
+def _patch_text(cmd, patch_file):
+    """The text of the diff a patch command reads, or None."""
+    if patch_file is not None:
+        if isinstance(patch_file, Opaque) or cmd.shared is None:
+            return None
+        return _script_text(_resolve_in(cmd, patch_file), cmd.shared, SCRIPT_READ_MAX,
+                            False)
+    return _stdin_script(cmd) if cmd.shared is not None else None
+
+
+def git_patch_targets(cmd, args):
+    """[(path, mode)] `git apply` / `git am` write in the work tree (not with
+    --cached, --check, --stat): the names of each diff, cut by -p (1 by default)."""
+    if any(a in ("--cached", "--check", "--stat", "--numstat", "--summary", "--abort",
+                 "--skip", "--quit", "--show-current-patch") for a in args):
+        return []
+    strip, folder, files = 1, "", []
+    for arg in args:
+        if arg.startswith("-p") and arg[2:].isdigit():
+            strip = int(arg[2:])
+        elif arg.startswith("--directory="):
+            folder = arg.split("=", 1)[1]
+        elif not arg.startswith("-"):
+            files.append(arg)
+    texts = [_patch_text(cmd, f) for f in files] if files else [_patch_text(cmd, None)]
+    out = []
+    for text in texts:
+        if text:
+            out += [(os.path.join(folder, p) if folder else p, mode)
+                    for p, mode in diff_targets(text, strip)]
+    return out
+
+
+_GIT_INSTEAD = {
+    "branch": "check the other branch out in a folder of its own "
+              "(`git worktree add ../other-branch BRANCH`), or ask a person",
+    "paths": "name the files you mean (`git restore -- src/`)",
+    "stash": "stash only your own files (`git stash push -- src/`)",
+    "clean": "look first (`git clean -n`), then remove the files you mean by name",
+    "range": "ask a person: it brings in changes to the harness",
+}
+
+
+def _judge_git_worktree(ctx, cmd):
+    """Whether a git command that rewrites the work tree (checkout, switch,
+    restore, reset --hard, stash, read-tree -u, clean, merge, rebase, cherry-pick,
+    revert) would change the harness. Exact where cheap: a pathspec that cannot
+    reach it costs nothing; the index is read without a subprocess; one bounded
+    git call (two for stash -u) answers the rest, only for these commands."""
+    sub, args = _git_parts(cmd)
+    if sub not in _GIT_REWRITERS:
+        return None
+    samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
+    covers = []
+
+    def reaches(paths):
+        covers[:] = [ctx.root if p == UNKNOWN_WORD or p.startswith(":") else
+                     ctx.resolve(p, cmd.cwd, False) for p in paths]
+        return any(is_within(s, c) for s in samples for c in covers)
+
+    found = git_rewrites(
+        ctx.root, str(cmd.cwd), sub, [UNKNOWN_WORD if isinstance(a, Opaque) else str(a)
+                                      for a in args], _harness_pathspecs(ctx),
+        lambda path: ctx.harness_hit(path, "write"), reaches)
+    if found is None:
+        return None
+    kind, changed = found
+    if changed is None:
+        return reason("`%s` rewrites the work tree, and the gate could not tell in "
+                      "time whether the harness is part of it" % cmd.shown(),
+                      uncertain=True, instead=_GIT_INSTEAD[kind])
+    hits = [p for p in changed if (not covers or any(is_within(p, c) for c in covers))
+            and (ctx.harness_hit(p, "write") or any(is_within(s, p) for s in samples))]
+    if not hits:
+        return None
+    shown = ", ".join(display_path(p, ctx.root) for p in hits[:3])
+    more = " and %d more" % (len(hits) - 3) if len(hits) > 3 else ""
+    return reason("`%s` rewrites %s%s, which belongs to the harness" % (
+        cmd.shown(), shown, more), instead=_GIT_INSTEAD[kind])
+
+
+def _harness_pathspecs(ctx):
+    """Git pathspecs (relative to the project) for what protect-harness guards there."""
+    specs = []
+    for pattern in HARNESS_PATHS + tuple(p for p in ctx.book.protected_paths
+                                         if not p.startswith("/")):
+        specs.append(":(glob)%s" % pattern if any(c in pattern for c in "*?[") else
+                     pattern)
+    return specs
+
+
+AGENTS_INSTEAD = ("edit AGENTS.md outside the notrest block (the lines from %s to %s "
+                  "are the harness's)" % AGENTS_BLOCK_MARKERS)
+
+
+def _read_text(path, limit):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _agents_block_hit(ctx):
+    """Whether a call changes or removes the notrest block of the project's
+    AGENTS.md (other edits of AGENTS.md are fine)."""
+    path = os.path.join(ctx.root, "AGENTS.md")
+    event, ti = ctx.event, ctx.event.tool_input
+    tool = event.tool or ""
+    if tool in FILE_WRITE_TOOLS:
+        target = ti.get("file_path")
+        if not isinstance(target, str) or resolve_path(target, ctx.cwd, ctx.home) != path:
+            return None
+        shell_hits = None
+    elif tool == "apply_patch" or "patch" in tool.lower():
+        text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
+        if "AGENTS.md" not in str(text):
+            return None
+        shell_hits = None
+    else:
+        shell_hits = [(mode, cmd) for p, mode, _w, cmd in ctx.accesses
+                      if mode in ("write", "delete") and str(p) == path]
+        if not shell_hits:
+            return None
+    block = agents_block(_read_text(path, AGENTS_READ_MAX))
+    if block is None:
+        return None
+    if shell_hits is None:
+        hit = agents_tool_changes(tool, ti, block, path)
+    else:
+        hit = any(_agents_shell_changes(mode, cmd, block, path) for mode, cmd in
+                  shell_hits)
+    if not hit:
+        return None
+    what = clip(summarise_call(event), 120) if shell_hits is None else shell_hits[0][
+        1].shown(120)
+    return reason("`%s` changes the notrest block of AGENTS.md, which belongs to the "
+                  "harness" % what, instead=AGENTS_INSTEAD)
+
+
+def _agents_shell_changes(mode, cmd, block, path):
+    if mode == "delete" or cmd is None:
+        return True
+    if cmd.prog == "apply_patch":
+        return patch_changes_block(_stdin_script(cmd) or " ".join(cmd.argv[1:]),
+                                             block)
+    if cmd.prog == "tee" and has_flag(cmd, "a", ("--append",)):
+        return False
+    redirects = [r for r in cmd.redirects if isinstance(r.target, str) and
+                 r.op in (">", ">>", ">|", "&>", "&>>", "<>")]
+    if redirects and all(r.op in (">>", "&>>") for r in redirects) and cmd.prog in (
+            "echo", "printf", "cat", "tee"):
+        return False
+    return True
+
+
+# ---- rarer judgments -----------------------------------------------------------
+# Unknown delete targets, what a find reaches, notrest's own CLI, the full
+# check of a project law's regular expression.
+
+def regex_shape_problem(pattern):
+    """Why a project law's regular expression cannot be matched safely, else None:
+    it does not compile, is too long, or has a catastrophic shape (a quantifier
+    over something that itself repeats, a quantifier over alternatives that can
+    match the same text, three unbounded wildcards in a row) that takes
+    exponential or cubic time on a text an agent can write."""
+    import re
+    if len(pattern) > REGEX_MAX:
+        return "is longer than %d characters" % REGEX_MAX
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return "is not a valid regular expression (%s)" % exc
+    try:
+        from re import _parser as parser
+        from re import _constants as constants
+    except ImportError:  # Python before 3.11
+        import sre_parse as parser
+        import sre_constants as constants
+    try:
+        tree = parser.parse(pattern)
+    except Exception:  # compiled above: a parser we cannot read is not a verdict
+        return None
+    shape = _regex_shape(list(tree), constants, False)
+    if shape:
+        return "could take exponential or cubic time to match: %s; rewrite it " \
+               "without that (one repeat instead of a repeat of repeats, `[^ ]*` " \
+               "for one of the `.*`)" % shape
+    return None
+
+
+def _regex_shape(items, c, repeated):
+    """The catastrophic shape in a parsed pattern, or None."""
+    repeats = (c.MAX_REPEAT, c.MIN_REPEAT)
+    wildcards = 0
+    for op, av in items:
+        if op in repeats:
+            low, high, sub = av
+            sub = list(sub)
+            many = high == c.MAXREPEAT or high > 1
+            if repeated and high != low:
+                return "a quantifier inside a quantified group (such as (a+)+)"
+            if many and _overlapping_alternatives(sub, c):
+                return "a quantifier over alternatives that can match the same text " \
+                       "(such as (a|ab)*)"
+            if high == c.MAXREPEAT and _is_wildcard(sub, c):
+                wildcards += 1
+            shape = _regex_shape(sub, c, repeated or many)
+        elif op == c.SUBPATTERN:
+            shape = _regex_shape(list(av[-1]), c, repeated)
+        elif op == c.BRANCH:
+            shape = None
+            widths = {_regex_width(list(alt), c) for alt in av[1]}
+            if repeated and (len(widths) > 1 or None in widths):
+                return "alternatives of different lengths inside a quantified group " \
+                       "(such as (a|aa)*)"
+            for alternative in av[1]:
+                shape = shape or _regex_shape(list(alternative), c, repeated)
+        elif op in (c.ASSERT, c.ASSERT_NOT):
+            shape = _regex_shape(list(av[1]), c, repeated)
+        else:
+            shape = None
+        if shape:
+            return shape
+    if wildcards >= 3:
+        return "three or more unbounded wildcards (.* or similar) in one sequence"
+    return None
+
+
+def _regex_width(items, c):
+    """The fixed length a parsed pattern matches, or None when it varies."""
+    width = 0
+    for op, av in items:
+        if op in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN):
+            width += 1
+        elif op == c.AT:
+            continue
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == av[1]:
+            inner = _regex_width(list(av[2]), c)
+            if inner is None:
+                return None
+            width += inner * av[0]
+        elif op == c.SUBPATTERN:
+            inner = _regex_width(list(av[-1]), c)
+            if inner is None:
+                return None
+            width += inner
+        else:
+            return None
+    return width
+
+
+_BROAD_CATEGORIES = ("CATEGORY_NOT_SPACE", "CATEGORY_NOT_WORD", "CATEGORY_NOT_DIGIT")
+
+
+def _is_wildcard(sub, c):
+    """A repeated item that matches nearly anything: . [^x] \\S \\W \\D."""
+    if len(sub) != 1:
+        return False
+    op, av = sub[0]
+    if op == c.ANY or op == c.NOT_LITERAL:
+        return True
+    if op == c.IN:
+        return any(item[0] == c.NEGATE or (item[0] == c.CATEGORY and getattr(
+            item[1], "name", str(item[1])) in _BROAD_CATEGORIES) for item in av)
+    return False
+
+
+def _overlapping_alternatives(sub, c):
+    """Whether a repeated body is (a group of) alternatives two of which can
+    start with the same character (or match nothing)."""
+    while len(sub) == 1 and sub[0][0] == c.SUBPATTERN:
+        sub = list(sub[0][1][-1])
+    if len(sub) != 1 or sub[0][0] != c.BRANCH:
+        return False
+    firsts = [_first_chars(list(alt), c) for alt in sub[0][1][1]]
+    for i, one in enumerate(firsts):
+        for other in firsts[i + 1:]:
+            if one is None or other is None or one & other:
+                return True
+    return False
+
+
+def _first_chars(items, c):
+    """The characters a parsed pattern can start with, or None for any (or none)."""
+    for op, av in items:
+        if op == c.AT:
+            continue
+        if op == c.LITERAL:
+            return {av}
+        if op == c.IN:
+            chars = set()
+            for kind, value in av:
+                if kind == c.LITERAL:
+                    chars.add(value)
+                elif kind == c.RANGE and value[1] - value[0] < 256:
+                    chars.update(range(value[0], value[1] + 1))
+                else:
+                    return None
+            return chars
+        if op == c.SUBPATTERN:
+            return _first_chars(list(av[-1]), c)
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+            return _first_chars(list(av[2]), c)
+        return None
+    return None
+
+
+def _classify_unknown(ctx, text, cwd):
+    """A delete whose target holds what the line cannot know: settled when the
+    known part already says (~user, "$X/" that is / when X is empty, a named
+    child of a folder in the project or the temp dir), else uncertain."""
+    if text.startswith("~"):
+        return "deletes the home folder of %s" % text.split("/", 1)[0]
+    head = text.split("/", 1)
+    if text.startswith("$") and len(head) == 2 and (head[1] in ("", "*") or _whole_glob(
+            head[1])):
+        return "deletes / when %s is empty or unset" % head[0]
+    if text.startswith(("$TMPDIR/", "${TMPDIR}/", "${TMPDIR:-/tmp}/")):
+        rest = [p for p in head[1].split("/") if p]
+        if rest and ".." not in rest and not _whole_glob(rest[0]) and "$" not in rest[0]:
+            return None
+    cut = min([i for i in (text.find("$"), text.find("`")) if i >= 0] or [len(text)])
+    known = text[:cut]
+    if not isinstance(cwd, Opaque) or known.startswith("/"):
+        folder, named = (known, False) if known.endswith("/") else (
+            os.path.dirname(known), bool(os.path.basename(known)))
+        path = ctx.resolve(folder or ".", "/" if isinstance(cwd, Opaque) else cwd)
+        kind, base = ctx.container(path)
+        git = os.path.join(ctx.root, ".git")
+        if kind == "project" and (named or path != ctx.root) and not is_within(path, git):
+            return None
+        if kind == "temp" and (named or path != base):
+            return None
+    return reason("deletes %s, which the gate cannot resolve (it holds an expansion "
+                  "only the shell knows)" % clip(text, 80), uncertain=True)
+
+
+def _found_may_read_secret(ctx, path):
+    tests = path.finder.find.tests
+    if not tests:
+        return False
+    for sample in _SECRET_SAMPLES:
+        full = os.path.join(path, sample)
+        if is_secret_path(full, ctx.home) and _find_tests_match(path.finder, path, full):
+            return True
+    return False
+
+
+def _find_tests_match(finder, root_path, sample):
+    """Whether the name and path tests of a find can select sample (one test is
+    enough; -regex counts as matching)."""
+    shown = finder.find.roots[0].rstrip("/") or "/"
+    printed = shown + sample[len(root_path.rstrip("/")):]
+    for test, pattern in finder.find.tests:
+        if test in ("-regex", "-iregex"):
+            return True
+        target = os.path.basename(sample) if test in ("-name", "-iname") else printed
+        if test.startswith("-i"):
+            pattern, target = pattern.lower(), target.lower()
+        if _segment_match(pattern, target) or glob_match(pattern, target):
+            return True
+    return False
+
+
+def _find_excludes(finder, root_path, sample):
+    """Whether a find skips sample: pruned, or excluded by `-not -path ...`."""
+    info = finder.find
+    if not info.excluded:
+        return False
+    shown = info.roots[0].rstrip("/") or "/"
+    rel = sample[len(root_path.rstrip("/")):]
+    parts = [p for p in rel.split("/") if p]
+    for depth in range(1, len(parts) + 1):
+        printed = shown + "/" + "/".join(parts[:depth])
+        for test, pattern in info.excluded:
+            target = parts[depth - 1] if test in ("-name", "-iname") else printed
+            if test.startswith("-i"):
+                pattern, target = pattern.lower(), target.lower()
+            if test not in ("-regex", "-iregex") and (
+                    _segment_match(pattern, target) or glob_match(pattern, target)):
+                return True
+    return False
+
+
+def _find_may_hit_harness(finder, root_path, ctx):
+    """Whether what a find yields from root_path can be part of the harness."""
+    samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
+    if ctx.home and ctx.home != "/":
+        samples += [os.path.join(ctx.home, s) for s in HOME_HARNESS_SAMPLES]
+    narrowed = finder.find.narrowed
+    for sample in samples:
+        if not is_within(sample, root_path) or not ctx.harness_hit(sample, "write"):
+            continue
+        if _find_excludes(finder, root_path, sample):
+            continue
+        if not finder.find.tests:
+            if not narrowed:
+                return True
+            continue
+        if _find_tests_match(finder, root_path, sample):
+            return True
+    return False
+
+
+def judge_cli(ctx, cmd):
+    """Whether a command runs notrest's own CLI beyond what the agent may use
+    (packet, bank of its own session, status, laws, check, log, learn --list,
+    doctor, help, view, gate, sync without --prune-before), or sets a NOTREST_
+    switch for a notrest run. cmd.cli holds its arguments."""
+    args = cmd.cli
+    switches = sorted(k for k in cmd.env if k.startswith("NOTREST_"))
+    if switches:
+        return "`%s` sets %s for a notrest run: overrides and switches are for a " \
+               "person" % (cmd.shown(), ", ".join(switches))
+    verb, rest = cli_verb(args)
+    shown = cmd.shown()
+    if verb == "?":
+        return "`%s` runs notrest's own code, where the gate cannot see which command " \
+               "it runs: use the notrest CLI" % shown
+    if verb == "hook":
+        return "`%s` runs a notrest hook: only the clients run hooks, and what a hook " \
+               "writes (denies, receipts) is written by the gate alone" % shown
+    if verb == "install" and any(a.startswith("--uninstall") for a in rest):
+        return "`%s` removes the harness" % shown
+    if isinstance(verb, Opaque) or (verb and verb not in AGENT_VERBS):
+        return "`%s` runs `notrest %s`, which only a person may run: it changes the " \
+               "harness" % (shown, clip(verb, 40))
+    if verb == "learn" and ("--list" not in rest or any(
+            a.startswith(("--accept", "--reject")) for a in rest)):
+        return "`%s` changes what notrest learned: only `learn --list` is for the " \
+               "agent" % shown
+    if verb == "sync" and any(a.startswith("--prune-before") for a in rest):
+        return "`%s` prunes the estate ref: that is for a person" % shown
+    if verb == "bank":
+        sessions = option_values(_words_cmd(["bank"] + rest), ("--session",))
+        own = ctx.event.session
+        if any(sanitize_session_id(s) != own for s in sessions) and own:
+            return "`%s` banks another session: bank only your own" % shown
+        roots = option_values(_words_cmd(["x"] + list(args)), ("--root",))
+        if any(ctx.resolve(r, cmd.cwd) != ctx.root for r in roots):
+            return "`%s` banks into another project: bank only this one" % shown
+    return None
+
+
+def _peel_read(cmd, state, cmds, depth):
+    """`read NAME...` (and mapfile): the names hold what the line cannot see,
+    unless a here-string says what they are."""
+    argv, names, i = cmd.argv, [], 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-p", "-a", "-d", "-n", "-N", "-t", "-u", "-i", "-C", "-c", "-s", "-O"):
+            if arg == "-a" and i + 1 < len(argv):
+                names.append(argv[i + 1])
+            i += 2
+            continue
+        if not arg.startswith("-"):
+            names.append(arg)
+        i += 1
+    given = next((r.target for r in cmd.redirects if r.op == "<<<" and isinstance(
+        r.target, str) and not isinstance(r.target, Opaque)), None)
+    if cmd.prog != "read":
+        names = names[-1:] or ["MAPFILE"]
+    for name in names or ["REPLY"]:
+        state["env"][name] = given if given is not None else Opaque("$" + name)
+    return None
+
+
+def _mktemp_path(args, env, cwd):
+    """Where `mktemp` makes its file or folder (the X's left as they are)."""
+    tmp = env.get("TMPDIR") or "/tmp"
+    folder, in_tmp, template, i = None, False, None, 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-p" and i + 1 < len(args):
+            folder, i = args[i + 1], i + 2
+            continue
+        if arg.startswith("--tmpdir"):
+            folder = arg.partition("=")[2] or None
+            in_tmp = True
+        elif arg == "-t":
+            in_tmp = True
+        elif not arg.startswith("-"):
+            template = arg
+        i += 1
+    if template is None:
+        return os.path.join(folder or tmp, "tmp.XXXXXXXXXX")
+    if (folder or in_tmp) and "/" not in template:
+        return os.path.join(folder or tmp, template)
+    return os.path.normpath(os.path.join(cwd, template))
+
 
 # ---- code: what inline code and scripts run and touch ------------------------
 # A small reader for Python, JavaScript, Perl, Ruby and PHP, enough to see their

@@ -217,3 +217,98 @@ def test_past_its_bounds_the_gate_denies_as_too_large_to_judge(arena):
     decision, reason, result = arena.run("Bash", {"command": command}, "claude")
     assert decision == "deny" and "too large to judge" in reason, reason
     assert "Instead: " in reason and result.seconds < 8.0
+
+
+# ---- project laws: their regular expressions are checked, and matched bounded ----
+
+@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(a*)*b", r"(\w+\s?)+$", r"(a|aa)*b",
+                                     r"(x+x+)+y", r".*a.*b.*c", r"(.|\n)*x", "(",
+                                     "x" * 1200])
+def test_catastrophic_regexes_are_rejected(pattern):
+    assert notrest_module().regex_problem(pattern)
+
+
+@pytest.mark.parametrize("pattern", [r"\bnpm publish\b", r"git\s+push\s+.*--force",
+                                     r"(foo|bar)+", r"^(ls|cat) ", r"(\s|\S)*",
+                                     r"\bcurl\b.*\|\s*(sh|bash)\b", r"[a-z]+\.env$"])
+def test_ordinary_regexes_are_accepted(pattern):
+    assert notrest_module().regex_problem(pattern) is None
+
+
+def notrest_module():
+    import notrest
+    return notrest
+
+
+def test_a_catastrophic_law_is_refused_by_name_and_costs_nothing(proj):
+    laws = proj.root / ".notrest" / "laws.json"
+    doc = json.loads(laws.read_text())
+    doc["laws"] = [{"id": "no-aaa", "text": "No a's.", "on": ["PreToolUse"],
+                    "command": "^(a+)+$", "instead": "write b's"},
+                   {"id": "no-publish", "text": "Never publish.", "on": ["PreToolUse"],
+                    "command": r"\bnpm\s+publish\b", "instead": "ask the maintainer"}]
+    laws.write_text(json.dumps(doc))
+    evil = "a" * 40 + "!"
+    result = proj.hook("PreToolUse", proj.payload("PreToolUse", "r1", tool_name="Bash",
+                                                  tool_input={"command": evil}))
+    assert result.seconds < 5.0
+    answer = result.answer
+    assert (answer.get("hookSpecificOutput") or {}).get("permissionDecision") is None
+    assert "no-aaa" in answer.get("systemMessage", "") and "exponential" in answer[
+        "systemMessage"]
+    # the sound law next to it still holds, and the built-ins too
+    result = proj.hook("PreToolUse", proj.payload("PreToolUse", "r1", tool_name="Bash",
+                                                  tool_input={"command": "npm publish"}))
+    specific = result.answer["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny" and "[no-publish]" in specific[
+        "permissionDecisionReason"]
+    doctor = proj.cli("doctor")
+    assert "no-aaa" in doctor.stdout + doctor.stderr
+
+
+def test_a_quadratic_law_is_matched_on_clipped_text(proj):
+    laws = proj.root / ".notrest" / "laws.json"
+    doc = json.loads(laws.read_text())
+    doc["laws"] = [{"id": "no-xy", "text": "No x then y.", "on": ["PreToolUse"],
+                    "command": "x.*y.*!", "instead": "leave it"}]
+    laws.write_text(json.dumps(doc))
+    result = proj.hook("PreToolUse", proj.payload("PreToolUse", "r2", tool_name="Bash",
+                                                  tool_input={"command": "echo " + "xy" * 50000}))
+    assert result.seconds < 5.0
+    assert (result.answer.get("hookSpecificOutput") or {}).get("permissionDecision") is None
+
+
+def test_the_hot_part_names_nothing_it_does_not_hold():
+    """A tool-call hook loads only the part above the cold line; what it needs
+    below that line it reaches through readers(). Every global name the hot
+    part's code uses must be defined in the hot part itself."""
+    import ast
+    import builtins
+    import dis
+    import types
+    source = (Path(__file__).resolve().parents[1] / "notrest.py").read_text()
+    hot = source[:source.index("\n# ==== cold ====") + 1]
+    tree = ast.parse(hot)
+    defined = set(dir(builtins)) | {"__file__", "__name__"}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                defined.add(sub.id)
+            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+                defined.update((a.asname or a.name).split(".")[0] for a in sub.names)
+    guarded = {"ensure_hot_cache", "start_git_state"}  # looked up in globals() first
+    missing = set()
+
+    def walk(code):
+        for ins in dis.get_instructions(code):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval not in defined:
+                missing.add(ins.argval)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                walk(const)
+
+    walk(compile(hot, "notrest.py", "exec"))
+    assert missing <= guarded, sorted(missing - guarded)
