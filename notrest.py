@@ -1863,6 +1863,9 @@ for _name in SHELL_NAMES - {"busybox"}:
 # ---- what a settled command runs or makes ------------------------------------
 
 _MAKES = frozenset(("make", "gmake", "bmake"))
+# Programs of the system itself, run by their path: not read as scripts.
+_SYSTEM_PROGRAMS = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/lib/",
+                    "/usr/libexec/", "/lib/", "/System/")
 _PACKAGE_RUNNERS = frozenset(("npm", "yarn", "pnpm", "bun"))
 
 
@@ -1888,7 +1891,8 @@ def _follow(cmd, state, cmds, depth):
         _follow_package(cmd, cmds, depth)
     elif prog in ("source", ".") and len(argv) > 1:
         run_script(cmd, argv[1], argv[2:], cmds, depth, "sh")
-    elif "/" in argv[0] and not isinstance(argv[0], Opaque):
+    elif "/" in argv[0] and not isinstance(argv[0], Opaque) and not argv[0].startswith(
+            _SYSTEM_PROGRAMS):
         run_script(cmd, argv[0], argv[1:], cmds, depth, None)
     if prog == "ln":
         _note_links(cmd)
@@ -2093,7 +2097,8 @@ def _script_text(path, shared, limit=SCRIPT_READ_MAX, strict=True):
     """The text of a file the gate reads to judge it, or None: a regular file
     opened without blocking, at most limit bytes, within the call's budget (past
     either, the call is too large to judge when strict); a file written earlier
-    in this very line is taken from the line; a binary file is not text."""
+    in this very line is taken from the line. A binary file (a NUL in its first
+    block) is no text, and only its first block is read."""
     written = shared.made(path)
     if isinstance(written, str):
         return written
@@ -2109,14 +2114,17 @@ def _script_text(path, shared, limit=SCRIPT_READ_MAX, strict=True):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None
+        first = os.read(fd, 4096)
+        if b"\0" in first:
+            return None
         if info.st_size > limit or shared.script_bytes + info.st_size > SCRIPT_BUDGET_BYTES:
             if not strict:
                 return None
             shared.too_large = shared.too_large or "%s is %d bytes (the gate reads up " \
                 "to %d)" % (path, info.st_size, min(limit, SCRIPT_BUDGET_BYTES))
             return None
-        chunks, size = [], 0
-        while size <= info.st_size:
+        chunks, size = [first], len(first)
+        while size <= info.st_size and first:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
@@ -2128,8 +2136,6 @@ def _script_text(path, shared, limit=SCRIPT_READ_MAX, strict=True):
         os.close(fd)
     shared.script_bytes += size
     data = b"".join(chunks)
-    if b"\0" in data[:8192]:
-        return None
     return data.decode("utf-8", "replace")
 
 
