@@ -538,7 +538,7 @@ SHELL_NAMES = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fis
                          "busybox", "rbash", "yash", "tcsh", "csh"))
 INTERPRETERS = frozenset(("python", "python2", "python3", "node", "nodejs", "deno", "bun",
                           "perl", "ruby", "php", "lua", "Rscript", "pwsh", "osascript"))
-PARSE_DEPTH_MAX = 6
+PARSE_DEPTH_MAX = 8
 PARSE_TEXT_MAX = 1 << 20          # characters of shell text in one piece
 PARSE_WORDS_MAX = 50000           # words in one tool call, what it runs included
 PARSE_COMMANDS_MAX = 10000        # simple commands in one tool call
@@ -744,18 +744,25 @@ class Cmd:
 
 def _find_closing(src, i, opening, closing):
     """Index of the `closing` that balances an `opening` before i (quotes aware)."""
-    depth, n = 1, len(src)
+    return _scan(src, i, closing)
+
+
+def _skip_double(src, i):
+    """Index after the double quote that closes a string opened before i."""
+    end = _scan(src, i, '"')
+    return end + 1 if end < len(src) else end
+
+
+def _scan(src, i, closer):
+    """Walk src from i inside an open context (its closer: ')' '}' or '"'), aware
+    of quotes, backticks and nested $( ) and parentheses, without recursion (a
+    line an agent writes can nest as deep as it likes); the index of the closer
+    that ends the context, or len(src)."""
+    n, stack = len(src), [closer]
     while i < n:
-        c = src[i]
+        c, top = src[i], stack[-1]
         if c == "\\":
             i += 2
-            continue
-        if c == "'":
-            j = src.find("'", i + 1)
-            i = n if j < 0 else j + 1
-            continue
-        if c == '"':
-            i = _skip_double(src, i + 1)
             continue
         if c == "`":
             j = i + 1
@@ -763,34 +770,29 @@ def _find_closing(src, i, opening, closing):
                 j += 2 if src[j] == "\\" else 1
             i = j + 1
             continue
-        if c == opening:
-            depth += 1
-        elif c == closing:
-            depth -= 1
-            if depth == 0:
+        if top == '"':
+            if c == '"':
+                stack.pop()
+                if not stack:
+                    return i
+            elif c == "$" and src[i + 1:i + 2] == "(":
+                stack.append(")")
+                i += 1
+            i += 1
+            continue
+        if c == "'":
+            j = src.find("'", i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if c == '"':
+            stack.append('"')
+        elif (c == "(" and top == ")") or (c == "{" and top == "}"):
+            stack.append(top)
+        elif c == top:
+            stack.pop()
+            if not stack:
                 return i
         i += 1
-    return n
-
-
-def _skip_double(src, i):
-    """Index after the double quote that closes a string opened before i."""
-    n = len(src)
-    while i < n:
-        c = src[i]
-        if c == "\\":
-            i += 2
-        elif c == '"':
-            return i + 1
-        elif c == "$" and src[i + 1:i + 2] == "(":
-            i = _find_closing(src, i + 2, "(", ")") + 1
-        elif c == "`":
-            j = i + 1
-            while j < n and src[j] != "`":
-                j += 2 if src[j] == "\\" else 1
-            i = j + 1
-        else:
-            i += 1
     return n
 
 
@@ -1209,7 +1211,10 @@ def parse_shell(src, cwd="/", env=None, depth=0, shared=None, origin=""):
     env = dict(env or {})
     env.setdefault("PWD", cwd)
     cmds = []
-    if depth > PARSE_DEPTH_MAX or not src or shared.too_large:
+    if not src or shared.too_large:
+        return cmds
+    if depth > PARSE_DEPTH_MAX:
+        shared.too_large = "commands nested deeper than %d levels" % PARSE_DEPTH_MAX
         return cmds
     if len(src) > PARSE_TEXT_MAX:
         shared.too_large = "%d characters of shell text (the bound is %d)" % (
@@ -1438,7 +1443,10 @@ def spawn_argv(parent, argv, cmds, depth, origin=None, cwd=None, env=None):
     """Run words as a command of their own, no shell parsing them again (what
     xargs, find -exec, docker exec, a script's `subprocess.run([...])` run)."""
     shared = parent.shared
-    if depth > PARSE_DEPTH_MAX or not argv or shared.too_large:
+    if not argv or shared.too_large:
+        return
+    if depth > PARSE_DEPTH_MAX:
+        shared.too_large = "commands nested deeper than %d levels" % PARSE_DEPTH_MAX
         return
     shared.words += len(argv)
     shared.commands += 1

@@ -187,7 +187,7 @@ def test_the_corpus_covers_every_class_both_ways():
     assert len(BY_ID) == len(CASES), "case ids must be unique"
     classes = {c["class"] for c in CASES}
     assert {"cli", "folder", "git", "archive", "interp", "script", "symlink", "unknown",
-            "wrapper", "protected", "temp"} <= classes
+            "wrapper", "protected", "temp", "bounds"} <= classes
     for name in classes:
         mine = [c for c in CASES if c["class"] == name]
         assert any(c["expect"] == "allow" for c in mine), name
@@ -197,7 +197,7 @@ def test_the_corpus_covers_every_class_both_ways():
         assert case["expect"] == "allow" or case.get("law"), case["id"]
         assert ("command" in case) != ("input" in case), case["id"]
     assert {c["law"] for c in CASES if c["expect"] != "allow"} == {
-        "no-destroy", "protect-harness", "protect-secrets"}
+        "no-destroy", "protect-harness", "protect-secrets", "gate-bounds"}
 
 
 def test_40000_arguments_are_judged_well_within_the_hook_timeout(arena):
