@@ -3406,6 +3406,18 @@ def _system_dir(path):
     return None
 
 
+def _temp_dir(path, env):
+    """The temp dir holding path ($TMPDIR or a system one), else None. Where the
+    home folder or the project lie inside it, GateContext.container decides."""
+    bases = list(TEMP_DIRS)
+    if env.get("TMPDIR"):
+        bases.append(os.path.normpath(env["TMPDIR"]))
+    for base in bases:
+        if is_within(path, base):
+            return base
+    return None
+
+
 def _whole_glob(segment):
     return segment in ("*", ".*", "*.*", "{*,.*}", ".[!.]*", "..?*", "**")
 
