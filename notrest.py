@@ -8408,7 +8408,7 @@ AGENTS_INSTEAD = ("edit AGENTS.md outside the notrest block (the lines from %s t
                   "are the harness's)" % AGENTS_BLOCK_MARKERS)
 
 
-def _read_text(path, limit):
+def _bounded_text(path, limit):
     try:
         with open(path, "rb") as handle:
             return handle.read(limit).decode("utf-8", "replace")
@@ -8437,7 +8437,7 @@ def _agents_block_hit(ctx):
                       if mode in ("write", "delete") and str(p) == path]
         if not shell_hits:
             return None
-    block = agents_block(_read_text(path, AGENTS_READ_MAX))
+    block = agents_block(_bounded_text(path, AGENTS_READ_MAX))
     if block is None:
         return None
     if shell_hits is None:
@@ -10280,7 +10280,7 @@ def agents_tool_changes(tool, ti, block, path):
         content = ti.get("content")
         return not isinstance(content, str) or block not in content
     if tool in ("Edit", "MultiEdit"):
-        text = _read_text(path, AGENTS_READ_MAX) or ""
+        text = _bounded_text(path, AGENTS_READ_MAX) or ""
         edits = ti.get("edits") if tool == "MultiEdit" else [ti]
         for edit in edits if isinstance(edits, list) else []:
             old = edit.get("old_string") if isinstance(edit, dict) else None
