@@ -18,7 +18,9 @@ block, 3 estate unusable (the path and the fix are printed).
 Sections (grep '^# ===='). The hot part, all a tool-call hook loads: constants,
 records, json, text, redaction, shell parsing, paths and globs, laws, estate storage,
 gate, hook adapter. Below the cold line: sessions, packet, bank, session hooks, learn,
-compile (the warm part, for session events), then doctor, install, CLI.
+compile (the warm part, for session events), then doctor, gate readers (what the gate
+loads only for a call that runs code, make, package scripts, archives, git's
+work-tree rewriters, ...), install, CLI.
 """
 import os
 import sys
@@ -2168,7 +2170,7 @@ def _scan_regexes(text, table, wanted, out):
 _HEAD = slice(0, 4)
 
 
-def _scan(text, extra):
+def _scan_for_secrets(text, extra):
     """Every finding in text, overlaps merged: one pass of the pre-filter, then only
     the rules and scanners whose heads the text shows."""
     table = _secret_table(extra)
@@ -2271,7 +2273,7 @@ def scan_secrets(text, rules=None):
     key = (text, extra)
     found = _SCAN_MEMO.get(key)
     if found is None:
-        found = _scan(text, extra)
+        found = _scan_for_secrets(text, extra)
         _remember(key, found)
     return found
 
@@ -2476,58 +2478,6 @@ def _compile_regex_pattern(item, pid, name, keywords):
     return rule, None
 
 
-def regex_problem(pattern, max_length=500):
-    """Why a regular expression from laws.json is unsafe to run on every prompt and
-    tool call, or None: it must compile, be short, and have no nested or adjacent
-    unbounded repetition and no back-reference (the shapes that make a backtracking
-    engine take exponential or polynomial time)."""
-    if not isinstance(pattern, str) or not pattern:
-        return "must be a non-empty text"
-    if len(pattern) > max_length:
-        return "is longer than %d characters" % max_length
-    import re
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        return "is not a valid regular expression (%s)" % exc
-    stack, unbounded, last_unbounded, i = [[False, False]], 0, -9, 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            if pattern[i + 1:i + 2].isdigit() or pattern[i + 1:i + 2] in ("g", "k"):
-                return "uses a back-reference"
-            i += 2
-            continue
-        if ch == "[":
-            close = pattern.find("]", i + 2)
-            i = len(pattern) if close < 0 else close + 1
-            continue
-        if ch == "(":
-            if pattern.startswith("(?P=", i):
-                return "uses a back-reference"
-            stack.append([False, False])
-        elif ch == "|":
-            stack[-1][1] = True
-        elif ch == ")" and len(stack) > 1:
-            repeats, alternates = stack.pop()
-            if pattern[i + 1:i + 2] in ("*", "+", "{"):
-                if repeats or alternates:
-                    return ("repeats a group that holds a repetition or an alternation "
-                            "(nested quantifiers)")
-                stack[-1][0] = True
-        elif ch in "*+" or (ch == "{" and "," in pattern[i:pattern.find("}", i)]):
-            if ch != "{" or pattern[pattern.find(",", i) + 1:pattern.find("}", i)] == "":
-                unbounded += 1
-                if i - last_unbounded <= 2:
-                    return "has two unbounded repetitions side by side"
-                last_unbounded = i
-            stack[-1][0] = True
-        i += 1
-    if unbounded > 2:
-        return "has more than two unbounded repetitions (* + {n,})"
-    return None
-
-
 def activate_secret_patterns(rules):
     """Make a project's patterns part of every redaction in this process."""
     _ACTIVE_RULES[0] = tuple(rules)
@@ -2537,18 +2487,95 @@ def activate_secret_patterns(rules):
 # Parse, don't grep: a shell line becomes simple commands (argv after quote
 # removal, redirections, heredoc bodies), with wrappers unwrapped and nested
 # scripts (`bash -c`, `eval`, `$(...)`, backticks) parsed in turn. Quoted text
-# handed to a harmless program stays data.
+# handed to a harmless program stays data. What a command runs is followed as
+# well: the script of `sh x.sh`, `./x`, `source x`, a make recipe, a package.json
+# script, an interpreter's code (its shell calls and file operations become the
+# commands that do the same), and what xargs, parallel, find -exec, ssh or
+# docker exec run. A word the line cannot know is Opaque, a pattern is Glob, what
+# a find or a listing yields is Found: each law judges them as they deserve. The
+# cost is linear in the text and bounded (PARSE_TEXT_MAX, PARSE_WORDS_MAX,
+# SCRIPT_BUDGET_BYTES); past a bound the parse says why it is too large to judge.
 
 _SHELL_OPS = ("&&", "||", ";;", ";&", "|&", ";", "&", "|", "(", ")", "\n")
 _REDIR_OPS = ("&>>", "<<<", "<<-", "&>", ">>", ">|", "<<", "<>", ">&", "<&", ">", "<")
 _META = frozenset(" \t\n;&|()<>")
+_OP_STARTS = frozenset(";&|()<>\n")
 _SHELL_KEYWORDS = frozenset(("!", "{", "}", "then", "do", "else", "elif", "if", "while",
                              "until", "fi", "done", "esac", "function", "in"))
 SHELL_NAMES = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish",
                          "busybox", "rbash", "yash", "tcsh", "csh"))
 INTERPRETERS = frozenset(("python", "python2", "python3", "node", "nodejs", "deno", "bun",
                           "perl", "ruby", "php", "lua", "Rscript", "pwsh", "osascript"))
-PARSE_DEPTH_MAX = 6
+PARSE_DEPTH_MAX = 8
+PARSE_TEXT_MAX = 1 << 20          # characters of shell text in one piece
+PARSE_WORDS_MAX = 50000           # words in one tool call, what it runs included
+PARSE_COMMANDS_MAX = 10000        # simple commands in one tool call
+SCRIPT_READ_MAX = 512 * 1024      # bytes of one script the gate reads
+SCRIPT_BUDGET_BYTES = 2 << 20     # bytes of scripts read for one tool call
+SMALL_FILE_MAX = 64 * 1024        # a list xargs reads, a package.json
+FANOUT_MAX = 64                   # commands made from the items of one xargs -I
+UNKNOWN_WORD = "${__notrest_unknown}"
+ITEM_VAR = "__notrest_item"
+NOTREST_NAMES = ("notrest", "notrest.py")
+SPAWNED = -1                      # a peeler ran what the wrapper runs: drop the wrapper
+
+
+def readers():
+    """The gate readers (inline code, makefiles, package scripts, archives, diffs,
+    git, the rarer wrappers): below the cold line, loaded only by a call that needs
+    one, with the hot part's own classes lent to them so that what they build is
+    of one kind with what the hot part builds."""
+    module = cold_module()
+    if module.__dict__ is not globals() and not globals().get("_READERS_LENT"):
+        for name, value in list(globals().items()):
+            if isinstance(value, type) and name in module.__dict__:
+                setattr(module, name, value)
+        globals()["_READERS_LENT"] = True
+    return module
+
+
+def _reader(name):
+    """A stand-in in the hot part for the reader `name` below the cold line (the
+    whole module defines the reader itself, which replaces this)."""
+    def call(*args, **kwargs):
+        return getattr(readers(), name)(*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
+_peel_parallel = _reader("_peel_parallel")
+_peel_sem = _reader("_peel_sem")
+_peel_ssh = _reader("_peel_ssh")
+_follow_container = _reader("_follow_container")
+_follow_kubectl = _reader("_follow_kubectl")
+
+
+def _peel_container(cmd, state, cmds, depth):
+    """docker/podman exec|run: judged below the cold line; other verbs pass."""
+    if any(w in ("exec", "run") for w in cmd.argv[1:5]):
+        return _follow_container(cmd, state, cmds, depth)
+    return None
+
+
+def _peel_kubectl(cmd, state, cmds, depth):
+    if "exec" in cmd.argv[1:6]:
+        return _follow_kubectl(cmd, state, cmds, depth)
+    return None
+_follow_make = _reader("_follow_make")
+_follow_package = _reader("_follow_package")
+note_archive = _reader("note_archive")
+extract_plan = _reader("extract_plan")
+patch_command_targets = _reader("patch_command_targets")
+git_patch_targets = _reader("git_patch_targets")
+_judge_git_worktree = _reader("_judge_git_worktree")
+_agents_block_hit = _reader("_agents_block_hit")
+_classify_unknown = _reader("_classify_unknown")
+_find_may_hit_harness = _reader("_find_may_hit_harness")
+_found_may_read_secret = _reader("_found_may_read_secret")
+_judge_cli_verbs = _reader("judge_cli")
+_peel_read = _reader("_peel_read")
+_mktemp_path = _reader("_mktemp_path")
+regex_shape_problem = _reader("regex_shape_problem")
 
 
 class Word:
@@ -2571,44 +2598,139 @@ class Redirect:
         self.op, self.fd, self.target, self.body = op, fd, None, None
 
 
+class Opaque(str):
+    """A word the line cannot know (an unknown variable or substitution, `read`,
+    a loop over unknown values): its text stands in for it."""
+
+
+class Glob(str):
+    """A word the shell expands as a pattern (`*.log`, a loop over `*`)."""
+
+
+class Found(str):
+    """A word that stands for every path a `find` yields (its `{}`), or what a
+    listing feeds to xargs: the text is the first starting point; `finder` is the
+    find command (its FindInfo says what it reaches), None when nothing is known."""
+
+    finder = None
+
+
+def found_word(text, finder):
+    word = Found(text)
+    word.finder = finder
+    return word
+
+
+class FindInfo:
+    """A find's expression read as find reads it: starting points, name and path
+    tests, what is pruned or excluded, the actions. Words inside -exec ... ; are
+    the program's, never find's (`-exec echo -delete \\;` deletes nothing)."""
+
+    __slots__ = ("roots", "tests", "excluded", "narrowed", "deleting", "execs",
+                 "outputs", "follow")
+
+    def __init__(self):
+        self.roots, self.tests, self.excluded, self.execs, self.outputs = [], [], [], [], []
+        self.narrowed = self.deleting = self.follow = False
+
+
+class ParseShared:
+    """What the parse of one tool call shares with everything it runs: the
+    symlinks and files the line itself makes, the budgets, and why the call was
+    too large to judge."""
+
+    __slots__ = ("links", "written", "pending", "words", "commands", "script_bytes",
+                 "too_large", "fork_bomb", "shallow")
+
+    def __init__(self, shallow=False):
+        self.links, self.written, self.pending = {}, {}, []
+        self.words = self.commands = self.script_bytes = 0
+        self.too_large = ""
+        self.fork_bomb = False
+        self.shallow = shallow  # only the line itself: no scripts, code or recipes read
+
+    def note(self, cmd, text, value):
+        """Remember what the line writes to a file: text, ("copy", source word) or
+        ("archive", member names). Resolved only when a later word asks."""
+        self.pending.append((cmd.cwd, cmd.env.get("HOME"), text, value))
+
+    def made(self, path):
+        """What this line wrote to path (see note), or None."""
+        for cwd, home, text, value in self.pending:
+            if isinstance(value, tuple) and value[0] == "copy":
+                value = ("copy", resolve_path(value[1], cwd, home, True, self.links))
+            self.written[resolve_path(text, cwd, home, True, self.links)] = value
+        self.pending = []
+        return self.written.get(path)
+
+
 class Cmd:
     """One simple command, expanded as far as the line itself tells."""
 
-    __slots__ = ("argv", "unknown", "globbed", "redirects", "cwd", "env", "via",
-                 "pipeline", "pos", "depth", "feeds", "subs")
+    __slots__ = ("argv", "redirects", "cwd", "env", "via", "pipeline", "pos", "depth",
+                 "feeds", "subs", "shared", "origin", "find", "cli", "_text", "_first",
+                 "_prog")
 
     def __init__(self):
-        self.argv, self.unknown, self.globbed = [], [], []
-        self.redirects, self.via, self.subs = [], [], []
+        self.argv, self.redirects, self.via, self.subs = [], [], [], []
         self.cwd, self.env, self.pipeline, self.pos, self.depth = "", {}, 0, 0, 0
-        self.feeds = None
+        self.feeds = self.shared = self.find = self.cli = self._text = None
+        self._first, self._prog, self.origin = None, "", ""
 
     @property
     def prog(self):
-        return os.path.basename(self.argv[0]) if self.argv else ""
+        argv = self.argv
+        if not argv:
+            return ""
+        if argv[0] is not self._first:
+            self._first, self._prog = argv[0], os.path.basename(argv[0])
+        return self._prog
+
+    @property
+    def unknown(self):
+        return [isinstance(arg, Opaque) for arg in self.argv]
+
+    @property
+    def globbed(self):
+        return [isinstance(arg, Glob) for arg in self.argv]
 
     def text(self):
-        words = list(self.argv)
-        for redirect in self.redirects:
-            if isinstance(redirect.target, str) and redirect.op not in ("<<", "<<-"):
-                words.append("%s%s %s" % (redirect.fd, redirect.op, redirect.target))
-        return " ".join(words)
+        """The command as one line: its words, then its redirections."""
+        if self._text is None:
+            words = list(self.argv)
+            for redirect in self.redirects:
+                if isinstance(redirect.target, str) and redirect.op not in ("<<", "<<-"):
+                    words.append("%s%s %s" % (redirect.fd, redirect.op, redirect.target))
+            self._text = " ".join(words)
+        return self._text
+
+    def shown(self, limit=160):
+        """The command as a verdict quotes it: where it came from, clipped."""
+        text = self.text()
+        return redact_clip("%s: %s" % (self.origin, text) if self.origin else text, limit)
 
 
 def _find_closing(src, i, opening, closing):
     """Index of the `closing` that balances an `opening` before i (quotes aware)."""
-    depth, n = 1, len(src)
+    return _scan(src, i, closing)
+
+
+def _skip_double(src, i):
+    """Index after the double quote that closes a string opened before i."""
+    end = _scan(src, i, '"')
+    return end + 1 if end < len(src) else end
+
+
+def _scan(src, i, closer):
+    """Walk src from i inside an open context (its closer: ')' '}' or '"'), aware
+    of quotes, backticks and nested $( ) and parentheses, without recursion (a
+    line an agent writes can nest as deep as it likes); the index of the closer
+    that ends the context, or len(src)."""
+    n, stack = len(src), [closer]
     while i < n:
-        c = src[i]
+        c, top = src[i], stack[-1]
         if c == "\\":
             i += 2
-            continue
-        if c == "'":
-            j = src.find("'", i + 1)
-            i = n if j < 0 else j + 1
-            continue
-        if c == '"':
-            i = _skip_double(src, i + 1)
             continue
         if c == "`":
             j = i + 1
@@ -2616,34 +2738,29 @@ def _find_closing(src, i, opening, closing):
                 j += 2 if src[j] == "\\" else 1
             i = j + 1
             continue
-        if c == opening:
-            depth += 1
-        elif c == closing:
-            depth -= 1
-            if depth == 0:
+        if top == '"':
+            if c == '"':
+                stack.pop()
+                if not stack:
+                    return i
+            elif c == "$" and src[i + 1:i + 2] == "(":
+                stack.append(")")
+                i += 1
+            i += 1
+            continue
+        if c == "'":
+            j = src.find("'", i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if c == '"':
+            stack.append('"')
+        elif (c == "(" and top == ")") or (c == "{" and top == "}"):
+            stack.append(top)
+        elif c == top:
+            stack.pop()
+            if not stack:
                 return i
         i += 1
-    return n
-
-
-def _skip_double(src, i):
-    """Index after the double quote that closes a string opened before i."""
-    n = len(src)
-    while i < n:
-        c = src[i]
-        if c == "\\":
-            i += 2
-        elif c == '"':
-            return i + 1
-        elif c == "$" and src[i + 1:i + 2] == "(":
-            i = _find_closing(src, i + 2, "(", ")") + 1
-        elif c == "`":
-            j = i + 1
-            while j < n and src[j] != "`":
-                j += 2 if src[j] == "\\" else 1
-            i = j + 1
-        else:
-            i += 1
     return n
 
 
@@ -2836,6 +2953,14 @@ def tokenize_shell(src):
                 i = _read_heredoc(src, i, redirect, delim, strip)
             pending = []
             continue
+        if c not in _OP_STARTS and not c.isdigit():
+            word, i2 = _read_word(src, i)
+            if i2 == i:
+                i += 1
+                continue
+            tokens.append(("word", word))
+            i = i2
+            continue
         fd = ""
         j = i
         while j < n and src[j].isdigit():
@@ -2913,8 +3038,11 @@ def _read_heredoc(src, i, redirect, delim, strip):
 def expand_word(word, env, cwd, depth=0):
     """(text, unknown, globbed): the word as the shell would see it, as far as
     this line can tell. unknown marks text from an expansion we cannot know."""
+    parts = word.parts
+    if len(parts) == 1 and parts[0][0] == "var" and isinstance(env.get(parts[0][1]), Found):
+        return env[parts[0][1]], False, False
     out, unknown, globbed = [], False, False
-    for part in word.parts:
+    for part in parts:
         kind = part[0]
         if kind == "lit":
             text = part[1]
@@ -2931,7 +3059,10 @@ def expand_word(word, env, cwd, depth=0):
         elif kind == "var":
             name, default = part[1], part[2]
             if name in env:
-                out.append(env[name])
+                value = env[name]
+                unknown = unknown or isinstance(value, (Opaque, Found))
+                globbed = globbed or isinstance(value, Glob)
+                out.append(value)
             elif default is not None:
                 out.append(default)
             else:
@@ -2957,8 +3088,10 @@ def _user_home(user):
 
 
 def _evaluate_substitution(script, env, cwd, depth):
-    """The output of a trivial substitution (echo, printf, pwd), else None."""
-    if depth > 2:
+    """The output of a substitution the gate can compute (echo, printf, pwd,
+    realpath, dirname, basename, mktemp, `git rev-parse --show-toplevel`), else
+    None. A sequence of commands (`$(cd ..; pwd)`) is not computed: unknown."""
+    if depth > 2 or len(script) > 4096:
         return None
     tokens = tokenize_shell(script)
     words = [t[1] for t in tokens if t[0] == "word"]
@@ -2970,21 +3103,46 @@ def _evaluate_substitution(script, env, cwd, depth):
         if unknown:
             return None
         argv.append(text)
-    prog = os.path.basename(argv[0])
-    if prog == "pwd" and len(argv) == 1:
+    prog, args = os.path.basename(argv[0]), argv[1:]
+    operands = [a for a in args if not a.startswith("-")]
+    if prog == "pwd" and not operands:
         return cwd
     if prog == "echo":
-        args = argv[1:]
         while args and args[0] in ("-n", "-e", "-E"):
             args = args[1:]
         return " ".join(args)
-    if prog == "printf" and len(argv) >= 2 and "%" not in argv[1]:
-        return argv[1].replace("\\n", "")
-    if prog in ("realpath", "readlink") and len(argv) >= 2:
-        return os.path.normpath(os.path.join(cwd, argv[-1]))
+    if prog == "printf" and args and "%" not in args[0]:
+        return args[0].replace("\\n", "")
+    if prog in ("realpath", "readlink") and operands:
+        return os.path.normpath(os.path.join(cwd, operands[-1]))
+    if prog == "dirname" and operands:
+        return os.path.dirname(operands[0].rstrip("/")) or ("/" if operands[0].startswith(
+            "/") else ".")
+    if prog == "basename" and operands:
+        name = os.path.basename(operands[0].rstrip("/"))
+        suffix = operands[1] if len(operands) > 1 else ""
+        return name[:-len(suffix)] if suffix and name.endswith(suffix) and name != suffix \
+            else name
+    if prog == "mktemp":
+        return _mktemp_path(args, env, cwd)
+    if prog == "git" and "rev-parse" in args and "--show-toplevel" in args:
+        return git_top(cwd)
     if (prog == "which" or (prog in ("command", "type") and len(argv) >= 3 and
                             argv[1] in ("-v", "-p", "-P"))) and len(argv) >= 2:
         return argv[-1]
+    return None
+
+
+def git_top(cwd):
+    """The top of the git work tree holding cwd (a folder with .git), or None."""
+    path = cwd if isinstance(cwd, str) and cwd.startswith("/") else None
+    for _ in range(64):
+        if not path:
+            return None
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        path = None if parent == path else parent
     return None
 
 
@@ -2993,18 +3151,47 @@ def _is_assignment(text):
     if eq <= 0:
         return False
     name = text[:eq].rstrip("+")
-    return (name[0].isalpha() or name[0] == "_") and all(
+    return bool(name) and (name[0].isalpha() or name[0] == "_") and all(
         ch.isalnum() or ch == "_" for ch in name)
 
 
-def parse_shell(src, cwd="/", env=None, depth=0):
-    """Every simple command a shell line would run, nested scripts included."""
+def _word_value(text, unknown, globbed):
+    """A word of argv: its text, marked Opaque or Glob when it is one."""
+    if isinstance(text, Found):
+        return text
+    if unknown:
+        return Opaque(text)
+    return Glob(text) if globbed else text
+
+
+def _assigned(text):
+    """(name, value) of NAME=value, the value keeping the mark of its word."""
+    name, _, value = text.partition("=")
+    if isinstance(text, Opaque):
+        value = Opaque(value)
+    return name.rstrip("+"), value
+
+
+def parse_shell(src, cwd="/", env=None, depth=0, shared=None, origin=""):
+    """Every simple command a shell line would run, nested scripts included.
+    shared carries what the parse of one tool call shares (ParseShared)."""
+    shared = shared if shared is not None else ParseShared()
     env = dict(env or {})
     env.setdefault("PWD", cwd)
     cmds = []
-    if depth > PARSE_DEPTH_MAX or not src:
+    if not src or shared.too_large:
         return cmds
-    state = {"cwd": cwd, "env": env, "pipeline": 0, "pos": 0, "prev": None}
+    if depth > PARSE_DEPTH_MAX:
+        shared.too_large = "commands nested deeper than %d levels" % PARSE_DEPTH_MAX
+        return cmds
+    if len(src) > PARSE_TEXT_MAX:
+        shared.too_large = "%d characters of shell text (the bound is %d)" % (
+            len(src), PARSE_TEXT_MAX)
+        return cmds
+    if "(" in src and "|" in src and _fork_bomb(src):
+        shared.fork_bomb = True
+    state = {"cwd": cwd, "env": env, "pipeline": 0, "pos": 0, "prev": None,
+             "shared": shared, "origin": origin}
     current = []
     for token in tokenize_shell(src) + [("op", "\n")]:
         if token[0] != "op":
@@ -3025,19 +3212,29 @@ def parse_shell(src, cwd="/", env=None, depth=0):
 def _finish_command(tokens, state, cmds, depth):
     if not tokens:
         return
-    env, cwd = state["env"], state["cwd"]
+    shared, env, cwd = state["shared"], state["env"], state["cwd"]
     cmd = Cmd()
     cmd.depth, cmd.pipeline, cmd.pos = depth, state["pipeline"], state["pos"]
+    cmd.shared, cmd.origin = shared, state["origin"]
     words = []
     for kind, value in tokens:
         if kind == "redir":
             cmd.redirects.append(value)
         else:
             words.append(value)
+    shared.words += len(words)
+    shared.commands += 1
+    if shared.words > PARSE_WORDS_MAX or shared.commands > PARSE_COMMANDS_MAX:
+        shared.too_large = shared.too_large or "more than %d words or %d commands" % (
+            PARSE_WORDS_MAX, PARSE_COMMANDS_MAX)
+        return
     expanded = []
     for word in words:
-        text, unknown, globbed = expand_word(word, env, cwd)
-        expanded.append((text, unknown, globbed))
+        if len(word.parts) == 1 and word.parts[0][:2] in (("var", "@"), ("var", "*")) and \
+                isinstance(env.get("\0@"), tuple):
+            expanded.extend((arg, False, False) for arg in env["\0@"])
+            continue
+        expanded.append(expand_word(word, env, cwd))
         for part in word.parts:
             if part[0] == "sub":
                 cmd.subs.append(part[1])
@@ -3046,41 +3243,61 @@ def _finish_command(tokens, state, cmds, depth):
             for part in redirect.target.parts:
                 if part[0] == "sub":
                     cmd.subs.append(part[1])
-            redirect.target = expand_word(redirect.target, env, cwd)[0]
-    while expanded and expanded[0][0] in _SHELL_KEYWORDS:
-        expanded.pop(0)
-    if expanded and expanded[0][0] in ("for", "select") and len(expanded) >= 2:
-        values = [e[0] for e in expanded[3:]] if expanded[2:3] and expanded[2][0] == \
-            "in" else []
-        if values:
-            # the body is parsed once: bind the value nearest the root (the worst)
-            env[expanded[1][0]] = min(values, key=lambda v: (v.count("/"), len(v)))
-        expanded = []
-    elif expanded and expanded[0][0] == "case":
-        expanded = []
+            text, unknown, _ = expand_word(redirect.target, env, cwd)
+            redirect.target = Opaque(text) if unknown else text
+    k = 0
+    while k < len(expanded) and expanded[k][0] in _SHELL_KEYWORDS:
+        k += 2 if expanded[k][0] == "function" else 1
+    if k < len(expanded) and expanded[k][0] in ("for", "select") and len(expanded) > k + 1:
+        _bind_loop(expanded[k + 1:], env)
+        k = len(expanded)
+    elif k < len(expanded) and expanded[k][0] == "case":
+        k = len(expanded)
     assigns = {}
-    while expanded and _is_assignment(expanded[0][0]):
-        name, _, value = expanded.pop(0)[0].partition("=")
-        assigns[name.rstrip("+")] = value
-    if not expanded:
+    while k < len(expanded) and _is_assignment(expanded[k][0]):
+        name, value = _assigned(_word_value(*expanded[k]))
+        assigns[name] = value
+        k += 1
+    if k >= len(expanded):
         env.update(assigns)
     cmd.env = dict(env)
     cmd.env.update(assigns)
     cmd.cwd = cwd
-    cmd.argv = [e[0] for e in expanded]
-    cmd.unknown = [e[1] for e in expanded]
-    cmd.globbed = [e[2] for e in expanded]
+    cmd.argv = [_word_value(*e) for e in expanded[k:]]
     if state["prev"] is not None and cmd.pos > 0:
         cmd.feeds = state["prev"]
     state["prev"] = cmd
     _unwrap(cmd, state, cmds, depth)
     for sub in cmd.subs:
-        cmds.extend(parse_shell(sub, cwd, env, depth + 1))
+        cmds.extend(parse_shell(sub, cwd, env, depth + 1, shared, cmd.origin))
 
 
-def _take_options(argv, with_value):
+def _loop_rank(text):
+    """Sort key: the loop value nearest the root first (absolute, or climbing out)."""
+    path = os.path.normpath(text) if text else "."
+    ups = path.split("/").count("..")
+    return (not path.startswith("/") and not ups, path.count("/") - 3 * ups, len(path))
+
+
+def _bind_loop(rest, env):
+    """`for NAME in WORDS`: the body is parsed once, with NAME bound to the value
+    nearest the root (the worst); an unknown or pattern value keeps its kind."""
+    name = rest[0][0]
+    values = rest[2:] if len(rest) > 1 and rest[1][0] == "in" else []
+    if not values:
+        env[name] = Opaque("$" + name)  # `for x; do` walks "$@"
+        return
+    if any(v[1] for v in values):
+        env[name] = Opaque(min((v[0] for v in values if v[1]), key=_loop_rank))
+    elif any(v[2] for v in values):
+        env[name] = Glob(min((v[0] for v in values if v[2]), key=_loop_rank))
+    else:
+        env[name] = min((v[0] for v in values), key=_loop_rank)
+
+
+def _take_options(argv, with_value, start=1):
     """Skip leading options of a wrapper; with_value names options that take one."""
-    i = 1
+    i = start
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
@@ -3090,169 +3307,329 @@ def _take_options(argv, with_value):
         if arg in with_value:
             i += 2
             continue
-        if arg.startswith("--") and "=" in arg:
-            i += 1
-            continue
         i += 1
     return i
 
 
-_WRAPPER_VALUES = {
-    "sudo": ("-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user",
-             "--group", "--host", "--prompt", "--chdir"),
-    "doas": ("-u", "-C"),
-    "nice": ("-n", "--adjustment"),
-    "ionice": ("-c", "-n", "-p", "--class", "--classdata"),
-    "stdbuf": ("-i", "-o", "-e"),
-    "exec": ("-a",),
-    "chrt": (),
-    "setsid": (),
-    "nohup": (),
-    "time": ("-f", "-o", "--format", "--output"),
-    "builtin": (),
-    "unbuffer": (),
-    "caffeinate": ("-t", "-w"),
-    "runuser": ("-u", "-g", "-G", "--user", "--group"),
-    "torsocks": (),
-    "proxychains": ("-f",),
-    "proxychains4": ("-f",),
+# A wrapper runs the command after its options: (options that take a value,
+# words between the options and the command).
+_WRAPPERS = {
+    "sudo": (("-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user",
+              "--group", "--host", "--prompt", "--chdir", "--role", "--type",
+              "--other-user", "--close-from", "--command-timeout"), 0),
+    "doas": (("-u", "-C"), 0),
+    "pkexec": (("--user",), 0),
+    "nice": (("-n", "--adjustment"), 0),
+    "ionice": (("-c", "-n", "-p", "-P", "-u", "--class", "--classdata", "--pid",
+                "--pgid", "--uid"), 0),
+    "chrt": (("-T", "-P", "-D", "--sched-runtime", "--sched-period",
+              "--sched-deadline"), 1),
+    "taskset": ((), 1),
+    "timeout": (("-s", "-k", "--signal", "--kill-after"), 1),
+    "stdbuf": (("-i", "-o", "-e"), 0),
+    "exec": (("-a",), 0),
+    "setsid": ((), 0),
+    "nohup": ((), 0),
+    "time": (("-f", "-o", "--format", "--output"), 0),
+    "builtin": ((), 0),
+    "unbuffer": ((), 0),
+    "caffeinate": (("-t", "-w"), 0),
+    "torsocks": ((), 0),
+    "proxychains": (("-f",), 0),
+    "proxychains4": (("-f",), 0),
+    "strace": (("-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S",
+                "-X"), 0),
+    "ltrace": (("-o", "-e", "-p", "-s", "-u", "-a", "-A", "-D", "-F", "-l", "-n"), 0),
+    "nsenter": (("-t", "--target", "-S", "--setuid", "-G", "--setgid", "-w", "--wd",
+                 "-r", "--root"), 0),
+    "unshare": (("--map-user", "--map-group", "--propagation", "--setgroups", "-S",
+                 "--setuid", "-G", "--setgid", "-w", "--wd", "-R", "--root"), 0),
+    "chroot": (("--userspec", "--groups"), 1),
+    "systemd-run": (("-p", "--property", "-u", "--unit", "--description", "--slice",
+                     "-E", "--setenv", "--uid", "--gid", "-M", "--machine",
+                     "--on-calendar", "--on-active", "--working-directory", "-H",
+                     "--host"), 0),
+    "firejail": ((), 0),
+    "catchsegv": ((), 0),
+    "npx": (("-p", "--package"), 0),
+    "pnpx": (("-p", "--package"), 0),
+    "bunx": (("-p", "--package"), 0),
 }
+_ASSIGNING_WRAPPERS = ("sudo", "doas", "exec", "env")
 
 
 def _unwrap(cmd, state, cmds, depth):
-    """Peel wrappers (sudo, env, timeout, xargs, bash -c, eval, ...) off cmd."""
+    """Peel wrappers (sudo, env, timeout, xargs, bash -c, eval, ssh, ...) off cmd,
+    follow what it runs, and add it to cmds."""
     argv = cmd.argv
-    for _ in range(12):
+    for _ in range(16):
         if not argv:
             break
         prog = os.path.basename(argv[0])
-        if prog in _WRAPPER_VALUES:
-            i = _take_options(argv, _WRAPPER_VALUES[prog])
-        elif prog == "command":
-            if len(argv) > 1 and argv[1] in ("-v", "-V"):
+        if prog in _WRAPPERS:
+            values, positional = _WRAPPERS[prog]
+            if prog in ("npx", "pnpx", "bunx") and ("-c" in argv or "--call" in argv):
+                cmd.argv = argv
+                _parse_option_script(cmd, ("-c", "--call"), cmds, depth)
                 argv = []
                 break
-            i = _take_options(argv, ())
-        elif prog == "env":
-            i = 1
-            while i < len(argv):
-                arg = argv[i]
-                if arg in ("-u", "--unset"):
-                    i += 2
-                elif arg in ("-C", "--chdir") and i + 1 < len(argv):
-                    cmd.cwd = os.path.normpath(os.path.join(cmd.cwd, argv[i + 1]))
-                    i += 2
-                elif arg in ("-S", "--split-string") and i + 1 < len(argv):
-                    cmds.extend(parse_shell(" ".join(argv[i + 1:]), cmd.cwd, cmd.env,
-                                            depth + 1))
-                    argv = []
-                    break
-                elif arg.startswith("-"):
-                    i += 1
-                elif _is_assignment(arg):
-                    name, _, value = arg.partition("=")
-                    cmd.env[name] = value
-                    i += 1
-                else:
-                    break
-            if not argv:
-                break
-        elif prog == "timeout":
-            i = _take_options(argv, ("-s", "-k", "--signal", "--kill-after")) + 1
-        elif prog == "flock":
-            i = _take_options(argv, ("-w", "-E", "--timeout", "--conflict-exit-code"))
-            rest = argv[i:]
-            if len(rest) >= 3 and rest[1] in ("-c", "--command"):
-                cmds.extend(parse_shell(rest[2], cmd.cwd, cmd.env, depth + 1))
-                argv = []
-                break
-            i += 1
-        elif prog == "watch":
-            i = _take_options(argv, ("-n", "-d", "--interval", "--differences"))
-            cmds.extend(parse_shell(" ".join(argv[i:]), cmd.cwd, cmd.env, depth + 1))
-            argv = []
-            break
-        elif prog == "xargs":
-            i = _take_options(argv, ("-n", "-I", "-L", "-P", "-d", "-a", "-s", "-E", "-e",
-                                     "-i", "--max-args", "--max-procs", "--delimiter",
-                                     "--arg-file", "--replace", "--max-lines"))
-            if i >= len(argv):
-                argv = []
-                break
-        elif prog == "su":
-            j = 1
-            while j < len(argv) - 1:
-                if argv[j] in ("-c", "--command"):
-                    cmds.extend(parse_shell(argv[j + 1], cmd.cwd, cmd.env, depth + 1))
-                    break
-                j += 1
-            break
-        elif prog == "eval":
-            cmds.extend(parse_shell(" ".join(argv[1:]), cmd.cwd, cmd.env, depth + 1))
-            cmd.via.append("eval")
-            break
-        elif prog in SHELL_NAMES:
-            script = _shell_script_arg(argv)
-            if prog == "busybox" and len(argv) > 1 and not argv[1].startswith("-"):
-                i = 1
-            elif script is not None:
-                inner_env = dict(cmd.env)
-                rest = argv[argv.index(script) + 1:] if script in argv else []
-                for n, value in enumerate(rest[:10]):
-                    inner_env[str(n)] = value
-                if rest[1:]:
-                    inner_env["@"] = inner_env["*"] = " ".join(rest[1:])
-                cmds.extend(parse_shell(script, cmd.cwd, inner_env, depth + 1))
-                break
-            else:
-                body = _stdin_script(cmd)
-                if body is not None:
-                    cmds.extend(parse_shell(body, cmd.cwd, cmd.env, depth + 1))
-                break
-        elif prog in ("cd", "pushd") and depth == cmd.depth:
-            target = argv[1] if len(argv) > 1 else cmd.env.get("HOME", "~")
-            if target != "-" and not target.startswith("-"):
-                state["cwd"] = os.path.normpath(os.path.join(cmd.cwd, target))
-            break
-        elif prog in ("export", "declare", "typeset", "local", "readonly"):
-            for arg in argv[1:]:
-                if _is_assignment(arg):
-                    name, _, value = arg.partition("=")
-                    state["env"][name] = value
-            break
+            i = _take_options(argv, values) + positional
         else:
-            break
+            peel = _PEELERS.get(prog)
+            if peel is None:
+                break
+            cmd.argv = argv
+            i = peel(cmd, state, cmds, depth)
+            if i is None:
+                break
+            if i == SPAWNED:
+                argv = []
+                break
         cmd.via.append(prog)
-        keep = [k for k in range(i, len(argv))]
-        cmd.unknown = [cmd.unknown[k] for k in keep if k < len(cmd.unknown)]
-        cmd.globbed = [cmd.globbed[k] for k in keep if k < len(cmd.globbed)]
         argv = argv[i:]
-        while argv and _is_assignment(argv[0]) and prog in ("sudo", "doas", "exec"):
-            name, _, value = argv.pop(0).partition("=")
+        k = 0
+        while k < len(argv) and _is_assignment(argv[k]) and prog in _ASSIGNING_WRAPPERS:
+            name, value = _assigned(argv[k])
             cmd.env[name] = value
-            cmd.unknown.pop(0)
-            cmd.globbed.pop(0)
+            k += 1
+        argv = argv[k:]
     cmd.argv = argv
-    if argv or cmd.redirects:
+    if argv:
+        _follow(cmd, state, cmds, depth)
+    if cmd.argv or cmd.redirects:
         cmds.append(cmd)
 
 
-def _shell_script_arg(argv):
-    """The script of `sh -c SCRIPT` (flags may be grouped: -ec, -lc), else None."""
+def _nested(cmd, text, cmds, depth, origin=None, cwd=None, env=None):
+    """Parse text as a shell line that cmd runs."""
+    cmds.extend(parse_shell(text, cwd or cmd.cwd, cmd.env if env is None else env,
+                            depth + 1, cmd.shared, cmd.origin if origin is None
+                            else origin))
+
+
+def spawn_argv(parent, argv, cmds, depth, origin=None, cwd=None, env=None):
+    """Run words as a command of their own, no shell parsing them again (what
+    xargs, find -exec, docker exec, a script's `subprocess.run([...])` run)."""
+    shared = parent.shared
+    if not argv or shared.too_large:
+        return
+    if depth > PARSE_DEPTH_MAX:
+        shared.too_large = "commands nested deeper than %d levels" % PARSE_DEPTH_MAX
+        return
+    shared.words += len(argv)
+    shared.commands += 1
+    if shared.words > PARSE_WORDS_MAX or shared.commands > PARSE_COMMANDS_MAX:
+        shared.too_large = shared.too_large or "more than %d words or %d commands" % (
+            PARSE_WORDS_MAX, PARSE_COMMANDS_MAX)
+        return
+    cmd = Cmd()
+    cmd.argv = list(argv)
+    cmd.cwd = cwd or parent.cwd
+    cmd.env = dict(parent.env if env is None else env)
+    cmd.shared, cmd.depth = shared, depth
+    cmd.origin = parent.origin if origin is None else origin
+    cmd.pipeline, cmd.pos, cmd.via = parent.pipeline, parent.pos, list(parent.via)
+    state = {"cwd": cmd.cwd, "env": dict(cmd.env), "pipeline": cmd.pipeline, "pos": 0,
+             "prev": None, "shared": shared, "origin": cmd.origin}
+    _unwrap(cmd, state, cmds, depth)
+
+
+def _substitute(word, marker, item, env):
+    """word with marker replaced by item: the item itself when the word is just
+    the marker; inside a longer word, a variable bound to it, so that a shell
+    which parses the word sees the item and anything else sees a name."""
+    if word == marker:
+        return item
+    if marker not in word:
+        return word
+    if isinstance(item, (Found, Opaque)):
+        env[ITEM_VAR] = item
+        return word.replace(marker, "${%s}" % ITEM_VAR)
+    text = word.replace(marker, item)
+    return Glob(text) if isinstance(item, Glob) else text
+
+
+def _parse_option_script(cmd, names, cmds, depth):
+    """Parse the value of the first of names (a command string) as a shell line."""
+    argv = cmd.argv
+    for j in range(1, len(argv) - 1):
+        if argv[j] in names:
+            _nested(cmd, argv[j + 1], cmds, depth)
+            return True
+    return False
+
+
+def _peel_command(cmd, state, cmds, depth):
+    argv = cmd.argv
+    if len(argv) > 1 and argv[1] in ("-v", "-V"):
+        return SPAWNED  # only says what a name is
+    return _take_options(argv, ())
+
+
+def _peel_env(cmd, state, cmds, depth):
+    argv, i = cmd.argv, 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-u", "--unset"):
+            i += 2
+        elif arg in ("-C", "--chdir") and i + 1 < len(argv):
+            cmd.cwd = os.path.normpath(os.path.join(cmd.cwd, argv[i + 1]))
+            i += 2
+        elif arg in ("-S", "--split-string") and i + 1 < len(argv):
+            _nested(cmd, " ".join(argv[i + 1:]), cmds, depth)
+            return SPAWNED
+        elif arg.startswith("-"):
+            i += 1
+        elif _is_assignment(arg):
+            name, value = _assigned(arg)
+            cmd.env[name] = value
+            i += 1
+        else:
+            break
+    return i
+
+
+def _peel_flock(cmd, state, cmds, depth):
+    argv = cmd.argv
+    i = _take_options(argv, ("-w", "-E", "--timeout", "--wait", "--conflict-exit-code"))
+    rest = argv[i:]
+    if len(rest) >= 3 and rest[1] in ("-c", "--command"):
+        _nested(cmd, rest[2], cmds, depth)
+        return SPAWNED
+    return i + 1 if len(rest) >= 2 else SPAWNED
+
+
+def _peel_watch(cmd, state, cmds, depth):
+    argv = cmd.argv
+    i = _take_options(argv, ("-n", "-d", "--interval", "--differences", "-q", "--equexit"))
+    _nested(cmd, " ".join(argv[i:]), cmds, depth)
+    return SPAWNED
+
+
+def _peel_su(cmd, state, cmds, depth):
+    _parse_option_script(cmd, ("-c", "--command", "--session-command"), cmds, depth)
+    return None
+
+
+def _peel_eval(cmd, state, cmds, depth):
+    _nested(cmd, " ".join(cmd.argv[1:]), cmds, depth)
+    cmd.via.append("eval")
+    return None
+
+
+def _peel_trap(cmd, state, cmds, depth):
+    argv = cmd.argv
+    if len(argv) >= 3 and not argv[1].startswith("-"):
+        _nested(cmd, argv[1], cmds, depth, origin="trap")
+    return None
+
+
+def _peel_script(cmd, state, cmds, depth):
+    _parse_option_script(cmd, ("-c", "--command"), cmds, depth)
+    return None
+
+
+def _peel_cd(cmd, state, cmds, depth):
+    args = [a for a in cmd.argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
+    target = args[0] if args else cmd.env.get("HOME", "~")
+    if target == "-" or target.startswith("-"):
+        return None
+    path = os.path.normpath(os.path.join(cmd.cwd, target))
+    if isinstance(target, Opaque) or isinstance(cmd.cwd, Opaque):
+        state["cwd"] = Opaque(path)
+    else:
+        state["cwd"] = resolve_path(path, "/", cmd.env.get("HOME"), True, cmd.shared.links)
+    return None
+
+
+def _peel_export(cmd, state, cmds, depth):
+    for arg in cmd.argv[1:]:
+        if _is_assignment(arg):
+            name, value = _assigned(arg)
+            state["env"][name] = value
+    return None
+
+
+def _peel_busybox(cmd, state, cmds, depth):
+    argv = cmd.argv
+    return 1 if len(argv) > 1 and not argv[1].startswith("-") else None
+
+
+def _peel_shell(cmd, state, cmds, depth):
+    """sh -c SCRIPT, sh FILE ARGS, or a script on stdin: parse what the shell runs."""
+    argv = cmd.argv
+    at = _shell_script_index(argv)
+    if at is not None:
+        script = argv[at] if at < len(argv) else ""
+        _nested(cmd, script, cmds, depth, env=_positional(cmd.env, argv[at + 1:], True))
+        return None
+    at = _shell_file_index(argv)
+    if at is not None:
+        run_script(cmd, argv[at], argv[at + 1:], cmds, depth, "sh")
+        return None
+    body = _stdin_script(cmd)
+    if body is not None:
+        _nested(cmd, body, cmds, depth)
+    return None
+
+
+def _positional(env, args, with_zero):
+    """env with $0, $1 ... $9, $@ and $# bound to args (those not given are empty)."""
+    env = dict(env)
+    if with_zero:
+        env["0"], args = (args[0] if args else "sh"), args[1:]
+    for n in range(1, 10):
+        env[str(n)] = args[n - 1] if n <= len(args) else ""
+    env["@"] = env["*"] = " ".join(args)
+    env["\0@"] = tuple(args)
+    env["#"] = str(len(args))
+    return env
+
+
+def _shell_script_index(argv):
+    """Index of the script of `sh -c SCRIPT` (flags may be grouped: -ec, -lc), else
+    None; the index may be len(argv) when the script is missing."""
     for j in range(1, len(argv)):
         arg = argv[j]
         if arg == "--":
             return None
         if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
-            return argv[j + 1] if j + 1 < len(argv) else ""
+            return j + 1
         if not arg.startswith("-") and not arg.startswith("+"):
             return None
     return None
 
 
+def _shell_script_arg(argv):
+    at = _shell_script_index(argv)
+    if at is None:
+        return None
+    return argv[at] if at < len(argv) else ""
+
+
+def _shell_file_index(argv):
+    """Index of the script file a shell runs (`sh -e x.sh a b`), else None."""
+    j = 1
+    while j < len(argv):
+        arg = argv[j]
+        if arg == "--":
+            return j + 1 if j + 1 < len(argv) else None
+        if arg in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            j += 2
+            continue
+        if arg in ("-s", "-i", "-"):
+            return None
+        if arg[:1] in ("-", "+"):
+            j += 1
+            continue
+        return j
+    return None
+
+
 def _stdin_script(cmd):
-    """A script a shell reads on its stdin: a heredoc, a here-string, or what an
-    `echo`/`printf`/`cat <<EOF` before it in the pipeline prints."""
+    """A script a shell reads on its stdin: a heredoc, a here-string, a file
+    redirected in, or what an `echo`/`printf`/`cat` before it in the pipeline
+    prints."""
     for source in (cmd, cmd.feeds):
         if source is None:
             continue
@@ -3261,10 +3638,22 @@ def _stdin_script(cmd):
                 return redirect.body
             if redirect.op == "<<<" and isinstance(redirect.target, str):
                 return redirect.target
+            if redirect.op == "<" and isinstance(redirect.target, str) and \
+                    source is cmd and cmd.shared is not None:
+                return _script_text(_resolve_in(cmd, redirect.target), cmd.shared)
         if source is cmd.feeds and source.prog in ("echo", "printf") and source.argv[1:]:
             args = [a for a in source.argv[1:] if a not in ("-e", "-n", "-E")]
             return " ".join(args).replace("\\n", "\n")
+        if source is cmd.feeds and source.prog == "cat" and len(source.argv) == 2 and \
+                cmd.shared is not None:
+            return _script_text(_resolve_in(source, source.argv[1]), cmd.shared)
     return None
+
+
+def _resolve_in(cmd, text):
+    """An absolute path for a word of cmd (through the line's own symlinks)."""
+    return resolve_path(text, cmd.cwd, cmd.env.get("HOME"), True,
+                        cmd.shared.links if cmd.shared else None)
 
 
 def split_words(src):
@@ -3272,23 +3661,633 @@ def split_words(src):
     return [expand_word(t[1], {}, "/")[0] for t in tokenize_shell(src) if t[0] == "word"]
 
 
+def _fork_bomb(text):
+    """`name(){ name|name& };name` in any spacing, outside quoted text."""
+    squeezed = "".join(text.split())
+    if "(){" not in squeezed:
+        return False
+    squeezed = "".join(_unquoted(text).split())
+    at = squeezed.find("(){")
+    while at > 0:
+        start = at
+        while start > 0 and squeezed[start - 1] not in ";&|(){}":
+            start -= 1
+        name = squeezed[start:at]
+        body_end = squeezed.find("}", at)
+        body = squeezed[at + 3:body_end if body_end > 0 else len(squeezed)]
+        if name and (name + "|" + name) in body:
+            return True
+        at = squeezed.find("(){", at + 3)
+    return False
+
+
+def _unquoted(src):
+    """The text with the bodies of quoted strings taken out: what the shell reads
+    as syntax."""
+    out, i, n = [], 0, len(src)
+    while i < n:
+        j = i
+        while j < n and src[j] not in "'\"\\":
+            j += 1
+        out.append(src[i:j])
+        if j >= n:
+            break
+        if src[j] == "\\":
+            i = j + 2
+        elif src[j] == "'":
+            k = src.find("'", j + 1)
+            i = n if k < 0 else k + 1
+        else:
+            i = _skip_double(src, j + 1)
+        out.append(" ")
+    return "".join(out)
+
+
+_XARGS_VALUES = ("-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n",
+                 "--max-args", "-P", "--max-procs", "-s", "--max-chars",
+                 "--process-slot-var", "--max-lines")
+
+
+def _peel_xargs(cmd, state, cmds, depth):
+    """xargs runs its command with the items it reads appended (or put in place
+    of -I's string): the items are what the feeder prints when the line tells,
+    what a find yields, else unknown."""
+    argv = cmd.argv
+    replace, nul, delim, arg_file, i = None, False, None, None, 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if arg == "-I":
+            replace = value
+        elif arg.startswith("-I"):
+            replace = arg[2:]
+        elif arg in ("-i", "--replace"):
+            replace = "{}"
+        elif arg.startswith("--replace="):
+            replace = arg[10:] or "{}"
+        elif arg.startswith("-i"):
+            replace = arg[2:]
+        elif arg in ("-0", "--null"):
+            nul = True
+        elif arg in ("-d", "--delimiter"):
+            delim = value
+        elif arg.startswith("--delimiter="):
+            delim = arg[12:]
+        elif arg in ("-a", "--arg-file"):
+            arg_file = value
+        elif arg.startswith("--arg-file="):
+            arg_file = arg[11:]
+        i += 2 if arg in _XARGS_VALUES else 1
+    command = argv[i:] or ["echo"]
+    items = _feed_items(cmd, nul, delim, arg_file)
+    _fan_out(cmd, command, items, replace, cmds, depth, "xargs")
+    return SPAWNED
+
+
+def _fan_out(cmd, command, items, replace, cmds, depth, origin):
+    """Run command with items appended, or once per item in place of replace."""
+    if items is None:
+        items = [found_word(UNKNOWN_WORD, None)]
+    if not replace:
+        spawn_argv(cmd, list(command) + list(items), cmds, depth + 1, origin)
+        return
+    distinct = list(dict.fromkeys(items))
+    if len(distinct) > FANOUT_MAX:
+        cmd.shared.too_large = "xargs -I with more than %d distinct items" % FANOUT_MAX
+        return
+    for item in distinct:
+        env = dict(cmd.env)
+        argv = [_substitute(w, replace, item, env) for w in command]
+        spawn_argv(cmd, argv, cmds, depth + 1, origin, env=env)
+
+
+def _feed_items(cmd, nul=False, delim=None, arg_file=None):
+    """The items a command reads on its stdin, as words: from a here-string, a
+    heredoc, a small file, an echo/printf before it, the paths a find or ls
+    yields; None when the line cannot tell."""
+    text = None
+    for redirect in cmd.redirects:
+        if redirect.op == "<" and arg_file is None:
+            arg_file = redirect.target
+        elif redirect.op == "<<<":
+            text = redirect.target
+        elif redirect.op in ("<<", "<<-"):
+            text = redirect.body
+    if text is None and arg_file is not None:
+        if isinstance(arg_file, Opaque):
+            return None
+        text = _script_text(_resolve_in(cmd, arg_file), cmd.shared, SMALL_FILE_MAX, False)
+    if text is None:
+        return _feeder_items(cmd.feeds)
+    if isinstance(text, Opaque):
+        return None
+    if nul or delim:
+        parts = text.split("\0" if nul else (delim.replace("\\n", "\n") or "\n"))
+    else:
+        parts = split_words(text) if any(q in text for q in "'\"\\") else text.split()
+    return [p for p in parts if p]
+
+
+def _feeder_items(feeder):
+    if feeder is None or not feeder.argv:
+        return None
+    prog, args = feeder.prog, feeder.argv[1:]
+    if prog == "echo":
+        while args and args[:1] in (["-n"], ["-e"], ["-E"]):
+            args = args[1:]
+    elif prog == "printf":
+        args = args[1:] if len(args) > 1 else args
+    elif prog in ("find", "fd", "fdfind") and feeder.find is not None:
+        return [found_word(feeder.find.roots[0], feeder)]
+    elif prog == "ls" and not any(isinstance(a, Opaque) for a in args):
+        hidden = any(a.startswith("-") and not a.startswith("--") and ("a" in a or "A" in a)
+                     for a in args) or "--all" in args or "--almost-all" in args
+        folders = [a for a in args if not a.startswith("-")] or ["."]
+        names = (".*", "*") if hidden else ("*",)
+        return [Glob(os.path.join(f, n)) for f in folders for n in names]
+    else:
+        return None
+    if any(isinstance(a, (Opaque, Found)) for a in args):
+        return None
+    items = []
+    for arg in args:
+        pieces = arg.replace("\\n", " ").replace("\\0", " ").replace("\\t", " ").split()
+        items.extend(Glob(p) if isinstance(arg, Glob) else p for p in pieces)
+    return items
+
+
+_PEELERS = {
+    "command": _peel_command, "env": _peel_env, "flock": _peel_flock,
+    "watch": _peel_watch, "xargs": _peel_xargs, "parallel": _peel_parallel,
+    "sem": _peel_sem, "su": _peel_su, "runuser": _peel_su, "eval": _peel_eval,
+    "trap": _peel_trap, "script": _peel_script, "cd": _peel_cd, "pushd": _peel_cd,
+    "export": _peel_export, "declare": _peel_export, "typeset": _peel_export,
+    "local": _peel_export, "readonly": _peel_export, "read": _peel_read,
+    "mapfile": _peel_read, "readarray": _peel_read, "busybox": _peel_busybox,
+    "ssh": _peel_ssh, "docker": _peel_container, "podman": _peel_container,
+    "nerdctl": _peel_container, "kubectl": _peel_kubectl, "oc": _peel_kubectl,
+}
+for _name in SHELL_NAMES - {"busybox"}:
+    _PEELERS[_name] = _peel_shell
+
+
+# ---- what a settled command runs or makes ------------------------------------
+
+_MAKES = frozenset(("make", "gmake", "bmake"))
+# Programs of the system itself, run by their path: not read as scripts.
+_SYSTEM_PROGRAMS = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/lib/",
+                    "/usr/libexec/", "/lib/", "/System/")
+_PACKAGE_RUNNERS = frozenset(("npm", "yarn", "pnpm", "bun"))
+
+
+def _follow(cmd, state, cmds, depth):
+    """Follow what a command (wrappers peeled) runs: a script, inline code, make
+    recipes, package scripts, find's -exec; note the symlinks and files the line
+    makes, and whether it runs notrest itself."""
+    prog, argv = cmd.prog, cmd.argv
+    _note_cli(cmd)
+    if cmd.shared.shallow:
+        return
+    if prog == "find":
+        read_find(cmd, cmds, depth)
+    elif cmd.cli is not None:
+        pass
+    elif prog == "bun" and _follow_package(cmd, cmds, depth):
+        pass
+    elif prog in INTERPRETERS or prog.startswith(("python", "pypy")):
+        _follow_interpreter(cmd, cmds, depth)
+    elif prog in _MAKES:
+        _follow_make(cmd, cmds, depth)
+    elif prog in _PACKAGE_RUNNERS:
+        _follow_package(cmd, cmds, depth)
+    elif prog in ("source", ".") and len(argv) > 1:
+        run_script(cmd, argv[1], argv[2:], cmds, depth, "sh")
+    elif "/" in argv[0] and not isinstance(argv[0], Opaque) and not argv[0].startswith(
+            _SYSTEM_PROGRAMS):
+        run_script(cmd, argv[0], argv[1:], cmds, depth, None)
+    if prog == "ln":
+        _note_links(cmd)
+    elif prog in ("tar", "bsdtar", "zip"):
+        note_archive(cmd)
+    elif prog in ("cat", "echo", "printf", "cp", "tee") or cmd.redirects:
+        _note_written(cmd)
+
+
+def _note_links(cmd):
+    """`ln -s TARGET LINK` in this line: later words resolve through the link."""
+    if not has_flag(cmd, "s", ("--symbolic",)):
+        return
+    for source, dest, _tree in copy_plan(cmd):
+        if source is None or dest is None or isinstance(source, (Opaque, Glob)) or \
+                isinstance(dest, Opaque):
+            continue
+        link = os.path.normpath(os.path.join(cmd.cwd, dest))
+        target = os.path.normpath(os.path.join(os.path.dirname(link), source))
+        cmd.shared.links[link] = target
+
+
+def _note_written(cmd):
+    """Files this line writes whose text it shows (cat/echo/printf > f, a heredoc
+    into tee, cp): a script run later in the same line is read from here."""
+    shared, prog = cmd.shared, cmd.prog
+    body = None
+    if prog in ("cat", "tee") and len(cmd.argv) <= 2:
+        body = next((r.body if r.op in ("<<", "<<-") else r.target for r in cmd.redirects
+                     if r.op in ("<<", "<<-", "<<<")), None)
+    elif prog in ("echo", "printf"):
+        body = " ".join(a for a in cmd.argv[1:] if a not in ("-e", "-n", "-E"))
+        body = body.replace("\\n", "\n")
+    if prog == "cp" and not cmd.redirects:
+        for source, dest, _tree in copy_plan(cmd):
+            if source is not None and dest is not None and not isinstance(dest, Opaque):
+                shared.note(cmd, dest, ("copy", source))
+        return
+    if body is None or isinstance(body, Opaque):
+        return
+    targets = [r.target for r in cmd.redirects if r.op in (">", ">|", ">>")]
+    if prog == "tee":
+        targets += [a for a in cmd.argv[1:] if not a.startswith("-")]
+    for target in targets:
+        if isinstance(target, str) and not isinstance(target, Opaque):
+            shared.note(cmd, target, body)
+
+
+def _note_cli(cmd):
+    """Mark a command that runs notrest itself (its wrapper, its module, the
+    console script, a launcher, install.sh): cmd.cli holds its arguments."""
+    argv = cmd.argv
+    prog = cmd.prog
+    if prog in NOTREST_NAMES:
+        cmd.cli = list(argv[1:])
+        return
+    path = argv[0]
+    if "/" in path and not isinstance(path, Opaque):
+        kind = notrest_file_kind(_resolve_in(cmd, path))
+        if kind == "cli":
+            cmd.cli = list(argv[1:])
+        elif kind:
+            cmd.cli = [kind] + list(argv[1:])
+
+
+def notrest_file_kind(path):
+    """What running a file does to notrest: "cli" (notrest's own CLI: the wrapper,
+    notrest.py), "hook" (a hook launcher), "install" (notrest's install.sh), or ""."""
+    name = os.path.basename(path)
+    if name in NOTREST_NAMES:
+        return "cli"
+    folder = os.path.dirname(path)
+    if name.endswith(".sh") and (folder.endswith("/" + ESTATE_DIR + "/hooks") or (
+            os.path.basename(folder) == "hooks" and os.path.exists(
+                os.path.join(os.path.dirname(folder), "notrest.py")))):
+        return "hook"
+    if name == "install.sh" and os.path.exists(os.path.join(folder, "notrest.py")):
+        return "install"
+    return ""
+
+
+def read_find(cmd, cmds, depth):
+    """Read a find's expression into cmd.find and run its -exec commands with `{}`
+    standing for what it finds."""
+    argv, info = cmd.argv, FindInfo()
+    i = 1
+    while i < len(argv) and (argv[i] in ("-H", "-L", "-P") or argv[i].startswith(
+            ("-D", "-O"))):
+        info.follow = info.follow or argv[i] in ("-H", "-L")
+        i += 1
+    while i < len(argv) and not argv[i].startswith("-") and argv[i] not in (
+            "(", "!", ")", ","):
+        info.roots.append(argv[i])
+        i += 1
+    info.roots = info.roots or ["."]
+    negate, last = False, None
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _FIND_EXECS:
+            j = i + 1
+            while j < len(argv) and argv[j] not in (";", "+"):
+                j += 1
+            info.execs.append((arg, argv[i + 1:j]))
+            i, negate = j + 1, False
+            continue
+        if arg in ("!", "-not"):
+            negate = True
+            i += 1
+            continue
+        if arg == "-delete":
+            info.deleting = True
+        elif arg == "-prune" and last is not None:
+            info.excluded.append(last)
+        elif arg == "-fprintf" and i + 1 < len(argv):
+            info.outputs.append(argv[i + 1])
+            i += 3
+            continue
+        if arg in _FIND_VALUES and i + 1 < len(argv):
+            test = (arg, argv[i + 1])
+            if arg in _FIND_OUTPUTS:
+                info.outputs.append(argv[i + 1])
+            if arg in _FIND_FILTERS:
+                info.narrowed = True
+            if arg in _FIND_NAME_TESTS:
+                (info.excluded if negate else info.tests).append(test)
+            last = test
+            i, negate = i + 2, False
+            continue
+        negate = False
+        i += 1
+    cmd.find = info
+    for action, words in info.execs:
+        env = dict(cmd.env)
+        item = found_word(info.roots[0], cmd)
+        argv = [_substitute(w, "{}", item, env) for w in words]
+        spawn_argv(cmd, argv, cmds, depth + 1, "find %s" % action, env=env)
+
+
+_FIND_EXECS = ("-exec", "-execdir", "-ok", "-okdir")
+_FIND_NAME_TESTS = ("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename",
+                    "-regex", "-iregex")
+_FIND_FILTERS = ("-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex",
+                 "-mtime", "-mmin", "-newer", "-size", "-empty", "-user",
+                 "-perm", "-atime", "-ctime", "-amin", "-cmin", "-links", "-inum",
+                 "-lname", "-samefile")
+_FIND_OUTPUTS = ("-fprint", "-fprint0", "-fls")
+_FIND_VALUES = frozenset(_FIND_NAME_TESTS + _FIND_OUTPUTS + (
+    "-lname", "-ilname", "-newer", "-anewer", "-cnewer", "-samefile", "-type", "-xtype",
+    "-perm", "-size", "-user", "-group", "-uid", "-gid", "-mtime", "-atime", "-ctime",
+    "-mmin", "-amin", "-cmin", "-used", "-links", "-inum", "-maxdepth", "-mindepth",
+    "-fstype", "-regextype", "-printf", "-files0-from", "-context"))
+
+
+def run_script(cmd, path_text, args, cmds, depth, kind):
+    """Judge the script a command runs (`sh x.sh`, `./x`, `source x`): read it
+    (bounded, a regular file, a file written earlier in this line first) and
+    parse it with its arguments bound; an interpreter's script is read as code.
+    kind: "sh", or None to go by its #! line."""
+    if isinstance(path_text, Opaque) or cmd.shared is None:
+        return
+    path = _resolve_in(cmd, path_text)
+    name = notrest_file_kind(path)
+    if name:
+        cmd.cli = list(args) if name == "cli" else [name] + list(args)
+        return
+    text = _script_text(path, cmd.shared)
+    if not text:
+        return
+    origin = os.path.basename(path_text)
+    language = "sh" if kind else _shebang_language(text)
+    if language == "sh":
+        env = _positional(cmd.env, [path_text] + list(args), True)
+        _nested(cmd, text, cmds, depth, origin=origin, env=env)
+    elif language:
+        _follow_code(cmd, text, language, [path_text] + list(args), cmds, depth, origin)
+
+
+def _shebang_language(text):
+    """The language a script's #! line names: sh (also when there is none),
+    python, node, perl, ruby, php, or "" for anything else."""
+    if not text.startswith("#!"):
+        return "sh"
+    words = text[2:text.find("\n") if "\n" in text else len(text)].split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    prog = os.path.basename(words[0]) if words else "sh"
+    if prog in SHELL_NAMES:
+        return "sh"
+    return _language(prog)
+
+
+def _language(prog):
+    for prefix, language in (("python", "python"), ("pypy", "python"), ("node", "node"),
+                             ("deno", "node"), ("bun", "node"), ("perl", "perl"),
+                             ("ruby", "ruby"), ("php", "php")):
+        if prog.startswith(prefix):
+            return language
+    return "other" if prog in INTERPRETERS else ""
+
+
+def _script_text(path, shared, limit=SCRIPT_READ_MAX, strict=True):
+    """The text of a file the gate reads to judge it, or None: a regular file
+    opened without blocking, at most limit bytes, within the call's budget (past
+    either, the call is too large to judge when strict); a file written earlier
+    in this very line is taken from the line. A binary file (a NUL in its first
+    block) is no text, and only its first block is read."""
+    written = shared.made(path)
+    if isinstance(written, str):
+        return written
+    if isinstance(written, tuple):
+        path = written[1]
+    import stat
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except (OSError, ValueError, TypeError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        first = os.read(fd, 4096)
+        if b"\0" in first:
+            return None
+        if info.st_size > limit or shared.script_bytes + info.st_size > SCRIPT_BUDGET_BYTES:
+            if not strict:
+                return None
+            shared.too_large = shared.too_large or "%s is %d bytes (the gate reads up " \
+                "to %d)" % (path, info.st_size, min(limit, SCRIPT_BUDGET_BYTES))
+            return None
+        chunks, size = [first], len(first)
+        while size <= info.st_size and first:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    shared.script_bytes += size
+    data = b"".join(chunks)
+    return data.decode("utf-8", "replace")
+
+
+# ---- interpreters ------------------------------------------------------------
+
+def interpreter_parts(argv):
+    """(codes, script index, module, index of the first argument) of an
+    interpreter command line: inline code (-c, -e, -r...), the script it runs,
+    the module of `python -m`."""
+    prog = os.path.basename(argv[0])
+    language = _language(prog)
+    code_flags = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
+                  "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",)}.get(
+        language, ("-e", "-c", "--eval", "-Command", "-r"))
+    values = {"python": ("-W", "-X", "--check-hash-based-pycs"),
+              "node": ("-r", "--require", "--import", "--loader", "--experimental-loader",
+                       "-C", "--conditions", "--input-type"),
+              "perl": ("-I", "-M", "-m", "-x"), "ruby": ("-I", "-r", "-C", "-E", "-F"),
+              "php": ("-d", "-c", "-z")}.get(language, ())
+    codes, i = [], 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in code_flags and i + 1 < len(argv):
+            codes.append(argv[i + 1])
+            i += 2
+            if language == "python":
+                return codes, None, None, i
+            continue
+        if language == "python" and arg.startswith("-") and not arg.startswith("--"):
+            letters = arg[1:]
+            if "c" in letters or "m" in letters:
+                cut = min(letters.index(c) for c in "cm" if c in letters)
+                rest = letters[cut + 1:]
+                value = rest or (argv[i + 1] if i + 1 < len(argv) else "")
+                nxt = i + (1 if rest else 2)
+                if letters[cut] == "c":
+                    return [value], None, None, nxt
+                return codes, None, value, nxt
+        if language == "php" and arg == "-f" and i + 1 < len(argv):
+            return codes, i + 1, None, i + 2
+        if arg == "--":
+            i += 1
+            break
+        if arg in values:
+            i += 2
+            continue
+        if not arg.startswith("-") or arg == "-":
+            break
+        i += 1
+    if i < len(argv) and prog in ("deno", "bun") and argv[i] in ("run", "eval", "x"):
+        if argv[i] == "eval" and i + 1 < len(argv):
+            return codes + [argv[i + 1]], None, None, i + 2
+        i += 1
+        while i < len(argv) and argv[i].startswith("-"):
+            i += 1
+    if codes or i >= len(argv) or argv[i] == "-":
+        return codes, None, None, i
+    return codes, i, None, i + 1
+
+
+def interpreter_code(cmd):
+    """Inline code an interpreter runs: -c/-e arguments and a script on stdin."""
+    codes, script, module, _ = interpreter_parts(cmd.argv)
+    if not codes and script is None and module is None:
+        body = _stdin_script(cmd)
+        if body:
+            codes.append(body)
+    return codes
+
+
+def _follow_interpreter(cmd, cmds, depth):
+    """Judge what an interpreter runs: its inline code, its script, or notrest."""
+    argv = cmd.argv
+    codes, script, module, rest = interpreter_parts(argv)
+    language = _language(cmd.prog) or "other"
+    if module is not None:
+        if module.split(".")[0] == "notrest":
+            cmd.cli = list(argv[rest:])
+        elif cmd.shared is not None and "/" not in module:
+            path = os.path.join(cmd.cwd, *module.split(".")) + ".py"
+            if os.path.isfile(path):
+                text = _script_text(path, cmd.shared)
+                if text:
+                    _follow_code(cmd, text, "python", [path] + list(argv[rest:]), cmds,
+                                 depth, module)
+        return
+    if script is not None:
+        if language == "other":
+            run_script(cmd, argv[script], argv[script + 1:], cmds, depth, None)
+        else:
+            _run_code_file(cmd, argv[script], argv[script + 1:], language, cmds, depth)
+        return
+    if not codes:
+        body = _stdin_script(cmd)
+        codes = [body] if body else []
+    for code in codes:
+        flag = {"python": "-c", "php": "-r"}.get(language, "-e")
+        _follow_code(cmd, code, language, ["-c"] + list(argv[rest:]), cmds, depth,
+                     "%s %s" % (cmd.prog, flag))
+
+
+def _run_code_file(cmd, path_text, args, language, cmds, depth):
+    if isinstance(path_text, Opaque) or cmd.shared is None:
+        return
+    path = _resolve_in(cmd, path_text)
+    kind = notrest_file_kind(path)
+    if kind:
+        cmd.cli = list(args) if kind == "cli" else [kind] + list(args)
+        return
+    text = _script_text(path, cmd.shared)
+    if text:
+        _follow_code(cmd, text, language, [path_text] + list(args), cmds, depth,
+                     os.path.basename(path_text))
+
+
+def _follow_code(cmd, code, language, argv, cmds, depth, origin):
+    """Judge code by what it would run and touch: its shell calls become commands,
+    its file operations the shell commands that do the same; code that runs
+    notrest marks cmd."""
+    for kind, value in readers().code_effects(code, language, [str(a) for a in argv]):
+        if kind == "notrest":
+            cmd.cli = [Opaque(w) if w == UNKNOWN_WORD else w for w in value]
+        elif kind == "shell":
+            _nested(cmd, str(value), cmds, depth, origin=origin)
+        elif kind == "argv":
+            spawn_argv(cmd, [Opaque(w) if w == UNKNOWN_WORD else str(w) for w in value],
+                       cmds, depth + 1, origin)
+
+
+# ---- make and package scripts -------------------------------------------------
+
+
 # ==== paths and globs =======================================================
 
-def resolve_path(text, cwd, home, follow=True):
-    """An absolute, normalised path: ~ expanded, joined to cwd, `..` folded and
-    symlinks of the parent folders resolved (the last part too when follow)."""
+def resolve_path(text, cwd, home, follow=True, links=None, folders=None):
+    """An absolute, normalised path: ~ expanded, joined to cwd, `..` folded,
+    symlinks of the parent folders resolved (the last part too when follow), and
+    links, the symlinks the line itself makes ({link: target}), followed first.
+    folders: a cache of resolved folders, so that many names in one folder cost
+    one walk."""
     if text == "~" or text.startswith("~/"):
         text = (home or "/") + text[1:]
     path = os.path.normpath(os.path.join(cwd or "/", text))
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
+    if links:
+        path = _through_links(path, links, follow)
     try:
-        if follow:
-            return os.path.realpath(path)
         head, tail = os.path.split(path)
-        return os.path.join(os.path.realpath(head), tail) if tail else path
+        if not tail:
+            return os.path.realpath(path) if follow else path
+        real_head = folders.get(head) if folders is not None else None
+        if real_head is None:
+            real_head = os.path.realpath(head)
+            if folders is not None:
+                folders[head] = real_head
+        joined = os.path.join(real_head, tail)
+        if follow and os.path.islink(joined):
+            return os.path.realpath(joined)
+        return joined
     except (OSError, ValueError):
         return path
+
+
+def _through_links(path, links, follow):
+    for _ in range(8):
+        for link, target in links.items():
+            if path.startswith(link + "/"):
+                path = target + path[len(link):]
+                break
+            if follow and path == link:
+                path = target
+                break
+        else:
+            return path
+    return path
 
 
 def is_within(path, base):
@@ -3327,6 +4326,14 @@ def _segment_match(pattern, text):
     return p == len(pattern)
 
 
+def shell_segment_match(pattern, name):
+    """A shell glob of one segment: as _segment_match, but a leading dot is
+    matched only by a pattern that starts with one (`*` skips dotfiles)."""
+    if name.startswith(".") and not pattern.startswith("."):
+        return False
+    return _segment_match(pattern, name)
+
+
 def _char_match(pattern, p, ch):
     """(matches, pattern width) of the pattern item at p against one character."""
     c = pattern[p]
@@ -3352,11 +4359,13 @@ def _char_match(pattern, p, ch):
     return c == ch, 1
 
 
-def glob_match(pattern, path):
+def glob_match(pattern, path, shell=False):
     """Match a '/'-separated path against a glob where ** spans folders.
-    A pattern without '/' matches the last segment anywhere."""
+    A pattern without '/' matches the last segment anywhere. shell: as the shell
+    expands, where `*` does not match a leading dot."""
+    match = shell_segment_match if shell else _segment_match
     if "/" not in pattern:
-        return _segment_match(pattern, path.rstrip("/").rsplit("/", 1)[-1])
+        return match(pattern, path.rstrip("/").rsplit("/", 1)[-1])
     pats = [s for s in pattern.strip("/").split("/") if s]
     parts = [s for s in path.strip("/").split("/") if s]
     memo = {}
@@ -3370,8 +4379,7 @@ def glob_match(pattern, path):
         elif pats[i] == "**":
             result = walk(i + 1, j) or (j < len(parts) and walk(i, j + 1))
         else:
-            result = j < len(parts) and _segment_match(pats[i], parts[j]) and walk(
-                i + 1, j + 1)
+            result = j < len(parts) and match(pats[i], parts[j]) and walk(i + 1, j + 1)
         memo[key] = result
         return result
 
@@ -3452,6 +4460,11 @@ _VALUE_OPTIONS = {
     "diff": ("-U", "-C", "--label", "-x", "--exclude"),
     "dd": (),
     "split": ("-l", "-b", "-n", "-a"),
+    "unzip": ("-d", "-P"),
+    "patch": ("-i", "-d", "-o", "-r", "-B", "-z", "-V", "-D", "-F", "-g", "-p"),
+    "gzip": ("-S", "--suffix"),
+    "uniq": ("-f", "-s", "-w"),
+    "sponge": (),
 }
 
 
@@ -3503,7 +4516,8 @@ def has_flag(cmd, short="", long=()):
 
 def command_paths(cmd):
     """[(path text, mode)] a simple command would touch: mode read, write, delete,
-    or code (a path named inside an interpreter's inline code)."""
+    meta (permissions, times), or code (a path named inside an interpreter's inline
+    code). A word may be a Found (whatever a find yields) or an Opaque."""
     prog, found = cmd.prog, []
     for redirect in cmd.redirects:
         target = redirect.target
@@ -3513,35 +4527,37 @@ def command_paths(cmd):
             found.append((target, "write"))
         elif redirect.op in ("<", "<&"):
             found.append((target, "read"))
-    if prog in ("rm", "unlink", "rmdir", "shred", "srm", "trash", "trash-put"):
+    if prog in ("rm", "unlink", "rmdir", "shred", "srm", "trash", "trash-put", "rimraf"):
         found += [(p, "delete") for p in operands(cmd)]
-    elif prog == "mv":
-        ops = operands(cmd)
-        target_dir = option_values(cmd, ("-t", "--target-directory"))
-        found += [(p, "delete") for p in (ops if target_dir else ops[:-1])]
-        found += [(p, "write") for p in (target_dir or ops[-1:])]
-    elif prog in ("cp", "ln", "install", "rsync", "scp"):
-        ops = operands(cmd)
-        if prog == "install" and has_flag(cmd, "d", ("--directory",)):
-            found += [(p, "write") for p in ops]
-        else:
-            target_dir = option_values(cmd, ("-t", "--target-directory"))
-            found += [(p, "read") for p in (ops if target_dir else ops[:-1])]
-            found += [(p, "write") for p in (target_dir or ops[-1:])]
-            if prog == "rsync" and has_flag(cmd, "", ("--delete", "--delete-after",
-                                                      "--delete-before", "--del")):
-                found += [(p, "delete") for p in (target_dir or ops[-1:])]
+    elif prog in ("mv", "cp", "ln", "install", "rsync", "scp"):
+        for source, dest, _tree in copy_plan(cmd):
+            if source is not None and prog != "ln":
+                found.append((source, "delete" if prog == "mv" else "read"))
+            if dest is not None:
+                found.append((dest, "write"))
+        if prog == "rsync" and has_flag(cmd, "", ("--delete", "--delete-after",
+                                                  "--delete-before", "--del",
+                                                  "--delete-during", "--delete-excluded")):
+            found += [(dest, "delete") for _s, dest, _t in copy_plan(cmd)[-1:] if dest]
     elif prog in ("tee", "truncate", "mkdir", "mkfifo", "sponge"):
         found += [(p, "write") for p in operands(cmd)]
-    elif prog in ("touch", "chattr", "setfacl", "xattr"):
+    elif prog in ("touch", "chattr", "setfacl", "xattr", "setfattr"):
         found += [(p, "meta") for p in operands(cmd)]
     elif prog in ("chmod", "chown", "chgrp"):
         found += [(p, "meta") for p in _chmod_targets(cmd)]
-    elif prog in ("sed", "perl", "ruby") and (has_flag(cmd, "i", ("--in-place",)) or any(
-            a.startswith("-i") or a.startswith("--in-place") for a in cmd.argv[1:])):
+    elif prog in ("sed", "perl", "ruby", "gawk", "awk") and _in_place(cmd):
         ops = operands(cmd)
         scripted = bool(option_values(cmd, ("-e", "--expression", "-f", "--file")))
-        found += [(p, "write") for p in (ops if scripted or prog != "sed" else ops[1:])]
+        found += [(p, "write") for p in (ops if scripted or prog not in (
+            "sed", "awk", "gawk") else ops[1:])]
+    elif prog in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "zstd",
+                  "unzstd", "compress") and not has_flag(cmd, "ckt", (
+                      "--stdout", "--keep", "--to-stdout", "--test", "--list")):
+        found += [(p, "delete") for p in operands(cmd)]
+    elif prog in ("sort", "uniq"):
+        found += [(p, "write") for p in option_values(cmd, ("-o", "--output"))]
+        if prog == "uniq":
+            found += [(p, "write") for p in operands(cmd)[1:2]]
     elif prog == "dd":
         for arg in cmd.argv[1:]:
             if arg.startswith("of="):
@@ -3550,10 +4566,12 @@ def command_paths(cmd):
                 found.append((arg[3:], "read"))
     elif prog == "git" and len(cmd.argv) > 1:
         found += _git_paths(cmd)
-    elif prog == "find":
-        found += [(root, "delete") for root in _find_roots_deleting(cmd)]
-    elif prog in ("patch",):
-        found += [(p, "write") for p in operands(cmd)[:1]]
+    elif prog == "find" and cmd.find is not None:
+        if cmd.find.deleting:
+            found += [(found_word(root, cmd), "delete") for root in cmd.find.roots]
+        found += [(p, "write") for p in cmd.find.outputs]
+    elif prog == "patch":
+        found += patch_command_targets(cmd)
     elif prog == "apply_patch":
         body = _stdin_script(cmd)
         found += patch_targets(body or " ".join(cmd.argv[1:]))
@@ -3568,12 +4586,11 @@ def command_paths(cmd):
             at = value.find("@")
             if at == 0 or (at > 0 and value[at - 1] == "="):
                 found.append((value[at + 1:].split(";")[0], "read"))
-    elif prog == "tar":
-        extracting = any(a.startswith("-") and "x" in a or a in ("x", "--extract")
-                         for a in cmd.argv[1:2] + cmd.argv[1:])
-        if extracting:
-            found += [(p, "write") for p in option_values(cmd, ("-C", "--directory"))]
-        else:
+    elif prog in ("tar", "bsdtar", "unzip"):
+        plan = extract_plan(cmd)
+        if plan is not None:
+            found += [(p, "write") for p in plan]
+        elif prog != "unzip":
             found += [(p, "read") for p in operands(cmd)]
     elif prog in _CONTENT_READERS or prog in ("source", "."):
         ops = operands(cmd)
@@ -3594,14 +4611,72 @@ def command_paths(cmd):
     return [(p, m) for p, m in found if p]
 
 
-def interpreter_code(cmd):
-    """Inline code an interpreter runs: -c/-e arguments and a script on stdin."""
-    codes = option_values(cmd, ("-c", "-e", "-E", "--eval", "-r", "-p"))
-    if not codes and (cmd.argv[1:2] in (["-"], []) or "-" in cmd.argv):
-        body = _stdin_script(cmd)
-        if body:
-            codes.append(body)
-    return codes
+def _in_place(cmd):
+    return has_flag(cmd, "i", ("--in-place",)) or any(
+        a.startswith("-i") or a.startswith("--in-place") for a in cmd.argv[1:]) or (
+        cmd.prog in ("gawk", "awk") and "inplace" in option_values(cmd, ("-i",)))
+
+
+def copy_plan(cmd):
+    """[(source, destination, tree)] of cp, mv, ln, install, rsync, scp: where each
+    source lands. DEST is a folder when -t names it, when it ends in /, when there
+    are several sources, or when it is a folder on disk: each source then lands
+    at DEST/<its name> (rsync's SRC/ and cp's SRC/. put the contents in DEST).
+    tree: the source may be a folder whose contents land under the destination
+    (a recursive copy, a move). source None: install -d makes the folder. Remote
+    rsync and scp paths (host:path) are left out."""
+    prog, ops = cmd.prog, operands(cmd)
+    if prog == "install" and has_flag(cmd, "d", ("--directory",)):
+        return [(None, p, False) for p in ops]
+    target = option_values(cmd, ("-t", "--target-directory"))
+    plain = has_flag(cmd, "T", ("--no-target-directory",)) and prog != "rsync"
+    if target:
+        sources, dest, folder = ops, target[-1], True
+    elif prog == "ln" and len(ops) == 1:
+        sources, dest, folder = ops, ".", True
+    elif len(ops) == 1 and prog in ("mv", "cp"):
+        return [(ops[0], ops[0], False)]  # a brace expansion: x{,.bak}
+    elif len(ops) >= 2:
+        sources, dest = ops[:-1], ops[-1]
+        folder = not plain and (dest.endswith("/") or len(sources) > 1 or _is_folder(
+            cmd, dest))
+    else:
+        return []
+    if _remote(dest, prog):
+        return [(source, None, False) for source in sources if not _remote(source, prog)]
+    tree = prog == "mv" or (prog in ("cp", "scp") and has_flag(
+        cmd, "rRa", ("--recursive", "--archive"))) or (prog == "rsync" and has_flag(
+            cmd, "ra", ("--recursive", "--archive")))
+    plan = []
+    for source in sources:
+        if _remote(source, prog):
+            source = Opaque(UNKNOWN_WORD)
+        contents = source.endswith("/.") or (prog == "rsync" and source.endswith("/"))
+        name = os.path.basename(source.rstrip("/")) if not contents else ""
+        if contents or not folder or not name or name in (".", ".."):
+            landing = dest
+        else:
+            landing = os.path.join(dest, name)
+            if isinstance(source, Glob):
+                landing = Glob(landing)
+        plan.append((source, landing, tree and prog != "ln"))
+    return plan
+
+
+def _remote(path, prog):
+    if prog not in ("rsync", "scp") or ":" not in path:
+        return False
+    head = path.split(":", 1)[0]
+    return "/" not in head and bool(head)
+
+
+def _is_folder(cmd, text):
+    if isinstance(text, Opaque):
+        return False
+    try:
+        return os.path.isdir(_resolve_in(cmd, text))
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def _chmod_targets(cmd):
@@ -3623,33 +4698,13 @@ def _chmod_targets(cmd):
     return out
 
 
-def _find_roots_deleting(cmd):
-    """The starting points of a find that deletes (-delete, -exec rm ...)."""
-    argv = cmd.argv
-    expr_at = next((i for i, a in enumerate(argv[1:], 1) if a.startswith("-") or a in (
-        "(", "!")), len(argv))
-    expr = argv[expr_at:]
-    deleting = "-delete" in expr or any(
-        a in ("-exec", "-execdir", "-ok", "-okdir") and j + 1 < len(expr) and
-        os.path.basename(expr[j + 1]) in ("rm", "shred", "unlink", "srm")
-        for j, a in enumerate(expr))
-    if not deleting:
-        return []
-    return [a for a in argv[1:expr_at] if a not in ("-H", "-L", "-P")] or ["."]
-
-
 def find_name_patterns(cmd):
     """The -name/-iname/-path patterns of a find, and whether it has any test that
     narrows what it matches."""
-    patterns, narrowed = [], False
-    argv = cmd.argv
-    for i, arg in enumerate(argv):
-        if arg in ("-name", "-iname", "-path", "-ipath", "-wholename", "-regex",
-                   "-iregex") and i + 1 < len(argv):
-            patterns.append((arg, argv[i + 1]))
-        if arg in _FIND_FILTERS:
-            narrowed = True
-    return patterns, narrowed
+    info = cmd.find
+    if info is None:
+        return [], False
+    return list(info.tests), info.narrowed
 
 
 def _git_paths(cmd):
@@ -3661,7 +4716,9 @@ def _git_paths(cmd):
     sub, rest = argv[i], [a for a in argv[i + 1:] if not a.startswith("-")]
     if sub in ("rm", "clean"):
         return [(p, "delete") for p in rest]
-    if sub in ("checkout", "restore", "mv", "apply", "am"):
+    if sub in ("apply", "am"):
+        return git_patch_targets(cmd, argv[i + 1:])
+    if sub in ("checkout", "restore", "mv"):
         if sub == "checkout" and "--" not in argv:
             return [(p, "write") for p in rest if "/" in p or "." in p]
         return [(p, "write") for p in rest if p != "--"]
@@ -3677,7 +4734,8 @@ def _git_paths(cmd):
 
 
 def _code_tokens(code):
-    """Path-like tokens inside inline interpreter code."""
+    """Path-like tokens inside inline interpreter code (the literals as written
+    and as the code's own concatenations and joins build them)."""
     tokens, buf = [], []
     for ch in code + " ":
         if ch in " \t\n'\"()[]{},;=`+":
@@ -3695,9 +4753,9 @@ def code_writes(code):
     """Whether inline interpreter code looks like it writes or deletes files."""
     low = code.lower()
     return any(w in low for w in (
-        "write", "'w'", '"w"', "'a'", '"a"', "'w+'", '"w+"', "unlink", "remove", "rename",
-        "rmtree", "replace(", "truncate", "dump(", "writefile", "appendfile", "rmsync",
-        "rmdir", "copyfile", "move(", "chmod", "open(", ">"))
+        "write", "'w'", '"w"', "'w+'", '"w+"', "'wb'", '"wb"', "unlink", "rename",
+        "rmtree", "truncate", "writefile", "appendfile", "rmsync", "rmdir", "copyfile",
+        "copytree", "chmod", "symlink", "'>", '">'))
 
 
 # ==== laws ==================================================================
@@ -3711,7 +4769,9 @@ BUILTIN_LAWS = (
      "match": "destroy",
      "text": "Never delete recursively or by force /, ~, system folders, the project "
              "root, .git or anything outside the project and the temp dir; no mkfs, dd "
-             "or writes to disks, fork bombs, or recursive chmod/chown of / or ~.",
+             "or writes to disks, fork bombs, or recursive chmod/chown of / or ~. A "
+             "forced or recursive delete whose target the gate cannot resolve needs a "
+             "person's yes.",
      "instead": "delete only what you made, by name, inside the project or the temp "
                 "dir (`rm -r build`), and ask the user to do anything wider"},
     {"id": "no-force-push", "on": ["PreToolUse", "PermissionRequest"], "action": "deny",
@@ -3724,14 +4784,19 @@ BUILTIN_LAWS = (
      "action": "deny", "match": "secrets",
      "text": "Never read, print, copy or write secret files: .env files (templates "
              "such as .env.example are fine), private keys, ~/.aws/credentials, "
-             "~/.netrc, ~/.docker/config.json, cloud credentials.",
+             "~/.netrc, ~/.docker/config.json, cloud credentials, the clients' own "
+             "credentials (~/.codex/auth.json, ~/.claude/.credentials.json) and "
+             "notrest's key.",
      "instead": "read the template (`cat .env.example`) or ask the user for the one "
                 "value you need"},
     {"id": "protect-harness", "on": ["PreToolUse", "PermissionRequest"],
      "action": "deny", "match": "harness",
-     "text": "Never edit, move or delete .notrest/, .claude/settings*.json, "
-             ".codex/hooks.json or .codex/config.toml: change the estate only through "
-             "notrest commands; laws and hooks are changed by a person.",
+     "text": "Never edit, move or delete the harness: .notrest/, the hook settings "
+             "(.claude/settings*.json, .codex/hooks.json, .codex/config.toml, and the "
+             "user's and managed ones), notrest's skills, the notrest block of AGENTS.md, "
+             "shell rc and profile files, the Codex session logs, notrest's data folder; "
+             "of notrest's own CLI use only packet, bank, status, laws, check, log, "
+             "learn --list and doctor. Laws and hooks are changed by a person.",
      "instead": "use the notrest commands (`{cli} bank --note \"...\"`, `{cli} status`) "
                 "and ask a person to change laws or hook settings"},
     {"id": "pipe-to-shell", "on": ["PreToolUse", "PermissionRequest"], "action": "ask",
@@ -3754,13 +4819,58 @@ LAW_ACTIONS = ("deny", "ask", "warn", "block", "require")
 LAW_FIELDS = ("id", "text", "on", "action", "instead", "tool", "program", "command",
               "path", "mode", "prompt", "spawn", "check", "timeout")
 DEFAULT_PROTECTED_BRANCHES = ("main", "master")
+# What protect-harness guards, relative to the project, the home folder, the
+# clients' own folders ($CODEX_HOME, $CLAUDE_CONFIG_DIR), and the machine.
 HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  ".claude/settings.local.json", ".claude/settings*.json",
-                 ".codex/hooks.json", ".codex/config.toml")
+                 ".codex/hooks.json", ".codex/config.toml", ".claude/skills/notrest*",
+                 ".claude/skills/notrest*/**", ".agents/skills/notrest*",
+                 ".agents/skills/notrest*/**")
+SHELL_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout",
+                       ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
+                       ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".xprofile",
+                       ".xsessionrc", ".pam_environment", ".config/fish/config.fish",
+                       ".config/fish/conf.d/**", ".config/environment.d/**")
 HOME_HARNESS_PATHS = (".claude/settings.json", ".claude/settings.local.json",
-                      ".codex/hooks.json", ".codex/config.toml", ".claude/plugins/**",
-                      ".cache/notrest/**")
-CODEX_HOME_HARNESS = ("hooks.json", "config.toml")
+                      ".claude/settings*.json", ".codex/hooks.json", ".codex/config.toml",
+                      ".claude/plugins/**", ".cache/notrest/**",
+                      ".claude/skills/notrest*", ".claude/skills/notrest*/**",
+                      ".agents/skills/notrest*", ".agents/skills/notrest*/**",
+                      ".codex/sessions/**", ".codex/archived_sessions/**") + \
+    SHELL_STARTUP_FILES
+CODEX_HOME_HARNESS = ("hooks.json", "config.toml", "sessions/**", "archived_sessions/**",
+                      "skills/notrest*/**")
+CLAUDE_CONFIG_HARNESS = ("settings*.json", "plugins/**", "skills/notrest*",
+                         "skills/notrest*/**")
+ZDOTDIR_HARNESS = (".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout")
+XDG_CONFIG_HARNESS = ("fish/config.fish", "fish/conf.d/**", "environment.d/**")
+SYSTEM_HARNESS_PATHS = ("/etc/claude-code/**",
+                        "/Library/Application Support/ClaudeCode/**", "/etc/codex/**",
+                        "/etc/profile", "/etc/profile.d/**", "/etc/bash.bashrc",
+                        "/etc/bashrc", "/etc/zshrc", "/etc/zshenv", "/etc/zprofile",
+                        "/etc/zlogin", "/etc/zsh/**", "/etc/environment",
+                        "/etc/environment.d/**", "/etc/fish/**",
+                        "/etc/security/pam_env.conf", "/etc/csh.cshrc", "/etc/csh.login",
+                        "/etc/ksh.kshrc")
+_SYSTEM_HARNESS = tuple(p.lstrip("/") for p in SYSTEM_HARNESS_PATHS)
+# Paths standing for the harness when a glob, a find or a copied folder could
+# reach it (relative to the project, then to the home folder).
+HARNESS_SAMPLES = (".notrest", ".notrest/laws.json", ".notrest/config.json",
+                   ".notrest/notrest.py", ".notrest/notrest",
+                   ".notrest/hooks/pre-tool-use.sh", ".notrest/hooks/launch.sh",
+                   ".notrest/journal/s.jsonl", ".notrest/sessions/s.json", ".claude",
+                   ".claude/settings.json", ".claude/settings.local.json",
+                   ".claude/skills/notrest/SKILL.md",
+                   ".claude/skills/notrest-laws/SKILL.md", ".codex", ".codex/hooks.json",
+                   ".codex/config.toml", ".agents/skills/notrest/SKILL.md",
+                   ".agents/skills/notrest-laws/SKILL.md")
+HOME_HARNESS_SAMPLES = (".claude/settings.json", ".claude/settings.local.json",
+                        ".codex/hooks.json", ".codex/config.toml",
+                        ".codex/sessions/rollout.jsonl", ".claude/plugins/notrest/x",
+                        ".cache/notrest/x", ".bashrc", ".bash_profile", ".profile",
+                        ".zshrc", ".zshenv", ".zprofile", ".config/fish/config.fish")
+AGENTS_BLOCK_MARKERS = ("<!-- notrest:begin -->", "<!-- notrest:end -->")
+AGENTS_READ_MAX = 1 << 20
 SECRET_NAMES = (".env", ".env.*", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
                 "id_ecdsa_sk", "id_ed25519_sk", "*.pem", "*.key", "*.p12", "*.pfx")
 SECRET_TEMPLATES = (".example", ".sample", ".template", ".dist", ".pub")
@@ -3768,7 +4878,8 @@ HOME_SECRET_PATHS = (".aws/credentials", ".netrc", ".docker/config.json",
                      ".git-credentials", ".pypirc", ".config/gcloud/credentials.db",
                      ".config/gcloud/access_tokens.db",
                      ".config/gcloud/application_default_credentials.json",
-                     ".config/gcloud/legacy_credentials/**")
+                     ".config/gcloud/legacy_credentials/**", ".codex/auth.json",
+                     ".claude/.credentials.json")
 SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
                "/libx32", "/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin",
                "/snap", "/srv", "/sys", "/usr", "/var", "/nix", "/System", "/Library",
@@ -3782,20 +4893,32 @@ BLOCK_DEVICES = ("/dev/sd", "/dev/hd", "/dev/vd", "/dev/xvd", "/dev/nvme", "/dev
                  "/dev/port")
 DOWNLOADERS = frozenset(("curl", "wget", "fetch", "http", "https", "xh", "aria2c",
                          "lwp-request", "GET"))
+# The environment a gate reads (the hook's own): where the home folder, the temp
+# dir, the clients' folders and notrest's data folder are.
+GATE_ENV_KEYS = ("HOME", "TMPDIR", "USER", "CODEX_HOME", "CLAUDE_CONFIG_DIR",
+                 "XDG_CONFIG_HOME", "XDG_DATA_HOME", "NOTREST_DATA_DIR", "ZDOTDIR")
+# The verbs of notrest's own CLI the agent may run from inside a session.
+AGENT_VERBS = ("packet", "bank", "status", "laws", "check", "log", "learn", "doctor",
+               "help", "view", "sync", "gate")
+LAW_TEXT_MAX = 2000          # characters a project law's regex is matched against
+GIT_QUERY_TIMEOUT_S = 3.0
+GATE_BOUNDS_INSTEAD = ("split the work into smaller commands, or put a long list in a "
+                       "file that a script reads")
 
 
 class Law:
     """One law: built-in or from laws.json."""
 
-    __slots__ = LAW_FIELDS + ("match", "source", "disabled")
+    __slots__ = LAW_FIELDS + ("match", "source", "disabled", "compiled")
 
     def __init__(self, data, source="built-in"):
-        for name in self.__slots__:
+        for name in LAW_FIELDS + ("match",):
             setattr(self, name, data.get(name))
         self.on = list(data.get("on") or [])
         self.action = data.get("action") or "deny"
         self.source = source
         self.disabled = False
+        self.compiled = {}
 
     def to_dict(self):
         out = {name: getattr(self, name) for name in LAW_FIELDS + ("match",)
@@ -3815,6 +4938,15 @@ class Law:
                 parts.append("%s=%s" % (name, value if isinstance(value, str)
                                         else ",".join(map(str, value))))
         return " ".join(parts) or "(no matcher)"
+
+    def search(self, name, text):
+        """Whether the law's `name` regex matches text, clipped to LAW_TEXT_MAX (a
+        pattern that passed regex_problem is at most quadratic on that)."""
+        pattern = self.compiled.get(name)
+        if pattern is None:
+            import re
+            pattern = self.compiled[name] = re.compile(getattr(self, name))
+        return pattern.search(text[:LAW_TEXT_MAX]) is not None
 
 
 class LawBook:
@@ -3876,12 +5008,9 @@ def validate_law(data):
                 problems.append("law %s: `%s` must be a regular expression string"
                                 % (law_id, name))
                 continue
-            try:
-                import re
-                re.compile(value)
-            except re.error as exc:
-                problems.append("law %s: `%s` is not a valid regular expression (%s)"
-                                % (law_id, name, exc))
+            problem = regex_problem(value)
+            if problem:
+                problems.append("law %s: `%s` %s" % (law_id, name, problem))
     for name in ("program", "path"):
         value = data.get(name)
         if value is not None and not (isinstance(value, list) and all(
@@ -3903,6 +5032,26 @@ def validate_law(data):
         problems.append("law %s: give at least one matcher (tool, program, command, "
                         "path, prompt, spawn) or a check command" % law_id)
     return problems
+
+
+REGEX_MAX = 1000             # characters of a project law's regular expression
+
+
+def regex_problem(pattern):
+    """Why a project law's regular expression cannot be matched safely, else None
+    (it does not compile, is too long, or has a catastrophic shape: see
+    regex_shape_problem). A pattern without a group and with at most two
+    quantifiers cannot have one, and costs no more than compiling it."""
+    import re
+    if len(pattern) > REGEX_MAX:
+        return "is longer than %d characters" % REGEX_MAX
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return "is not a valid regular expression (%s)" % exc
+    if "(" not in pattern and sum(pattern.count(q) for q in "*+?{") <= 2:
+        return None
+    return regex_shape_problem(pattern)
 
 
 def build_lawbook(doc):
@@ -3974,11 +5123,13 @@ class GateContext:
 
     def __init__(self, event, book):
         self.event, self.book = event, book
-        self.root = event.root or event.cwd or "/"
-        self.home = event.home or event.env.get("HOME") or "/"
-        self.cwd = event.cwd or self.root
-        self._cmds = None
-        self._accesses = None
+        self.root = _real(event.root or event.cwd or "/")
+        self.home = _real(event.home or event.env.get("HOME") or "/")
+        self.cwd = self.root if event.cwd in (None, event.root) else _real(event.cwd)
+        self.shared = None
+        self._cmds = self._accesses = self._containers = self._harness = None
+        self._resolved = {}
+        self._folders = {self.root: self.root, self.cwd: self.cwd, self.home: self.home}
 
     @property
     def shell_text(self):
@@ -3995,16 +5146,19 @@ class GateContext:
     def cmds(self):
         if self._cmds is None:
             env = {"HOME": self.home}
-            for name in ("TMPDIR", "USER", "CODEX_HOME"):
-                if self.event.env.get(name):
-                    env[name] = self.event.env[name]
-            self._cmds = parse_shell(self.shell_text, self.cwd, env)
+            for name in GATE_ENV_KEYS:
+                value = self.event.env.get(name)
+                if value and name != "HOME" and not name.startswith("NOTREST_"):
+                    env[name] = value
+            self.shared = ParseShared()
+            self._cmds = parse_shell(self.shell_text, self.cwd, env, shared=self.shared)
         return self._cmds
 
     @property
     def accesses(self):
         """[(absolute path, mode, what, Cmd or None)] the call would touch; mode is
-        read, write, delete, meta (permissions, times) or code (named in inline code)."""
+        read, write, delete, meta (permissions, times) or code (named in inline
+        code). A path stays Found (what a find yields) or Opaque (unknown)."""
         if self._accesses is None:
             self._accesses = list(self._collect_accesses())
         return self._accesses
@@ -4029,12 +5183,159 @@ class GateContext:
                 yield (resolve_path(target, self.cwd, self.home, follow=mode != "delete"),
                        mode, "apply_patch", None)
         for cmd in self.cmds:
+            what = None
             for text, mode in command_paths(cmd):
                 if text.startswith("$(") or "/dev/fd/" in text:
                     continue
-                follow = mode not in ("delete",)
-                yield (resolve_path(text, cmd.cwd, self.home, follow=follow), mode,
-                       cmd.text(), cmd)
+                if what is None:
+                    what = cmd.shown(120)
+                follow = (mode != "delete" or text.endswith(("/", "/."))) and \
+                    cmd.prog != "ln"
+                path = self.resolve(text, cmd.cwd, follow)
+                if isinstance(text, Found):
+                    path = found_word(path, text.finder)
+                elif isinstance(text, Opaque) or isinstance(cmd.cwd, Opaque) and \
+                        not text.startswith("/"):
+                    path = Opaque(path)
+                yield (path, mode, what, cmd)
+
+    def resolve(self, text, cwd, follow=True):
+        """resolve_path through the line's own symlinks, once per distinct word."""
+        key = (str(text), str(cwd), follow)
+        path = self._resolved.get(key)
+        if path is None:
+            links = self.shared.links if self.shared is not None else None
+            path = self._resolved[key] = resolve_path(str(text), str(cwd), self.home,
+                                                      follow, links, self._folders)
+        return path
+
+    def container(self, path):
+        """(kind, folder) of the most specific of the project, the home folder and
+        the temp dirs that holds path: kind project, home, temp or ""."""
+        if self._containers is None:
+            items = [(self.root, "project")]
+            if self.home and self.home != "/":
+                items.append((self.home, "home"))
+            temps = list(TEMP_DIRS)
+            if self.event.env.get("TMPDIR", "").startswith("/"):
+                temps.append(os.path.normpath(self.event.env["TMPDIR"]))
+            items += [(t, "temp") for t in temps] + [(_real(t), "temp") for t in temps]
+            self._containers = [(base, base.rstrip("/") + "/", kind) for base, kind in
+                                sorted(set(items), key=lambda item: -len(item[0]))]
+        for base, inside, kind in self._containers:
+            if path == base or path.startswith(inside):
+                return kind, base
+        return "", ""
+
+    @property
+    def git_dir(self):
+        return self.root.rstrip("/") + "/.git"
+
+    @property
+    def harness(self):
+        """What protect-harness guards: [(folder, globs under it)]."""
+        if self._harness is None:
+            env = self.event.env
+            extra = tuple(self.book.protected_paths)
+            groups = [(self.root, HARNESS_PATHS + tuple(
+                p for p in extra if not p.startswith("/")))]
+            if self.home and self.home != "/":
+                groups.append((self.home, HOME_HARNESS_PATHS))
+            for name, patterns in (("CODEX_HOME", CODEX_HOME_HARNESS),
+                                   ("CLAUDE_CONFIG_DIR", CLAUDE_CONFIG_HARNESS),
+                                   ("ZDOTDIR", ZDOTDIR_HARNESS),
+                                   ("XDG_CONFIG_HOME", XDG_CONFIG_HARNESS)):
+                value = env.get(name)
+                if isinstance(value, str) and value.startswith("/") and value != "/":
+                    groups.append((os.path.normpath(value), patterns))
+            groups.append(("/", _SYSTEM_HARNESS + tuple(
+                p.lstrip("/") for p in extra if p.startswith("/"))))
+            groups.append((data_dir(env if env.get("HOME") else dict(
+                env, HOME=self.home)), ("**",)))
+            self._harness = groups
+        return self._harness
+
+    def harness_hit(self, path, mode):
+        """Whether writing (or deleting: also any folder holding it) path touches
+        what protect-harness guards."""
+        return _indexed_hit(self.harness, path, mode)
+
+    @property
+    def secret_paths(self):
+        """Secret files beyond the home folder's: the clients' credentials where
+        their folders are moved, and notrest's key."""
+        env, out = self.event.env, []
+        for name, rel in (("CLAUDE_CONFIG_DIR", ".credentials.json"),
+                          ("CODEX_HOME", "auth.json")):
+            value = env.get(name)
+            if isinstance(value, str) and value.startswith("/"):
+                out.append(os.path.join(os.path.normpath(value), rel))
+        out.append(os.path.join(data_dir(dict(env, HOME=env.get("HOME") or self.home)),
+                                "key"))
+        return out
+
+
+def _real(path):
+    try:
+        return os.path.realpath(path) if path else path
+    except (OSError, ValueError):
+        return path
+
+
+def _group_patterns(items):
+    """[(folder, patterns)] from (folder, glob) pairs; an absolute glob is the
+    machine's."""
+    folders = {}
+    for base, pattern in items:
+        if pattern.startswith("/"):
+            base, pattern = "/", pattern.lstrip("/")
+        folders.setdefault(base.rstrip("/") or "/", []).append(pattern)
+    return list(folders.items())
+
+
+_PATTERN_HEADS = {}  # a glob's first segment when it is literal, else ""
+
+
+def _indexed_hit(groups, path, mode):
+    for base, patterns in groups:
+        inside = base + "/" if base != "/" else "/"
+        if path != base and not path.startswith(inside):
+            if mode == "delete" and (base == path or base.startswith(
+                    path.rstrip("/") + "/")):
+                return True
+            continue
+        rel = path[len(inside):] if path != base else ""
+        if not rel:
+            if mode == "delete":
+                return True
+            continue
+        head = rel.split("/", 1)[0]
+        for pattern in patterns:
+            first = _PATTERN_HEADS.get(pattern)
+            if first is None:
+                first = pattern.split("/", 1)[0]
+                first = _PATTERN_HEADS[pattern] = "" if any(
+                    c in first for c in "*?[") else first
+            if first and first != head:
+                continue
+            if glob_match(pattern, rel):
+                return True
+            if mode == "delete":
+                anchor = glob_anchor(pattern)
+                if anchor and is_within("/" + anchor, "/" + rel):
+                    return True
+    return False
+
+
+def harness_hit(path, mode, root, home, extra=(), codex_home=None):
+    """Whether writing/deleting `path` touches the harness (or a protected path)."""
+    items = [(root, p) for p in HARNESS_PATHS + tuple(extra)]
+    if home and home != "/":
+        items += [(home, p) for p in HOME_HARNESS_PATHS]
+    if codex_home and codex_home.startswith("/") and codex_home != "/":
+        items += [(codex_home.rstrip("/"), p) for p in CODEX_HOME_HARNESS]
+    items += [("/", p) for p in SYSTEM_HARNESS_PATHS]
+    return _indexed_hit(_group_patterns(items), path, mode)
 
 
 def _quote_arg(arg):
@@ -4044,7 +5345,30 @@ def _quote_arg(arg):
 
 
 # ---- built-in predicates -----------------------------------------------------
-# Each returns a reason (str) when the law is broken by the call, else None.
+# Each returns a reason (str) when the law is broken by the call, else None. A
+# Reason can say more: uncertain (the gate cannot see the target: the call is
+# asked, not denied; Codex, which has no ask, denies) and an instead of its own.
+
+class Reason(str):
+    """A predicate's reason with what it knows beyond its text."""
+
+    uncertain = False
+    instead = ""
+
+
+def reason(text, uncertain=False, instead=""):
+    out = Reason(text)
+    out.uncertain, out.instead = uncertain, instead
+    return out
+
+
+def _settle(reasons):
+    """The reason a predicate gives: its first certain one, else its first."""
+    for item in reasons:
+        if not getattr(item, "uncertain", False):
+            return item
+    return reasons[0] if reasons else None
+
 
 def _system_dir(path):
     for base in SYSTEM_DIRS:
@@ -4054,6 +5378,8 @@ def _system_dir(path):
 
 
 def _temp_dir(path, env):
+    """The temp dir holding path ($TMPDIR or a system one), else None. Where the
+    home folder or the project lie inside it, GateContext.container decides."""
     bases = list(TEMP_DIRS)
     if env.get("TMPDIR"):
         bases.append(os.path.normpath(env["TMPDIR"]))
@@ -4069,41 +5395,38 @@ def _whole_glob(segment):
 
 def classify_delete(ctx, text, cwd, unknown, globbed, shown=None):
     """Why deleting `text` recursively/by force is destructive, else None."""
-    reason = _classify_delete(ctx, text, cwd, unknown, globbed)
-    if reason and shown:
-        reason = "`%s` %s" % (redact_clip(shown, 120), reason)
-    return reason
+    found = _classify_delete(ctx, text, cwd, unknown, globbed)
+    if found and shown:
+        found = reason("`%s` %s" % (redact_clip(shown, 120), found), getattr(
+            found, "uncertain", False))
+    return found
 
 
 def _classify_delete(ctx, text, cwd, unknown, globbed):
-    if unknown:
-        if text.startswith("~"):
-            return "deletes the home folder of %s" % text.split("/", 1)[0]
-        head = text.split("/", 1)
-        if text.startswith("$") and len(head) == 2 and (head[1] in ("", "*") or
-                                                         _whole_glob(head[1])):
-            return "deletes / when %s is empty or unset" % head[0]
-        return None
-    path = text
-    children = False
+    if unknown or (isinstance(cwd, Opaque) and not text.startswith("/")):
+        return _classify_unknown(ctx, text, cwd)
+    path, children = text, False
+    follow = text.endswith(("/", "/."))
     if globbed:
         anchor = glob_anchor(text)
         rest = text[len(anchor):].strip("/")
         whole = "/" not in rest and _whole_glob(rest)
-        path = anchor or "."
-        children = not whole
+        path, children, follow = anchor or ".", not whole, True
         if text.startswith("/") and not anchor:
             path = "/"
-    path = resolve_path(path, cwd, ctx.home, follow=False)
+    path = ctx.resolve(path, cwd, follow)
     home, root = ctx.home, ctx.root
     if children:
         segment = text.rstrip("/").rsplit("/", 1)[-1]
         if path == root and _segment_match(segment, ".git"):
             return "deletes the project's git history (.git matches %s)" % segment
-        if is_within(path, root) or (_temp_dir(path, ctx.event.env) and path not in
-                                     TEMP_DIRS):
-            return None
-        if _temp_dir(path, ctx.event.env):
+        for inner, what in ((home, "your home folder"), (root, "the project")):
+            if inner and inner != "/" and inner != path and is_within(inner, path):
+                step = inner[len(path.rstrip("/")) + 1:].split("/", 1)[0]
+                if _segment_match(segment, step):
+                    return "deletes %s, which holds %s" % (os.path.join(path, step), what)
+        kind, _base = ctx.container(path)
+        if kind in ("project", "temp"):
             return None
         return "deletes files in %s, outside the project" % path
     if path == "/":
@@ -4114,183 +5437,134 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
     if is_within(root, path):
         return "deletes the project root (%s)" % root if path == root else (
             "deletes %s, which holds the project" % path)
-    if path == os.path.join(root, ".git"):
+    git = ctx.git_dir
+    if path == git:
         return "deletes the project's git history (.git)"
-    for part in GIT_HISTORY:
-        if is_within(path, os.path.join(root, ".git", part)):
-            return "deletes the project's git history (.git/%s)" % part
-    if is_within(path, root):
+    if path.startswith(git + "/"):
+        for part in GIT_HISTORY:
+            if is_within(path, git + "/" + part):
+                return "deletes the project's git history (.git/%s)" % part
+    kind, base = ctx.container(path)
+    if kind == "project":
         return None
-    temp = _temp_dir(path, ctx.event.env)
-    if temp:
-        return None if path != temp else "deletes the temp folder %s" % temp
-    if home and home != "/" and is_within(path, home):
+    if kind == "temp":
+        return None if path != base else "deletes the temp folder %s" % base
+    if kind == "home":
         return "deletes %s, in your home folder but outside the project" % path
     if _system_dir(path):
         return "deletes %s, a system folder" % path
     return "deletes %s, outside the project and the temp dir" % path
 
 
-_FIND_FILTERS = ("-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex",
-                 "-mtime", "-mmin", "-newer", "-size", "-empty", "-user",
-                 "-perm", "-atime", "-ctime", "-amin", "-cmin", "-links", "-inum",
-                 "-lname", "-samefile")
-
-
-def _find_deletes(cmd):
-    """(roots, filtered) when a find command deletes what it finds, else None."""
-    argv = cmd.argv
-    roots, i = [], 1
-    while i < len(argv) and argv[i] in ("-H", "-L", "-P"):
-        i += 1
-    while i < len(argv) and not argv[i].startswith("-") and argv[i] not in ("(", "!"):
-        roots.append((argv[i], cmd.unknown[i] if i < len(cmd.unknown) else False))
-        i += 1
-    expr = argv[i:]
-    deleting = "-delete" in expr
-    for j, arg in enumerate(expr):
-        if arg in ("-exec", "-execdir", "-ok", "-okdir") and j + 1 < len(expr):
-            prog = os.path.basename(expr[j + 1])
-            if prog in ("rm", "shred", "unlink", "srm"):
-                deleting = True
-    if not deleting:
-        return None
-    filtered = any(arg in _FIND_FILTERS for arg in expr)
-    return roots or [(".", False)], filtered
-
-
-_CODE_DELETERS = ("rmtree", "rmdir", "remove(", "unlink", "removedirs", "rimraf",
-                  "rmSync", "rm_rf", "rm(", "File.delete", "FileUtils.rm", "system(",
-                  "subprocess", "popen(", "spawn", "execSync", "exec(")
+_DELETERS = ("rm", "shred", "srm", "unlink", "rimraf", "trash", "trash-put")
 
 
 def predicate_destroy(ctx):
-    reasons = []
-    text = ctx.shell_text
-    if text and _fork_bomb(text):
+    cmds = ctx.cmds
+    if ctx.shared is not None and ctx.shared.fork_bomb:
         return "the command is a fork bomb: it would exhaust the machine"
-    for cmd in ctx.cmds:
+    reasons = []
+    for cmd in cmds:
         prog = cmd.prog
-        if prog in ("rm", "shred", "srm", "unlink"):
-            if "--no-preserve-root" in cmd.argv:
-                return "`%s` disables rm's protection of /" % cmd.text()
-            recursive = has_flag(cmd, "rR", ("--recursive",))
-            forced = has_flag(cmd, "f", ("--force",)) or prog in ("shred", "srm")
-            if not (recursive or forced):
-                continue
-            targets = []
-            for k in range(1, len(cmd.argv)):
-                arg = cmd.argv[k]
-                if arg.startswith("-") and arg != "-":
-                    continue
-                targets.append((arg, cmd.unknown[k] if k < len(cmd.unknown) else False,
-                                cmd.globbed[k] if k < len(cmd.globbed) else False))
-            feeder = cmd.feeds
-            if "xargs" in cmd.via and feeder is not None:
-                found = _find_deletes_for_feed(feeder)
-                if found is not None:
-                    reason = _judge_find(ctx, feeder, found, cmd)
-                    if reason:
-                        return reason
-                elif feeder.prog in ("echo", "printf", "ls"):
-                    for k in range(1, len(feeder.argv)):
-                        if not feeder.argv[k].startswith("-"):
-                            targets.append((feeder.argv[k], feeder.unknown[k],
-                                            feeder.globbed[k]))
-            for arg, unknown, globbed in targets:
-                reason = classify_delete(ctx, arg, cmd.cwd, unknown, globbed, cmd.text())
-                if reason:
-                    reasons.append(reason)
-        elif prog == "find":
-            found = _find_deletes(cmd)
-            if found:
-                reason = _judge_find(ctx, cmd, found, cmd)
-                if reason:
-                    reasons.append(reason)
+        if prog in _DELETERS:
+            found = _judge_rm(ctx, cmd)
+        elif prog == "find" and cmd.find is not None and cmd.find.deleting:
+            found = [_judge_find(ctx, cmd, cmd)]
         elif prog == "rsync" and any(a.startswith("--del") for a in cmd.argv):
-            ops = operands(cmd)
-            for dest in ops[-1:]:
-                reason = classify_delete(ctx, dest, cmd.cwd, False, False, cmd.text())
-                if reason:
-                    reasons.append(reason)
-        elif prog in INTERPRETERS or prog.startswith("python") or prog.startswith("pypy"):
-            for code in interpreter_code(cmd):
-                if not any(word in code for word in _CODE_DELETERS):
-                    continue
-                for token in _code_tokens(code):
-                    if token.startswith(("/", "~", "./", "../")) or token in (".", ".."):
-                        reason = classify_delete(ctx, token, cmd.cwd, False, False,
-                                                 redact_clip(cmd.text(), 80))
-                        if reason:
-                            reasons.append(reason)
+            found = [classify_delete(ctx, dest, cmd.cwd, isinstance(dest, Opaque), False,
+                                     cmd.shown()) for _s, dest, _t in copy_plan(cmd)[-1:]
+                     if dest is not None]
         elif prog.startswith("mkfs") or prog in ("mke2fs", "mkswap", "wipefs",
                                                   "blkdiscard", "mkdosfs", "newfs"):
-            reasons.append("`%s` formats or wipes a disk" % cmd.text())
+            found = ["`%s` formats or wipes a disk" % cmd.shown()]
         elif prog in ("chmod", "chown", "chgrp"):
-            recursive = has_flag(cmd, "R", ("--recursive",))
-            for arg in operands(cmd, skip_first=1):
-                path = resolve_path(arg, cmd.cwd, ctx.home, follow=False)
-                if path == "/" or (recursive and (path == ctx.home or path in SYSTEM_DIRS
-                                                  or is_within(ctx.home, path))):
-                    reasons.append("`%s` changes permissions of %s%s" % (
-                        cmd.text(), path, " and everything under it" if recursive else ""))
-        if reasons:
-            return reasons[0]
+            found = _judge_chmod(ctx, cmd)
+        else:
+            continue
+        for item in found:
+            if item and not getattr(item, "uncertain", False):
+                return item
+            if item:
+                reasons.append(item)
     for path, mode, what, _cmd in ctx.accesses:
         if mode == "write" and any(path.startswith(dev) for dev in BLOCK_DEVICES):
             return "`%s` writes to the block device %s" % (what, path)
-    return reasons[0] if reasons else None
+    return _settle(reasons)
 
 
-def _find_deletes_for_feed(feeder):
-    if feeder.prog != "find":
-        return None
-    argv = feeder.argv
-    roots, i = [], 1
-    while i < len(argv) and not argv[i].startswith("-") and argv[i] not in ("(", "!"):
-        roots.append((argv[i], feeder.unknown[i] if i < len(feeder.unknown) else False))
-        i += 1
-    filtered = any(arg in _FIND_FILTERS for arg in argv[i:])
-    return roots or [(".", False)], filtered
+def _judge_rm(ctx, cmd):
+    argv = cmd.argv
+    if "--no-preserve-root" in argv:
+        return ["`%s` disables rm's protection of /" % cmd.shown()]
+    prog = cmd.prog
+    recursive = prog == "rimraf" or has_flag(cmd, "rR", ("--recursive",))
+    forced = prog in ("shred", "srm", "rimraf") or has_flag(cmd, "f", ("--force",))
+    reasons, seen, options = [], set(), True
+    for arg in argv[1:]:
+        if options and arg == "--":
+            options = False
+            continue
+        if options and arg.startswith("-") and arg != "-":
+            continue
+        if isinstance(arg, Found):
+            if arg.finder is not None:
+                item = _judge_find(ctx, arg.finder, cmd)
+            elif recursive or forced:
+                item = reason("`%s` deletes what its input names, which the gate cannot "
+                              "see" % cmd.shown(), uncertain=True)
+            else:
+                item = None
+        elif not (recursive or forced):
+            continue
+        else:
+            key = (str(arg), type(arg))
+            if key in seen:
+                continue
+            seen.add(key)
+            item = classify_delete(ctx, arg, cmd.cwd, isinstance(arg, Opaque),
+                                   isinstance(arg, Glob), cmd.shown())
+        if item and not getattr(item, "uncertain", False):
+            return [item]
+        if item:
+            reasons.append(item)
+    return reasons
 
 
-def _judge_find(ctx, find_cmd, found, shown):
-    roots, filtered = found
-    for root_text, unknown in roots:
-        if unknown:
+def _judge_chmod(ctx, cmd):
+    recursive = has_flag(cmd, "R", ("--recursive",))
+    for arg in operands(cmd, skip_first=1):
+        path = ctx.resolve(arg, cmd.cwd, False)
+        if path == "/" or (recursive and (path == ctx.home or path in SYSTEM_DIRS
+                                          or is_within(ctx.home, path))):
+            return ["`%s` changes permissions of %s%s" % (
+                cmd.shown(), path, " and everything under it" if recursive else "")]
+    return []
+
+
+def _judge_find(ctx, finder, shown):
+    """Why what a find yields must not be deleted, else None: its starting
+    points, and whether a test narrows what it matches."""
+    info = finder.find
+    for root_text in info.roots:
+        if isinstance(root_text, Opaque):
+            return reason("`%s` deletes under %s, which the gate cannot resolve" % (
+                shown.shown(), redact_clip(root_text, 60)), uncertain=True)
+        path = ctx.resolve(root_text, finder.cwd, info.follow or root_text.endswith("/"))
+        if path == "/" or (ctx.home != "/" and is_within(ctx.home, path)) or (
+                is_within(ctx.root, path) and path != ctx.root):
+            return "`%s` deletes files under %s, outside the project" % (shown.shown(),
+                                                                         path)
+        kind, base = ctx.container(path)
+        if kind == "project":
+            if path == ctx.root and not info.narrowed:
+                return "`%s` deletes everything in the project root" % shown.shown()
+            if is_within(path, os.path.join(ctx.root, ".git")):
+                return "`%s` deletes inside the project's .git" % shown.shown()
             continue
-        path = resolve_path(root_text, find_cmd.cwd, ctx.home, follow=False)
-        if is_within(path, ctx.root):
-            if path == ctx.root and not filtered:
-                return "`%s` deletes everything in the project root" % shown.text()
-            if path == os.path.join(ctx.root, ".git") or is_within(
-                    path, os.path.join(ctx.root, ".git")):
-                return "`%s` deletes inside the project's .git" % shown.text()
+        if kind == "temp" and (path != base or info.narrowed):
             continue
-        temp = _temp_dir(path, ctx.event.env)
-        if temp and path != temp:
-            continue
-        if temp and filtered:
-            continue
-        return "`%s` deletes files under %s, outside the project" % (shown.text(), path)
+        return "`%s` deletes files under %s, outside the project" % (shown.shown(), path)
     return None
-
-
-def _fork_bomb(text):
-    """`name(){ name|name& };name` in any spacing."""
-    squeezed = "".join(text.split())
-    at = squeezed.find("(){")
-    while at > 0:
-        start = at
-        while start > 0 and squeezed[start - 1] not in ";&|(){}":
-            start -= 1
-        name = squeezed[start:at]
-        body_end = squeezed.find("}", at)
-        body = squeezed[at + 3:body_end if body_end > 0 else len(squeezed)]
-        if name and (name + "|" + name) in body:
-            return True
-        at = squeezed.find("(){", at + 3)
-    return False
 
 
 def _git_parts(cmd):
@@ -4325,13 +5599,13 @@ def predicate_force_push(ctx):
             continue
         sub, args = _git_parts(cmd)
         if sub == "push":
-            reason = _judge_push(cmd, args, protected, current)
+            found = _judge_push(cmd, args, protected, current)
         elif sub == "branch":
-            reason = _judge_branch(cmd, args, protected)
+            found = _judge_branch(cmd, args, protected)
         else:
-            reason = None
-        if reason:
-            return reason
+            found = None
+        if found:
+            return found
     return None
 
 
@@ -4362,12 +5636,13 @@ def _judge_push(cmd, args, protected, current):
             positional.append(arg)
         i += 1
     names = ", ".join(protected)
+    shown = cmd.shown()
     if mirror:
         return "`%s` mirror-pushes: it overwrites and deletes every remote branch, " \
-               "%s included" % (cmd.text(), names)
+               "%s included" % (shown, names)
     refspecs = positional[1:]
     if every and force:
-        return "`%s` force-pushes every branch, %s included" % (cmd.text(), names)
+        return "`%s` force-pushes every branch, %s included" % (shown, names)
     for spec in refspecs:
         plus = spec.startswith("+")
         spec = spec[1:] if plus else spec
@@ -4376,15 +5651,15 @@ def _judge_push(cmd, args, protected, current):
         if dst not in protected:
             continue
         if (sep and not src) or delete:
-            return "`%s` deletes the protected branch %s" % (cmd.text(), dst)
+            return "`%s` deletes the protected branch %s" % (shown, dst)
         if force or plus:
-            return "`%s` force-pushes the protected branch %s" % (cmd.text(), dst)
+            return "`%s` force-pushes the protected branch %s" % (shown, dst)
     if force and not refspecs:
         if current is None:
             return ("`%s` force-pushes the current branch, and the gate cannot tell "
-                    "which branch that is" % cmd.text())
+                    "which branch that is" % shown)
         if current in protected:
-            return "`%s` force-pushes the protected branch %s" % (cmd.text(), current)
+            return "`%s` force-pushes the protected branch %s" % (shown, current)
     return None
 
 
@@ -4405,31 +5680,34 @@ def _judge_branch(cmd, args, protected):
             names.append(arg)
     for name in names:
         if name in protected and (deleting and forced or deleting):
-            return "`%s` deletes the protected branch %s" % (cmd.text(), name)
+            return "`%s` deletes the protected branch %s" % (cmd.shown(), name)
     if forced and names and names[-1] in protected and not deleting:
-        return "`%s` force-moves the protected branch %s" % (cmd.text(), names[-1])
+        return "`%s` force-moves the protected branch %s" % (cmd.shown(), names[-1])
     return None
 
 
-SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".config/gcloud", ".kube")
+SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".config/gcloud", ".kube", ".codex")
 _SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519",
                    "id_ecdsa", "id_dsa", "server.pem", "server.key", "cert.p12",
-                   "credentials", "config.json", ".netrc", ".git-credentials", ".pypirc")
+                   "credentials", "config.json", ".netrc", ".git-credentials", ".pypirc",
+                   "auth.json", ".credentials.json")
 _COPIERS = frozenset(("cp", "scp", "rsync", "tar", "zip", "7z", "7za", "cpio", "pax",
                       "gzip", "xz", "zstd", "bzip2", "sftp", "curl", "nc", "netcat",
                       "socat", "base64", "xxd", "od"))
 
 
-def is_secret_path(path, home):
+def is_secret_path(path, home, extra=()):
     """Whether a path names a secret file (templates and public keys excluded); a
-    glob counts when it could match one."""
+    glob counts when it could match one. extra: more secret files, absolute."""
     base = path.rstrip("/").rsplit("/", 1)[-1]
     if any(ch in base for ch in "*?["):
         folder = path.rstrip("/").rsplit("/", 1)[0] or "/"
         return any(_segment_match(base, sample) and (base.startswith(".") or
                                                     not sample.startswith("."))
-                   and is_secret_path(folder + "/" + sample, home)
+                   and is_secret_path(folder + "/" + sample, home, extra)
                    for sample in _SECRET_SAMPLES)
+    if path in extra:
+        return True
     if any(base.endswith(suffix) for suffix in SECRET_TEMPLATES):
         return False
     for name in SECRET_NAMES:
@@ -4441,9 +5719,11 @@ def is_secret_path(path, home):
     return False
 
 
-def holds_secrets(path, home):
+def holds_secrets(path, home, extra=()):
     """A folder that holds secret files by convention (~/.ssh, ~/.aws, ...), or one
-    of its parents up to the home folder."""
+    of its parents up to the home folder; or a folder holding one of extra."""
+    if any(is_within(secret, path) and secret != path for secret in extra):
+        return True
     if not home or home == "/":
         return False
     for folder in SECRET_DIRS:
@@ -4454,130 +5734,197 @@ def holds_secrets(path, home):
 
 
 def predicate_secrets(ctx):
+    extra = ctx.secret_paths
     for path, mode, what, cmd in ctx.accesses:
-        if mode in ("delete", "meta"):
+        if mode in ("delete", "meta") or isinstance(path, Opaque):
             continue
-        if is_secret_path(path, ctx.home):
+        if isinstance(path, Found):
+            if mode == "read" and path.finder is not None and _found_may_read_secret(
+                    ctx, path):
+                return "`%s` reads what %s finds, secret files included" % (
+                    redact_clip(what, 120), path.finder.shown(60))
+            continue
+        if is_secret_path(path, ctx.home, extra):
             verb = {"read": "reads", "write": "writes", "code": "opens"}.get(mode, "uses")
             return "`%s` %s the secret file %s" % (redact_clip(what, 120), verb,
                                                     display_path(path, ctx.root))
         if mode == "read" and cmd is not None and cmd.prog in _COPIERS and holds_secrets(
-                path, ctx.home):
+                path, ctx.home, extra):
             return "`%s` copies %s, which holds private keys or credentials" % (
                 redact_clip(what, 120), path)
     return None
 
 
-def harness_hit(path, mode, root, home, extra=(), codex_home=None):
-    """Whether writing/deleting `path` touches the harness (or a protected path)."""
-    patterns = [(root, p) for p in HARNESS_PATHS + tuple(extra)]
-    if home and home != "/":
-        patterns += [(home, p) for p in HOME_HARNESS_PATHS]
-    if codex_home and codex_home.startswith("/") and codex_home != "/":
-        patterns += [(codex_home.rstrip("/"), p) for p in CODEX_HOME_HARNESS]
-    for base, pattern in patterns:
-        if pattern.startswith("/"):
-            base, pattern = "/", pattern.lstrip("/")
-        if not is_within(path, base):
-            if mode == "delete" and is_within(base, path):
-                return True
-            continue
-        rel = path[len(base.rstrip("/")) + 1:] if path != base else ""
-        if rel and glob_match(pattern, rel):
-            return True
-        if mode == "delete":
-            anchor = glob_anchor(pattern)
-            if anchor and (rel == "" or is_within("/" + anchor, "/" + rel)):
-                return True
-    return False
-
-
-_HARNESS_SAMPLES = (".notrest", ".notrest/laws.json", ".notrest/config.json",
-                    ".notrest/notrest.py", ".notrest/hooks/pre-tool-use.sh",
-                    ".notrest/journal/s.jsonl", ".notrest/sessions/s.json", ".claude",
-                    ".claude/settings.json", ".claude/settings.local.json", ".codex",
-                    ".codex/hooks.json", ".codex/config.toml")
-
-
-def _find_may_hit_harness(cmd, root_path, ctx):
-    """Whether a deleting find started at an ancestor of the harness can reach it."""
-    patterns, narrowed = find_name_patterns(cmd)
-    if not patterns:
-        return not narrowed
-    for sample in _HARNESS_SAMPLES:
-        full = os.path.join(ctx.root, sample)
-        if not is_within(full, root_path):
-            continue
-        rel = "./" + full[len(root_path.rstrip("/")) + 1:]
-        for test, pattern in patterns:
-            if test in ("-regex", "-iregex"):
-                return True
-            target = os.path.basename(full) if test in ("-name", "-iname") else rel
-            if _segment_match(pattern.lower() if test.startswith("-i") else pattern,
-                              target.lower() if test.startswith("-i") else target) or \
-                    glob_match(pattern, target):
-                return True
-    return False
-
-
-def _glob_hits_harness(path, mode, ctx, extra):
-    """A globbed operand (rm -rf .n*) that would expand onto the harness."""
-    samples = [os.path.join(ctx.root, s) for s in _HARNESS_SAMPLES]
+def _glob_hits_harness(path, mode, ctx):
+    """A globbed path (rm -rf .n*, cp x .claude/s*) that would expand onto the
+    harness, as the shell expands it."""
+    samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
     if ctx.home and ctx.home != "/":
-        samples += [os.path.join(ctx.home, s) for s in HOME_HARNESS_PATHS]
+        samples += [os.path.join(ctx.home, s) for s in HOME_HARNESS_SAMPLES]
     for sample in samples:
-        if glob_match(path, sample) and harness_hit(sample, mode, ctx.root, ctx.home,
-                                                    extra):
+        if glob_match(path, sample, shell=True) and ctx.harness_hit(sample, mode):
             return True
     return False
 
 
 def predicate_harness(ctx):
-    extra = tuple(ctx.book.protected_paths)
-    codex_home = ctx.event.env.get("CODEX_HOME")
+    reasons, seen, writes_code = [], set(), {}
     for path, mode, what, cmd in ctx.accesses:
-        if mode == "read":
+        if mode == "read" or isinstance(path, Opaque):
             continue
-        if mode == "code" and not any(code_writes(a) for c in ctx.cmds for a in c.argv):
-            continue
+        if mode == "code":
+            if cmd is None:
+                continue
+            if id(cmd) not in writes_code:
+                writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
+            if not writes_code[id(cmd)]:
+                continue
         mode = "write" if mode in ("meta", "code") else mode
-        if cmd is not None and cmd.prog == "find" and mode == "delete" and not any(
-                is_within(path, os.path.join(ctx.root, d)) for d in (
-                    ".notrest", ".claude", ".codex")):
-            hit = harness_hit(path, mode, ctx.root, ctx.home, extra, codex_home) and \
-                _find_may_hit_harness(cmd, path, ctx)
-        elif any(ch in os.path.basename(path) for ch in "*?["):
-            hit = _glob_hits_harness(path, mode, ctx, extra)
+        key = (str(path), mode, id(path.finder) if isinstance(path, Found) else 0)
+        if key in seen:
+            continue
+        seen.add(key)
+        verb = "deletes or moves" if mode == "delete" else "changes"
+        if isinstance(path, Found):
+            if path.finder is None:
+                reasons.append(reason("`%s` %s what its input names, which may be the "
+                                      "harness" % (redact_clip(what, 120), verb.split()[0]),
+                                      uncertain=True))
+                continue
+            hit = ctx.harness_hit(path, "delete") and _find_may_hit_harness(
+                path.finder, path, ctx)
+            shown = "what %s finds" % path.finder.shown(60)
+        elif isinstance(path, Glob) or any(ch in os.path.basename(path) for ch in "*?["):
+            hit, shown = _glob_hits_harness(path, mode, ctx), display_path(path, ctx.root)
         else:
-            hit = harness_hit(path, mode, ctx.root, ctx.home, extra, codex_home)
+            hit, shown = ctx.harness_hit(path, mode), display_path(path, ctx.root)
         if hit:
-            verb = "deletes or moves" if mode == "delete" else "changes"
-            return "`%s` %s %s, which belongs to the harness" % (
-                redact_clip(what, 120), verb, display_path(path, ctx.root))
+            return "`%s` %s %s, which belongs to the harness" % (redact_clip(what, 120),
+                                                                 verb, shown)
     for cmd in ctx.cmds:
-        argv = cmd.argv
-        for k, arg in enumerate(argv[:3]):
-            base = os.path.basename(arg)
-            if base in ("notrest", "notrest.py"):
-                verb = _cli_verb(argv[k + 1:])
-                if verb in ("allow", "uninstall"):
-                    return "`%s` is for a person, not the agent" % cmd.text()
-            if base == "install.sh" and "--uninstall" in argv:
-                return "`%s` removes the harness" % cmd.text()
-    return None
+        for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
+                      _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
+                          cmd)[0] in _GIT_REWRITERS else None,
+                      _unknown_writer(ctx, cmd)):
+            if found and not getattr(found, "uncertain", False):
+                return found
+            if found:
+                reasons.append(found)
+    found = _agents_block_hit(ctx) if _touches_agents(ctx) else None
+    return found or _settle(reasons)
+
+
+def _touches_agents(ctx):
+    """Whether a call may write the project's AGENTS.md (then its block is read)."""
+    tool, ti = ctx.event.tool or "", ctx.event.tool_input
+    if tool in FILE_WRITE_TOOLS:
+        target = ti.get("file_path")
+        return isinstance(target, str) and os.path.basename(target) == "AGENTS.md"
+    if tool == "apply_patch" or "patch" in tool.lower():
+        return "AGENTS.md" in str(ti.get("command") or ti.get("patch") or ti.get(
+            "input") or "")
+    return any(mode in ("write", "delete") and str(p).endswith("/AGENTS.md")
+               for p, mode, _w, _c in ctx.accesses)
+
+
+def cli_verb(args):
+    """(verb, the words after it) of a notrest command line ("" when none)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--root":
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return arg, list(args[i + 1:])
+    return "", []
 
 
 def _cli_verb(args):
-    """The subcommand of a notrest command line (global options skipped)."""
-    i = 0
-    while i < len(args):
-        if args[i] == "--root":
-            i += 2
-        elif args[i].startswith("-"):
-            i += 1
-        else:
-            return args[i]
-    return ""
+    return cli_verb(args)[0]
+
+
+def _judge_cli(ctx, cmd):
+    """Whether a command runs notrest's own CLI beyond the agent's verbs (see
+    judge_cli), or notrest's install.sh to uninstall."""
+    if cmd.cli is None:
+        if cmd.argv and any(os.path.basename(a) == "install.sh" for a in cmd.argv[:3]) \
+                and "--uninstall" in cmd.argv:
+            return "`%s` removes the harness" % cmd.shown()
+        return None
+    return _judge_cli_verbs(ctx, cmd)
+
+
+def _words_cmd(words):
+    """A command of words (for option_values on words that are no command)."""
+    cmd = Cmd()
+    cmd.argv = ["_"] + list(words[1:])
+    return cmd
+
+
+_KNOWN_PROGRAMS = _READERS | frozenset((
+    "echo", "printf", "true", "false", "test", "[", "ls", "stat", "file", "wc", "du",
+    "basename", "dirname", "realpath", "readlink", "md5sum", "sha1sum", "sha256sum",
+    "rm", "unlink", "rmdir", "shred", "mv", "cp", "ln", "install", "rsync", "tee",
+    "truncate", "mkdir", "touch", "chmod", "chown", "chgrp", "sed", "perl", "ruby",
+    "dd", "git", "patch", "tar", "unzip", "gzip", "gunzip", "sort", "uniq", "rimraf",
+    "trash", "python", "python3", "node", "sh", "bash", "xargs", "find", "sleep"))
+
+
+def _unknown_writer(ctx, cmd):
+    """A program the gate does not know, run by xargs or find -exec on what
+    may be the harness: an unknown writer."""
+    if cmd.prog in _KNOWN_PROGRAMS or not any(isinstance(a, Found) for a in cmd.argv):
+        return None
+    for arg in cmd.argv:
+        if not isinstance(arg, Found):
+            continue
+        if arg.finder is not None:
+            root = ctx.resolve(arg, arg.finder.cwd, True)
+            if not (ctx.harness_hit(root, "delete") and _find_may_hit_harness(
+                    arg.finder, root, ctx)):
+                continue
+        return reason("`%s` runs %s on what may be the harness, and the gate cannot "
+                      "tell what it writes" % (cmd.shown(), cmd.prog), uncertain=True)
+    return None
+
+
+def _judge_tree_copy(ctx, cmd):
+    """A recursive copy or a move of a folder whose contents land over the
+    harness (cp -r x/. ., rsync -a x/ ./, mv x ~): what the source holds decides,
+    on disk; a source the line cannot show counts as holding everything."""
+    if cmd.prog not in ("cp", "mv", "rsync", "scp"):
+        return None
+    for source, dest, tree in copy_plan(cmd):
+        if not tree or source is None or dest is None or isinstance(
+                source, (Glob, Found)) or isinstance(dest, (Opaque, Glob)):
+            continue
+        dest_path = ctx.resolve(dest, cmd.cwd, True)
+        source_path = None if isinstance(source, Opaque) else ctx.resolve(source, cmd.cwd,
+                                                                           True)
+        samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
+        if ctx.home and ctx.home != "/":
+            samples += [os.path.join(ctx.home, s) for s in HOME_HARNESS_SAMPLES]
+        for sample in samples:
+            if sample == dest_path or not is_within(sample, dest_path) or \
+                    not ctx.harness_hit(sample, "write"):
+                continue
+            rel = sample[len(dest_path.rstrip("/")) + 1:]
+            if source_path is None or not os.path.lexists(source_path) or \
+                    os.path.lexists(os.path.join(source_path, rel)):
+                return "`%s` copies %s over %s, which belongs to the harness" % (
+                    cmd.shown(), redact_clip(source, 60), display_path(sample, ctx.root))
+    return None
+
+
+# ---- git commands that rewrite the work tree ---------------------------------
+
+_GIT_REWRITERS = ("checkout", "switch", "restore", "reset", "stash", "read-tree", "clean",
+                  "merge", "rebase", "cherry-pick", "revert")
+
+
+# ---- the notrest block of AGENTS.md ----------------------------------------------
 
 
 def predicate_pipe_to_shell(ctx):
@@ -4589,13 +5936,13 @@ def predicate_pipe_to_shell(ctx):
             continue
         for sub in cmd.subs:
             if any(c.prog in DOWNLOADERS for c in parse_shell(sub, cmd.cwd)):
-                return "`%s` runs code fetched from the network unread" % cmd.text()
+                return "`%s` runs code fetched from the network unread" % cmd.shown()
         if cmd.feeds is not None and _reads_program_from_stdin(cmd):
             feeder = cmd.feeds
             while feeder is not None:
                 if feeder.prog in DOWNLOADERS:
                     return "`%s | %s` runs code fetched from the network unread" % (
-                        redact_clip(feeder.text(), 80), cmd.text())
+                        feeder.shown(80), cmd.shown())
                 feeder = feeder.feeds
     return None
 
@@ -4656,12 +6003,12 @@ PREDICATES = {
 
 
 def _project_law_hit(law, ctx):
-    """Reason a project law matches the event (all its matchers must), else None."""
-    import re
+    """Reason a project law matches the event (all its matchers must), else None.
+    Its regular expressions are matched on text clipped to LAW_TEXT_MAX."""
     event = ctx.event
     said = []
     if law.tool:
-        if not event.tool or not re.search(law.tool, event.tool):
+        if not event.tool or not law.search("tool", event.tool):
             return None
         said.append("tool %s" % event.tool)
     if law.program or law.command:
@@ -4669,13 +6016,13 @@ def _project_law_hit(law, ctx):
         for cmd in ctx.cmds:
             if law.program and cmd.prog not in law.program:
                 continue
-            if law.command and not re.search(law.command, cmd.text()):
+            if law.command and not law.search("command", cmd.text()):
                 continue
             hit = cmd
             break
         if hit is None:
             return None
-        said.append("`%s`" % redact_clip(hit.text(), 120))
+        said.append("`%s`" % hit.shown(120))
     if law.path:
         mode = law.mode or "write"
         hit = None
@@ -4690,7 +6037,7 @@ def _project_law_hit(law, ctx):
             return None
         said.append("touches %s" % hit)
     if law.prompt:
-        if not re.search(law.prompt, event.prompt or ""):
+        if not law.search("prompt", event.prompt or ""):
             return None
         said.append("the prompt matches")
     if law.spawn:
@@ -4699,7 +6046,7 @@ def _project_law_hit(law, ctx):
         ti = event.tool_input
         target = " ".join(str(ti.get(k, "")) for k in ("subagent_type", "agent_type",
                                                         "model", "agent"))
-        if not re.search(law.spawn, target):
+        if not law.search("spawn", target):
             return None
         said.append("spawns %s" % target.strip())
     if event.kind == "Stop" and law.check:
@@ -4723,25 +6070,34 @@ def evaluate_law(law, ctx):
 
 
 def decide(book, event):
-    """Pure: every verdict the active laws give one event, most severe first."""
+    """Pure: every verdict the active laws give one event, most severe first. A
+    call too large to judge is denied (gate-bounds); a reason the gate is not
+    sure of (the target is unknown) asks instead of denying."""
     ctx = GateContext(event, book)
     cli = event.facts.get("cli", "notrest")
     verdicts = []
+    if event.kind in ("PreToolUse", "PermissionRequest") and ctx.shell_text and \
+            ctx.cmds is not None and ctx.shared.too_large:
+        verdicts.append(Verdict("deny", "gate-bounds", "the call is too large to judge: "
+                                "%s" % ctx.shared.too_large, GATE_BOUNDS_INSTEAD))
     for law in book.active():
         if event.kind not in law.on:
             continue
-        reason = evaluate_law(law, ctx)
-        if not reason:
+        found = evaluate_law(law, ctx)
+        if not found:
             continue
         action = "block" if event.kind in ("Stop", "UserPromptSubmit") and \
             law.action in ("deny", "block", "require") else law.action
         if action == "require":
             action = "deny"
-        instead = format_law_text(law.instead, cli)
+        if getattr(found, "uncertain", False) and ACTION_RANK.get(action, 0) > \
+                ACTION_RANK["ask"]:
+            action = "ask"
+        instead = getattr(found, "instead", "") or format_law_text(law.instead, cli)
         if law.id == "bank-before-stop":
             instead = "`%s bank --session %s --note \"what you did\" --next \"what comes " \
                       "next\"`" % (cli, event.session or "ID")
-        verdicts.append(Verdict(action, law.id, reason, instead))
+        verdicts.append(Verdict(action, law.id, str(found), instead))
     verdicts.sort(key=lambda v: -ACTION_RANK.get(v.action, 0))
     return verdicts
 
@@ -5242,7 +6598,7 @@ def gate_event(estate, event, book, env, now, journal=True, what=None):
             append_record(path, dict(_base(event, now), k="deny", law=final.law,
                                      action=final.action, what=what,
                                      reason=final.reason))
-    if used:
+    if used and journal:
         consume_permits(estate, used)
     if book.problems and final.action == "allow" and not final.message:
         final.message = "notrest: %s; the built-in laws are still enforced. Fix it " \
@@ -5337,7 +6693,7 @@ def normalise(payload, event_name="", env=None, client=None):
         prompt=payload.get("prompt") if isinstance(payload.get("prompt"), str) else None,
         source=str(payload.get("source") or ""), agent=agent, raw=payload,
         stop_hook_active=payload.get("stop_hook_active") is True,
-        env={k: env[k] for k in ("HOME", "TMPDIR", "USER", "CODEX_HOME") if env.get(k)})
+        env={k: env[k] for k in GATE_ENV_KEYS if env.get(k)})
     if kind == "PostToolUseFailure":
         event.ok = False
         event.error = str(payload.get("error") or "")   # cut where it is journaled
@@ -6298,8 +7654,6 @@ def _fit_budget(lines, budget):
     if len(out.encode("utf-8")) > budget:
         out = clip_bytes(out, budget)
     return out
-
-
 
 
 # ==== bank ==================================================================
@@ -7473,7 +8827,7 @@ def command_units(command, cwd="/"):
     """The top-level simple commands of one shell call worth learning from:
     [(key, values, argv)]; harness and trivial commands are left out."""
     units = []
-    for cmd in parse_shell(command, cwd):
+    for cmd in parse_shell(command, cwd, shared=ParseShared(shallow=True)):
         if cmd.depth or not cmd.argv or _is_harness_command(cmd.argv):
             continue
         prog = cmd.prog
@@ -8499,14 +9853,2466 @@ def canary_findings(estate, config, env=None, now=None):
     return findings
 
 
+# ==== gate readers ========================================================
+# What the gate reads to judge a call that runs more than the line shows: inline
+# code, makefiles, package.json scripts, archives, diffs, the git index and git's
+# own answers, the notrest block of AGENTS.md. They sit below the cold line, so
+# the common call never loads them; the hot part reaches them through readers(),
+# and they take and return plain data (strings, lists, tuples), never the hot
+# part's own objects.
+
+# ---- followers of the rarer programs -------------------------------------------
+# parallel, sem, ssh, docker and kubectl exec, make, package scripts, archives,
+# patches, git's work-tree rewriters and the AGENTS.md block: run in the hot
+# part's own classes (readers() lends them), so they build its commands.
+
+_PARALLEL_VALUES = ("-j", "--jobs", "-P", "-S", "--sshlogin", "--joblog", "-a",
+                    "--arg-file", "--colsep", "-C", "-I", "-d", "--delimiter", "-E",
+                    "--eof", "-n", "--max-args", "-N", "--max-replace-args", "--delay",
+                    "--timeout", "--tmpdir", "--results", "--res", "--workdir", "--wd",
+                    "--halt", "--retries", "--memfree", "--load", "--nice",
+                    "--basefile", "--bf", "--return", "--sshdelay", "--env",
+                    "--tagstring", "-L", "--max-lines", "--limit", "--termseq")
+
+
+_PARALLEL_SEPARATORS = (":::", ":::+", "::::", "::::+")
+
+
+_PARALLEL_FORMS = ("{}", "{.}", "{/}", "{//}", "{/.}", "{#}", "{%}")
+
+
+def _peel_parallel(cmd, state, cmds, depth):
+    """GNU parallel: a command line composed from a template and each argument
+    (`:::`, or the lines on stdin), run by a shell; no template: each argument
+    is a command line."""
+    argv = cmd.argv
+    i, replace = 1, "{}"
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in _PARALLEL_SEPARATORS:
+        if argv[i] == "-I" and i + 1 < len(argv):
+            replace = argv[i + 1]
+        elif argv[i].startswith("--replace="):
+            replace = argv[i][10:] or "{}"
+        i += 2 if argv[i] in _PARALLEL_VALUES else 1
+    template, values, group = [], [], None
+    for arg in argv[i:]:
+        if arg in _PARALLEL_SEPARATORS:
+            group = arg
+        elif group is None:
+            template.append(arg)
+        elif group.startswith("::::"):
+            values = None if values is None else values + [None]
+        elif values is not None:
+            values.append(arg)
+    if group is None:
+        values = _feed_items(cmd)
+    if values is None or None in values:
+        values = [v for v in (values or []) if v is not None] + [
+            found_word(UNKNOWN_WORD, None)]
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) > FANOUT_MAX:
+        cmd.shared.too_large = "parallel with more than %d distinct arguments" % FANOUT_MAX
+        return SPAWNED
+    line = " ".join(template)
+    for value in distinct:
+        env = dict(cmd.env)
+        if not line:
+            text = value if not isinstance(value, (Found, Opaque)) else ""
+        else:
+            text = _parallel_line(line, replace, value, env)
+        _nested(cmd, text, cmds, depth, origin="parallel", env=env)
+    return SPAWNED
+
+
+def _parallel_line(line, replace, value, env):
+    """The command line parallel composes for one argument (quoted as it quotes)."""
+    forms = (replace,) + tuple(f for f in _PARALLEL_FORMS if f != "{}" or replace == "{}")
+    if not any(form in line for form in forms) and not any(
+            "{%d}" % n in line for n in range(1, 10)):
+        line += " {}"
+        forms = ("{}",)
+    if isinstance(value, (Found, Opaque)):
+        env[ITEM_VAR] = value
+        shown = "${%s}" % ITEM_VAR
+        for form in forms + tuple("{%d}" % n for n in range(1, 10)):
+            line = line.replace(form, shown)
+        return line
+    stem = os.path.splitext(value)[0]
+    table = {"{.}": stem, "{/}": os.path.basename(value), "{//}": os.path.dirname(value),
+             "{/.}": os.path.splitext(os.path.basename(value))[0], "{#}": "1", "{%}": "1"}
+    for form in forms:
+        line = line.replace(form, _quote_arg(table.get(form, value) if form != replace
+                                             else value))
+    for n in range(1, 10):
+        line = line.replace("{%d}" % n, _quote_arg(value))
+    return line
+
+
+def _peel_sem(cmd, state, cmds, depth):
+    argv = cmd.argv
+    i = _take_options(argv, _PARALLEL_VALUES + ("--id",))
+    _nested(cmd, " ".join(argv[i:]), cmds, depth, origin="sem")
+    return SPAWNED
+
+
+_SSH_VALUES = ("-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m",
+               "-O", "-o", "-p", "-Q", "-R", "-S", "-W", "-w", "-B", "-P")
+
+
+def _peel_ssh(cmd, state, cmds, depth):
+    """ssh HOST COMMAND...: the remote shell runs the words as one command line,
+    judged as a command (in the remote home folder)."""
+    argv = cmd.argv
+    i = _take_options(argv, _SSH_VALUES)
+    if i + 1 < len(argv):
+        _nested(cmd, " ".join(argv[i + 1:]), cmds, depth, origin="ssh %s" % argv[i],
+                cwd=cmd.env.get("HOME") or "/")
+    return None
+
+
+_DOCKER_VALUES = ("-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir",
+                  "--detach-keys", "-v", "--volume", "-p", "--publish", "--name",
+                  "--network", "--net", "--entrypoint", "--mount", "-l", "--label", "-h",
+                  "--hostname", "--platform", "--pull", "--restart", "-m", "--memory",
+                  "--cpus", "--cpu-shares", "--add-host", "--dns", "--device", "--gpus",
+                  "--ipc", "--pid", "--runtime", "--security-opt", "--shm-size",
+                  "--tmpfs", "--ulimit", "--userns", "--uts", "--volumes-from",
+                  "--cap-add", "--cap-drop", "--cidfile", "--log-driver", "--log-opt",
+                  "--memory-swap", "--stop-signal", "--stop-timeout", "--expose",
+                  "--link", "--group-add", "-a", "--attach", "--index", "-f", "--file",
+                  "--project-name", "--profile", "--project-directory")
+
+
+def _follow_container(cmd, state, cmds, depth):
+    """docker/podman exec|run ... TARGET COMMAND: the command, judged as one."""
+    argv = cmd.argv
+    i = _take_options(argv, ("-H", "--host", "-c", "--context", "--config", "-l",
+                             "--log-level", "--url", "--connection"))
+    words = argv[i:]
+    if words[:1] in (["container"], ["compose"]):
+        words = words[1:]
+        j = _take_options(words, _DOCKER_VALUES, 0)
+        words = words[j:]
+    if not words or words[0] not in ("exec", "run"):
+        return None
+    j = _take_options(words, _DOCKER_VALUES)
+    inner = words[j + 1:]
+    entry = option_values(_words_cmd(words[:j]), ("--entrypoint",))
+    if entry:
+        inner = [entry[-1]] + inner
+    if inner:
+        spawn_argv(cmd, inner, cmds, depth + 1, "%s %s %s" % (cmd.prog, words[0],
+                                                               words[j] if j < len(words)
+                                                               else ""))
+    return None
+
+
+def _follow_kubectl(cmd, state, cmds, depth):
+    """kubectl exec POD -- COMMAND: the command, judged as one."""
+    argv = cmd.argv
+    if "exec" not in argv[1:6]:
+        return None
+    at = argv.index("exec")
+    if "--" in argv[at:]:
+        inner = argv[argv.index("--", at) + 1:]
+    else:
+        j = _take_options(argv, ("-c", "--container", "-n", "--namespace", "--context",
+                                 "--kubeconfig", "-f", "--filename",
+                                 "--pod-running-timeout"), at + 1)
+        inner = argv[j + 1:]
+    if inner:
+        spawn_argv(cmd, inner, cmds, depth + 1, "%s exec" % cmd.prog)
+    return None
+
+
+_MAKE_SKIP = ("-n", "--dry-run", "--just-print", "--recon", "-q", "--question", "-t",
+              "--touch", "-p", "--print-data-base", "-v", "--version", "-h", "--help")
+
+
+_MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+
+
+def _follow_make(cmd, cmds, depth):
+    """Judge the recipe lines `make` would run for its goals (and their
+    prerequisites), each as the shell line make gives /bin/sh."""
+    argv = cmd.argv
+    folder, makefile, goals, overrides, i = cmd.cwd, None, [], {}, 1
+    while i < len(argv):
+        arg = argv[i]
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if arg in _MAKE_SKIP:
+            return
+        if arg in ("-C", "--directory"):
+            folder, i = os.path.join(folder, value), i + 2
+            continue
+        if arg.startswith(("-C", "--directory=")):
+            folder = os.path.join(folder, arg.split("=", 1)[1] if "=" in arg else arg[2:])
+        elif arg in ("-f", "--file", "--makefile"):
+            makefile, i = value, i + 2
+            continue
+        elif arg.startswith(("--file=", "--makefile=")):
+            makefile = arg.split("=", 1)[1]
+        elif arg in ("-o", "-W", "-I", "--old-file", "--what-if", "--include-dir") or (
+                arg in ("-j", "-l") and value.isdigit()):
+            i += 2
+            continue
+        elif _is_assignment(arg):
+            name, value = _assigned(arg)
+            overrides[name] = value
+        elif not arg.startswith("-"):
+            goals.append(arg)
+        i += 1
+    if isinstance(folder, Opaque) or isinstance(makefile, Opaque):
+        return
+    names = [makefile] if makefile else _MAKEFILES
+    text = None
+    for name in names:
+        path = _resolve_in(cmd, os.path.join(folder, name))
+        if os.path.isfile(path):
+            text = _script_text(path, cmd.shared)
+            break
+    if not text:
+        return
+    env = {k: str(v) for k, v in cmd.env.items() if isinstance(k, str) and not isinstance(
+        v, (Opaque, Found, tuple))}
+    for target, line in make_lines(text, goals, {k: str(v) for k, v in
+                                                            overrides.items()}, env, folder):
+        _nested(cmd, line, cmds, depth, origin="make %s" % target, cwd=folder)
+
+
+def _follow_package(cmd, cmds, depth):
+    """Judge the package.json scripts `npm run x`, `yarn x`, `pnpm x`, `bun run x`
+    (and their pre/post scripts, and install's lifecycle) would run. Returns
+    whether it found one."""
+    argv, prog = cmd.argv, cmd.prog
+    folder, words, i = cmd.cwd, [], 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--" and words:
+            words.extend(argv[i:])
+            break
+        if arg in ("--prefix", "-C", "--dir", "--cwd") and i + 1 < len(argv):
+            folder, i = os.path.join(folder, argv[i + 1]), i + 2
+            continue
+        if arg.startswith(("--prefix=", "--dir=", "--cwd=")):
+            folder = os.path.join(folder, arg.split("=", 1)[1])
+        elif arg in ("-w", "--workspace", "--filter", "-F", "-r", "--recursive",
+                     "--workspaces", "-ws"):
+            return False
+        elif not (arg.startswith("-") and not words):
+            words.append(arg)
+        i += 1
+    verb = words[0] if words else ("install" if prog in ("yarn", "pnpm") else None)
+    if verb is None or isinstance(folder, Opaque):
+        return False
+    if verb in ("exec", "x", "dlx") and prog != "bun" or (prog == "bun" and verb == "x"):
+        rest = words[1:]
+        rest = rest[1:] if rest[:1] == ["--"] else rest
+        spawn_argv(cmd, rest, cmds, depth + 1, "%s %s" % (prog, verb))
+        return True
+    text = _script_text(os.path.join(_resolve_in(cmd, folder), "package.json"),
+                        cmd.shared)
+    if not text:
+        return False
+    lines = package_lines(text, prog, str(verb), [str(w) for w in words[1:]])
+    for name, line in lines:
+        _nested(cmd, line, cmds, depth, origin="%s run %s" % (prog, name), cwd=folder)
+    return bool(lines)
+
+
+ARCHIVE_READ_MAX = 16 << 20
+
+
+ARCHIVE_MEMBERS_MAX = 4000
+
+
+def extract_plan(cmd):
+    """The paths an extraction writes (tar x, unzip): each member under the folder
+    it extracts into, when the archive can be read (a regular file up to
+    ARCHIVE_READ_MAX, or one this line makes with tar c or zip); [] when it writes
+    nothing (a listing, stdout); None when the command is not an extraction or
+    its members cannot be known (an archive on stdin, a --transform)."""
+    prog, argv = cmd.prog, cmd.argv
+    if prog == "unzip":
+        if has_flag(cmd, "lZtpn", ("--list",)) or "-v" in argv:
+            return []
+        archive, members, folder, i = None, [], ".", 1
+        while i < len(argv):
+            arg = argv[i]
+            if arg == "-d" and i + 1 < len(argv):
+                folder, i = argv[i + 1], i + 2
+                continue
+            if arg == "-x":
+                break
+            if not arg.startswith("-"):
+                if archive is None:
+                    archive = arg
+                else:
+                    members.append(arg)
+            i += 1
+    else:
+        mode, archive, folder, members, strip = _tar_options(cmd)
+        if mode != "x":
+            return None if mode == "c" else []
+        if archive is None or archive == "-":
+            return None
+    if archive is None or isinstance(archive, Opaque) or isinstance(folder, Opaque):
+        return None
+    names = _archive_members(_resolve_in(cmd, archive), cmd.shared)
+    if names is None:
+        return None
+    strip = 0 if prog == "unzip" else strip
+    if strip is None:
+        return None
+    out = []
+    for name in names:
+        parts = [p for p in name.split("/") if p and p != "."][strip:]
+        if not parts or ".." in parts:
+            continue
+        rel = "/".join(parts)
+        if members and not any(rel == m.rstrip("/") or rel.startswith(m.rstrip("/") + "/")
+                               for m in members):
+            continue
+        out.append(os.path.join(folder, rel))
+    return out
+
+
+def _tar_options(cmd):
+    """(mode x/c/t/"", archive, folder, member names, components to strip or None
+    when names are rewritten) of a tar command line, bundled letters included."""
+    argv = cmd.argv
+    mode, archive, folder, members, strip = "", None, ".", [], 0
+    takes = "fCTXbHKNLgVI"
+    i, first = 1, True
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith("--"):
+            name, _, value = arg.partition("=")
+            if name in ("--extract", "--get"):
+                mode = "x"
+            elif name in ("--create", "--append", "--update"):
+                mode = "c"
+            elif name == "--list":
+                mode = "t"
+            elif name in ("--file", "--directory") and not value and i + 1 < len(argv):
+                value = argv[i + 1]
+                i += 1
+            if name == "--file":
+                archive = value
+            elif name == "--directory":
+                folder = os.path.join(folder, value)
+            elif name == "--strip-components":
+                strip = int(value) if value.isdigit() else None
+            elif name in ("--transform", "--xform", "--absolute-names"):
+                strip = None
+            elif name in ("--to-stdout", "--keep-old-files", "--skip-old-files"):
+                mode = "t" if mode == "x" else mode
+        elif arg.startswith("-") or first and not arg.startswith("/") and arg.isalpha():
+            letters = arg.lstrip("-")
+            for letter in letters:
+                if letter == "x":
+                    mode = "x"
+                elif letter in "cru":
+                    mode = "c"
+                elif letter == "t":
+                    mode = "t"
+                elif letter in "OkP" and mode == "x":
+                    mode = "t" if letter in "Ok" else mode
+                    strip = None if letter == "P" else strip
+                elif letter == "s" and arg.startswith("-"):
+                    strip = None
+                if letter in takes and i + 1 < len(argv):
+                    value = argv[i + 1]
+                    i += 1
+                    if letter == "f":
+                        archive = value
+                    elif letter == "C":
+                        folder = os.path.join(folder, value)
+        else:
+            members.append(arg)
+        first = False
+        i += 1
+    return mode, archive, folder, members, strip
+
+
+def _archive_members(path, shared):
+    """The member names of an archive: one this line made (tar c, zip), else what
+    the file holds (read up to its bounds); None when they cannot be known."""
+    made = shared.made(path) if shared is not None else None
+    if isinstance(made, tuple) and made[0] == "archive":
+        return made[1]
+    return archive_member_names(path)
+
+
+def note_archive(cmd):
+    """tar c / zip in this line: remember the member names the archive will hold."""
+    prog = cmd.prog
+    if prog in ("tar", "bsdtar"):
+        mode, archive, folder, members, _ = _tar_options(cmd)
+        if mode == "c" and archive and archive != "-" and members:
+            names = [m for m in members if not isinstance(m, (Opaque, Glob))]
+            cmd.shared.note(cmd, archive, ("archive", names + [
+                n + "/" + s for n in names for s in _ARCHIVE_SAMPLES]))
+    elif prog == "zip":
+        ops = operands(cmd)
+        if len(ops) >= 2:
+            names = [m for m in ops[1:] if not isinstance(m, (Opaque, Glob))]
+            cmd.shared.note(cmd, ops[0], ("archive", names + [
+                n + "/" + s for n in names for s in _ARCHIVE_SAMPLES]))
+
+
+# What a folder put into an archive may hold, as far as the harness goes.
+_ARCHIVE_SAMPLES = ("laws.json", "notrest.py", "notrest", "hooks/pre-tool-use.sh",
+                    "settings.json", "settings.local.json", "hooks.json", "config.toml",
+                    ".notrest/laws.json", ".claude/settings.json", ".codex/hooks.json",
+                    ".codex/config.toml")
+
+
+def patch_command_targets(cmd):
+    """[(path, mode)] `patch` writes: the file it is given, else each file its
+    diff names (read from -i FILE, a file operand, a redirect, a heredoc, or a
+    cat before it), cut by -pN (without -p: every name patch may choose)."""
+    argv = cmd.argv
+    strip, folder, patch_file, operands_, i = None, ".", None, [], 1
+    while i < len(argv):
+        arg = argv[i]
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if arg.startswith("-p") and arg[2:].isdigit():
+            strip = int(arg[2:])
+        elif arg == "-p" and value.isdigit():
+            strip, i = int(value), i + 1
+        elif arg.startswith("--strip="):
+            strip = int(arg[8:]) if arg[8:].isdigit() else None
+        elif arg in ("-i", "--input"):
+            patch_file, i = value, i + 1
+        elif arg.startswith("--input="):
+            patch_file = arg[8:]
+        elif arg in ("-d", "--directory"):
+            folder, i = value, i + 1
+        elif arg in ("-o", "--output", "-r", "--reject-file", "-B", "--prefix", "-z",
+                     "--suffix", "-V", "-D", "--ifdef", "-F", "--fuzz", "-g", "--get"):
+            i += 1
+        elif arg in ("--dry-run", "-C", "--check"):
+            return []
+        elif not arg.startswith("-"):
+            operands_.append(arg)
+        i += 1
+    if operands_:
+        out = [(os.path.join(folder, operands_[0]), "write")]
+        if len(operands_) > 1:
+            patch_file = operands_[1]
+        return out
+    text = _patch_text(cmd, patch_file)
+    if text is None:
+        return []
+    return [(os.path.join(folder, p), mode) for p, mode in diff_targets(
+        text, strip)]
+
+
+def _patch_text(cmd, patch_file):
+    """The text of the diff a patch command reads, or None."""
+    if patch_file is not None:
+        if isinstance(patch_file, Opaque) or cmd.shared is None:
+            return None
+        return _script_text(_resolve_in(cmd, patch_file), cmd.shared, SCRIPT_READ_MAX,
+                            False)
+    return _stdin_script(cmd) if cmd.shared is not None else None
+
+
+def git_patch_targets(cmd, args):
+    """[(path, mode)] `git apply` / `git am` write in the work tree (not with
+    --cached, --check, --stat): the names of each diff, cut by -p (1 by default)."""
+    if any(a in ("--cached", "--check", "--stat", "--numstat", "--summary", "--abort",
+                 "--skip", "--quit", "--show-current-patch") for a in args):
+        return []
+    strip, folder, files = 1, "", []
+    for arg in args:
+        if arg.startswith("-p") and arg[2:].isdigit():
+            strip = int(arg[2:])
+        elif arg.startswith("--directory="):
+            folder = arg.split("=", 1)[1]
+        elif not arg.startswith("-"):
+            files.append(arg)
+    texts = [_patch_text(cmd, f) for f in files] if files else [_patch_text(cmd, None)]
+    out = []
+    for text in texts:
+        if text:
+            out += [(os.path.join(folder, p) if folder else p, mode)
+                    for p, mode in diff_targets(text, strip)]
+    return out
+
+
+_GIT_INSTEAD = {
+    "branch": "check the other branch out in a folder of its own "
+              "(`git worktree add ../other-branch BRANCH`), or ask a person",
+    "paths": "name the files you mean (`git restore -- src/`)",
+    "stash": "stash only your own files (`git stash push -- src/`)",
+    "clean": "look first (`git clean -n`), then remove the files you mean by name",
+    "range": "ask a person: it brings in changes to the harness",
+}
+
+
+def _judge_git_worktree(ctx, cmd):
+    """Whether a git command that rewrites the work tree (checkout, switch,
+    restore, reset --hard, stash, read-tree -u, clean, merge, rebase, cherry-pick,
+    revert) would change the harness. Exact where cheap: a pathspec that cannot
+    reach it costs nothing; the index is read without a subprocess; one bounded
+    git call (two for stash -u) answers the rest, only for these commands."""
+    sub, args = _git_parts(cmd)
+    if sub not in _GIT_REWRITERS:
+        return None
+    samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
+    covers = []
+
+    def reaches(paths):
+        covers[:] = [ctx.root if p == UNKNOWN_WORD or p.startswith(":") else
+                     ctx.resolve(p, cmd.cwd, False) for p in paths]
+        return any(is_within(s, c) for s in samples for c in covers)
+
+    found = git_rewrites(
+        ctx.root, str(cmd.cwd), sub, [UNKNOWN_WORD if isinstance(a, Opaque) else str(a)
+                                      for a in args], _harness_pathspecs(ctx),
+        lambda path: ctx.harness_hit(path, "write"), reaches)
+    if found is None:
+        return None
+    kind, changed = found
+    if changed is None:
+        return reason("`%s` rewrites the work tree, and the gate could not tell in "
+                      "time whether the harness is part of it" % cmd.shown(),
+                      uncertain=True, instead=_GIT_INSTEAD[kind])
+    hits = [p for p in changed if (not covers or any(is_within(p, c) for c in covers))
+            and (ctx.harness_hit(p, "write") or any(is_within(s, p) for s in samples))]
+    if not hits:
+        return None
+    shown = ", ".join(display_path(p, ctx.root) for p in hits[:3])
+    more = " and %d more" % (len(hits) - 3) if len(hits) > 3 else ""
+    return reason("`%s` rewrites %s%s, which belongs to the harness" % (
+        cmd.shown(), shown, more), instead=_GIT_INSTEAD[kind])
+
+
+def _harness_pathspecs(ctx):
+    """Git pathspecs (relative to the project) for what protect-harness guards there."""
+    specs = []
+    for pattern in HARNESS_PATHS + tuple(p for p in ctx.book.protected_paths
+                                         if not p.startswith("/")):
+        specs.append(":(glob)%s" % pattern if any(c in pattern for c in "*?[") else
+                     pattern)
+    return specs
+
+
+AGENTS_INSTEAD = ("edit AGENTS.md outside the notrest block (the lines from %s to %s "
+                  "are the harness's)" % AGENTS_BLOCK_MARKERS)
+
+
+def _bounded_text(path, limit):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _agents_block_hit(ctx):
+    """Whether a call changes or removes the notrest block of the project's
+    AGENTS.md (other edits of AGENTS.md are fine)."""
+    path = os.path.join(ctx.root, "AGENTS.md")
+    event, ti = ctx.event, ctx.event.tool_input
+    tool = event.tool or ""
+    if tool in FILE_WRITE_TOOLS:
+        target = ti.get("file_path")
+        if not isinstance(target, str) or resolve_path(target, ctx.cwd, ctx.home) != path:
+            return None
+        shell_hits = None
+    elif tool == "apply_patch" or "patch" in tool.lower():
+        text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
+        if "AGENTS.md" not in str(text):
+            return None
+        shell_hits = None
+    else:
+        shell_hits = [(mode, cmd) for p, mode, _w, cmd in ctx.accesses
+                      if mode in ("write", "delete") and str(p) == path]
+        if not shell_hits:
+            return None
+    block = agents_block(_bounded_text(path, AGENTS_READ_MAX))
+    if block is None:
+        return None
+    if shell_hits is None:
+        hit = agents_tool_changes(tool, ti, block, path)
+    else:
+        hit = any(_agents_shell_changes(mode, cmd, block, path) for mode, cmd in
+                  shell_hits)
+    if not hit:
+        return None
+    what = clip(summarise_call(event), 120) if shell_hits is None else shell_hits[0][
+        1].shown(120)
+    return reason("`%s` changes the notrest block of AGENTS.md, which belongs to the "
+                  "harness" % what, instead=AGENTS_INSTEAD)
+
+
+def _agents_shell_changes(mode, cmd, block, path):
+    if mode == "delete" or cmd is None:
+        return True
+    if cmd.prog == "apply_patch":
+        return patch_changes_block(_stdin_script(cmd) or " ".join(cmd.argv[1:]),
+                                             block)
+    if cmd.prog == "tee" and has_flag(cmd, "a", ("--append",)):
+        return False
+    redirects = [r for r in cmd.redirects if isinstance(r.target, str) and
+                 r.op in (">", ">>", ">|", "&>", "&>>", "<>")]
+    if redirects and all(r.op in (">>", "&>>") for r in redirects) and cmd.prog in (
+            "echo", "printf", "cat", "tee"):
+        return False
+    return True
+
+
+# ---- rarer judgments -----------------------------------------------------------
+# Unknown delete targets, what a find reaches, notrest's own CLI, the full
+# check of a project law's regular expression.
+
+def regex_shape_problem(pattern):
+    """Why a project law's regular expression cannot be matched safely, else None:
+    it does not compile, is too long, or has a catastrophic shape (a quantifier
+    over something that itself repeats, a quantifier over alternatives that can
+    match the same text, three unbounded wildcards in a row) that takes
+    exponential or cubic time on a text an agent can write."""
+    import re
+    if len(pattern) > REGEX_MAX:
+        return "is longer than %d characters" % REGEX_MAX
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return "is not a valid regular expression (%s)" % exc
+    try:
+        from re import _parser as parser
+        from re import _constants as constants
+    except ImportError:  # Python before 3.11
+        import sre_parse as parser
+        import sre_constants as constants
+    try:
+        tree = parser.parse(pattern)
+    except Exception:  # compiled above: a parser we cannot read is not a verdict
+        return None
+    shape = _regex_shape(list(tree), constants, False)
+    if shape:
+        return "could take exponential or cubic time to match: %s; rewrite it " \
+               "without that (one repeat instead of a repeat of repeats, `[^ ]*` " \
+               "for one of the `.*`)" % shape
+    return None
+
+
+def _regex_shape(items, c, repeated):
+    """The catastrophic shape in a parsed pattern, or None."""
+    repeats = (c.MAX_REPEAT, c.MIN_REPEAT)
+    wildcards = 0
+    for op, av in items:
+        if op in repeats:
+            low, high, sub = av
+            sub = list(sub)
+            many = high == c.MAXREPEAT or high > 1
+            if repeated and high != low:
+                return "a quantifier inside a quantified group (such as (a+)+)"
+            if many and _overlapping_alternatives(sub, c):
+                return "a quantifier over alternatives that can match the same text " \
+                       "(such as (a|ab)*)"
+            if high == c.MAXREPEAT and _is_wildcard(sub, c):
+                wildcards += 1
+            shape = _regex_shape(sub, c, repeated or many)
+        elif op == c.SUBPATTERN:
+            shape = _regex_shape(list(av[-1]), c, repeated)
+        elif op == c.BRANCH:
+            shape = None
+            widths = {_regex_width(list(alt), c) for alt in av[1]}
+            if repeated and (len(widths) > 1 or None in widths):
+                return "alternatives of different lengths inside a quantified group " \
+                       "(such as (a|aa)*)"
+            for alternative in av[1]:
+                shape = shape or _regex_shape(list(alternative), c, repeated)
+        elif op in (c.ASSERT, c.ASSERT_NOT):
+            shape = _regex_shape(list(av[1]), c, repeated)
+        else:
+            shape = None
+        if shape:
+            return shape
+    if wildcards >= 3:
+        return "three or more unbounded wildcards (.* or similar) in one sequence"
+    return None
+
+
+def _regex_width(items, c):
+    """The fixed length a parsed pattern matches, or None when it varies."""
+    width = 0
+    for op, av in items:
+        if op in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN):
+            width += 1
+        elif op == c.AT:
+            continue
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == av[1]:
+            inner = _regex_width(list(av[2]), c)
+            if inner is None:
+                return None
+            width += inner * av[0]
+        elif op == c.SUBPATTERN:
+            inner = _regex_width(list(av[-1]), c)
+            if inner is None:
+                return None
+            width += inner
+        else:
+            return None
+    return width
+
+
+_BROAD_CATEGORIES = ("CATEGORY_NOT_SPACE", "CATEGORY_NOT_WORD", "CATEGORY_NOT_DIGIT")
+
+
+def _is_wildcard(sub, c):
+    """A repeated item that matches nearly anything: . [^x] \\S \\W \\D."""
+    if len(sub) != 1:
+        return False
+    op, av = sub[0]
+    if op == c.ANY or op == c.NOT_LITERAL:
+        return True
+    if op == c.IN:
+        return any(item[0] == c.NEGATE or (item[0] == c.CATEGORY and getattr(
+            item[1], "name", str(item[1])) in _BROAD_CATEGORIES) for item in av)
+    return False
+
+
+def _overlapping_alternatives(sub, c):
+    """Whether a repeated body is (a group of) alternatives two of which can
+    start with the same character (or match nothing)."""
+    while len(sub) == 1 and sub[0][0] == c.SUBPATTERN:
+        sub = list(sub[0][1][-1])
+    if len(sub) != 1 or sub[0][0] != c.BRANCH:
+        return False
+    firsts = [_first_chars(list(alt), c) for alt in sub[0][1][1]]
+    for i, one in enumerate(firsts):
+        for other in firsts[i + 1:]:
+            if one is None or other is None or one & other:
+                return True
+    return False
+
+
+def _first_chars(items, c):
+    """The characters a parsed pattern can start with, or None for any (or none)."""
+    for op, av in items:
+        if op == c.AT:
+            continue
+        if op == c.LITERAL:
+            return {av}
+        if op == c.IN:
+            chars = set()
+            for kind, value in av:
+                if kind == c.LITERAL:
+                    chars.add(value)
+                elif kind == c.RANGE and value[1] - value[0] < 256:
+                    chars.update(range(value[0], value[1] + 1))
+                else:
+                    return None
+            return chars
+        if op == c.SUBPATTERN:
+            return _first_chars(list(av[-1]), c)
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+            return _first_chars(list(av[2]), c)
+        return None
+    return None
+
+
+def _classify_unknown(ctx, text, cwd):
+    """A delete whose target holds what the line cannot know: settled when the
+    known part already says (~user, "$X/" that is / when X is empty, a named
+    child of a folder in the project or the temp dir), else uncertain."""
+    if text.startswith("~"):
+        return "deletes the home folder of %s" % text.split("/", 1)[0]
+    head = text.split("/", 1)
+    if text.startswith("$") and len(head) == 2 and (head[1] in ("", "*") or _whole_glob(
+            head[1])):
+        return "deletes / when %s is empty or unset" % head[0]
+    if text.startswith(("$TMPDIR/", "${TMPDIR}/", "${TMPDIR:-/tmp}/")):
+        rest = [p for p in head[1].split("/") if p]
+        if rest and ".." not in rest and not _whole_glob(rest[0]) and "$" not in rest[0]:
+            return None
+    cut = min([i for i in (text.find("$"), text.find("`")) if i >= 0] or [len(text)])
+    known = text[:cut]
+    if not isinstance(cwd, Opaque) or known.startswith("/"):
+        folder, named = (known, False) if known.endswith("/") else (
+            os.path.dirname(known), bool(os.path.basename(known)))
+        path = ctx.resolve(folder or ".", "/" if isinstance(cwd, Opaque) else cwd)
+        kind, base = ctx.container(path)
+        git = os.path.join(ctx.root, ".git")
+        if kind == "project" and (named or path != ctx.root) and not is_within(path, git):
+            return None
+        if kind == "temp" and (named or path != base):
+            return None
+    return reason("deletes %s, which the gate cannot resolve (it holds an expansion "
+                  "only the shell knows)" % clip(text, 80), uncertain=True)
+
+
+def _found_may_read_secret(ctx, path):
+    tests = path.finder.find.tests
+    if not tests:
+        return False
+    for sample in _SECRET_SAMPLES:
+        full = os.path.join(path, sample)
+        if is_secret_path(full, ctx.home) and _find_tests_match(path.finder, path, full):
+            return True
+    return False
+
+
+def _find_tests_match(finder, root_path, sample):
+    """Whether the name and path tests of a find can select sample (one test is
+    enough; -regex counts as matching)."""
+    shown = finder.find.roots[0].rstrip("/") or "/"
+    printed = shown + sample[len(root_path.rstrip("/")):]
+    for test, pattern in finder.find.tests:
+        if test in ("-regex", "-iregex"):
+            return True
+        target = os.path.basename(sample) if test in ("-name", "-iname") else printed
+        if test.startswith("-i"):
+            pattern, target = pattern.lower(), target.lower()
+        if _segment_match(pattern, target) or glob_match(pattern, target):
+            return True
+    return False
+
+
+def _find_excludes(finder, root_path, sample):
+    """Whether a find skips sample: pruned, or excluded by `-not -path ...`."""
+    info = finder.find
+    if not info.excluded:
+        return False
+    shown = info.roots[0].rstrip("/") or "/"
+    rel = sample[len(root_path.rstrip("/")):]
+    parts = [p for p in rel.split("/") if p]
+    for depth in range(1, len(parts) + 1):
+        printed = shown + "/" + "/".join(parts[:depth])
+        for test, pattern in info.excluded:
+            target = parts[depth - 1] if test in ("-name", "-iname") else printed
+            if test.startswith("-i"):
+                pattern, target = pattern.lower(), target.lower()
+            if test not in ("-regex", "-iregex") and (
+                    _segment_match(pattern, target) or glob_match(pattern, target)):
+                return True
+    return False
+
+
+def _find_may_hit_harness(finder, root_path, ctx):
+    """Whether what a find yields from root_path can be part of the harness."""
+    samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
+    if ctx.home and ctx.home != "/":
+        samples += [os.path.join(ctx.home, s) for s in HOME_HARNESS_SAMPLES]
+    narrowed = finder.find.narrowed
+    for sample in samples:
+        if not is_within(sample, root_path) or not ctx.harness_hit(sample, "write"):
+            continue
+        if _find_excludes(finder, root_path, sample):
+            continue
+        if not finder.find.tests:
+            if not narrowed:
+                return True
+            continue
+        if _find_tests_match(finder, root_path, sample):
+            return True
+    return False
+
+
+def judge_cli(ctx, cmd):
+    """Whether a command runs notrest's own CLI beyond what the agent may use
+    (packet, bank of its own session, status, laws, check, log, learn --list,
+    doctor, help, view, gate, sync without --prune-before), or sets a NOTREST_
+    switch for a notrest run. cmd.cli holds its arguments."""
+    args = cmd.cli
+    switches = sorted(k for k in cmd.env if k.startswith("NOTREST_"))
+    if switches:
+        return "`%s` sets %s for a notrest run: overrides and switches are for a " \
+               "person" % (cmd.shown(), ", ".join(switches))
+    verb, rest = cli_verb(args)
+    shown = cmd.shown()
+    if verb == "?":
+        return "`%s` runs notrest's own code, where the gate cannot see which command " \
+               "it runs: use the notrest CLI" % shown
+    if verb == "hook":
+        return "`%s` runs a notrest hook: only the clients run hooks, and what a hook " \
+               "writes (denies, receipts) is written by the gate alone" % shown
+    if verb == "install" and any(a.startswith("--uninstall") for a in rest):
+        return "`%s` removes the harness" % shown
+    if isinstance(verb, Opaque) or (verb and verb not in AGENT_VERBS):
+        return "`%s` runs `notrest %s`, which only a person may run: it changes the " \
+               "harness" % (shown, clip(verb, 40))
+    if verb == "learn" and ("--list" not in rest or any(
+            a.startswith(("--accept", "--reject")) for a in rest)):
+        return "`%s` changes what notrest learned: only `learn --list` is for the " \
+               "agent" % shown
+    if verb == "sync" and any(a.startswith("--prune-before") for a in rest):
+        return "`%s` prunes the estate ref: that is for a person" % shown
+    if verb == "bank":
+        sessions = option_values(_words_cmd(["bank"] + rest), ("--session",))
+        own = ctx.event.session
+        if any(sanitize_session_id(s) != own for s in sessions) and own:
+            return "`%s` banks another session: bank only your own" % shown
+        roots = option_values(_words_cmd(["x"] + list(args)), ("--root",))
+        if any(ctx.resolve(r, cmd.cwd) != ctx.root for r in roots):
+            return "`%s` banks into another project: bank only this one" % shown
+    return None
+
+
+def _peel_read(cmd, state, cmds, depth):
+    """`read NAME...` (and mapfile): the names hold what the line cannot see,
+    unless a here-string says what they are."""
+    argv, names, i = cmd.argv, [], 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-p", "-a", "-d", "-n", "-N", "-t", "-u", "-i", "-C", "-c", "-s", "-O"):
+            if arg == "-a" and i + 1 < len(argv):
+                names.append(argv[i + 1])
+            i += 2
+            continue
+        if not arg.startswith("-"):
+            names.append(arg)
+        i += 1
+    given = next((r.target for r in cmd.redirects if r.op == "<<<" and isinstance(
+        r.target, str) and not isinstance(r.target, Opaque)), None)
+    if cmd.prog != "read":
+        names = names[-1:] or ["MAPFILE"]
+    for name in names or ["REPLY"]:
+        state["env"][name] = given if given is not None else Opaque("$" + name)
+    return None
+
+
+def _mktemp_path(args, env, cwd):
+    """Where `mktemp` makes its file or folder (the X's left as they are)."""
+    tmp = env.get("TMPDIR") or "/tmp"
+    folder, in_tmp, template, i = None, False, None, 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-p" and i + 1 < len(args):
+            folder, i = args[i + 1], i + 2
+            continue
+        if arg.startswith("--tmpdir"):
+            folder = arg.partition("=")[2] or None
+            in_tmp = True
+        elif arg == "-t":
+            in_tmp = True
+        elif not arg.startswith("-"):
+            template = arg
+        i += 1
+    if template is None:
+        return os.path.join(folder or tmp, "tmp.XXXXXXXXXX")
+    if (folder or in_tmp) and "/" not in template:
+        return os.path.join(folder or tmp, template)
+    return os.path.normpath(os.path.join(cwd, template))
+
+
+# ---- code: what inline code and scripts run and touch ------------------------
+# A small reader for Python, JavaScript, Perl, Ruby and PHP, enough to see their
+# shell calls and file operations: string literals (escapes; f-strings and
+# templates with unknown parts), concatenation, path joins, pathlib's `/`, a few
+# known values (the home and working folders, sys.argv, chr, base64, reversal)
+# and simple assignments. One pass over the tokens: linear in the code.
+
+CODE_DEPTH_MAX = 3
+CODE_NEST_MAX = 40
+_PY_PREFIXES = ("r", "b", "f", "u", "rb", "br", "fr", "rf")
+_CODE_TREE_DELETES = frozenset((
+    "rmtree", "rm_rf", "rm_r", "remove_dir", "remove_tree", "remove_entry",
+    "remove_entry_secure", "rimraf", "rmrf", "emptyDir", "emptyDirSync", "removeSync",
+    "deleteDirectory"))
+_CODE_DELETES = frozenset(("unlink", "unlinkSync", "remove", "rmdir", "rmdirSync",
+                           "removedirs", "rm_f", "safe_unlink", "delete", "rm", "rmSync"))
+_CODE_WRITES = frozenset((
+    "write_text", "write_bytes", "writeFileSync", "writeFile", "appendFileSync",
+    "appendFile", "createWriteStream", "file_put_contents", "truncate", "truncateSync",
+    "outputFile", "outputFileSync", "writeJson", "writeJsonSync", "outputJson",
+    "outputJsonSync", "write", "binwrite", "touch", "writeTextFile", "writeTextFileSync"))
+_CODE_OPENS = frozenset(("open", "fopen", "openSync", "sysopen"))
+_CODE_COPIES = frozenset(("copy", "copy2", "copyfile", "copyFileSync", "copyFile", "cp",
+                          "copy_file", "install", "copy_entry"))
+_CODE_TREE_COPIES = frozenset(("copytree", "cpSync", "cp_r", "copy_tree", "copySync",
+                               "copyDir"))
+_CODE_MOVES = frozenset(("move", "rename", "renameSync", "replace", "mv", "move_file",
+                         "moveSync"))
+_CODE_LINKS = frozenset(("symlink", "symlinkSync", "ln_s", "ln_sf", "link", "linkSync",
+                         "symlink_to", "hardlink_to"))
+_CODE_MODES = frozenset(("chmod", "chmodSync", "chown", "chownSync", "lchmod", "lchown"))
+_CODE_SHELLS = frozenset((
+    "system", "popen", "getoutput", "getstatusoutput", "check_output", "check_call",
+    "call", "run", "Popen", "execSync", "exec", "execFile", "execFileSync", "spawn",
+    "spawnSync", "shell_exec", "passthru", "proc_open", "capture2", "capture2e",
+    "capture3", "popen2", "popen3", "popen2e", "pipeline", "execa", "execaSync",
+    "execaCommand", "execaCommandSync", "run_command", "execl", "execle", "execlp",
+    "execlpe", "execv", "execve", "execvp", "execvpe", "spawnl", "spawnle", "spawnlp",
+    "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe"))
+_CODE_EVALS = frozenset(("exec", "eval", "compile", "execfile", "instance_eval",
+                         "class_eval", "runInThisContext", "runInNewContext", "Function"))
+_CODE_AMBIGUOUS = frozenset(("remove", "delete", "rm", "copy", "move", "rename",
+                             "replace", "run", "call", "exec", "spawn", "link", "open",
+                             "write", "cp", "mv", "install", "touch", "truncate",
+                             "pipeline", "system", "popen", "eval", "compile"))
+_CODE_MODULES = frozenset((
+    "os", "shutil", "subprocess", "fs", "fsp", "fse", "promises", "child_process", "cp",
+    "childProcess", "FileUtils", "File", "IO", "Dir", "Files", "Path", "pathlib", "Kernel",
+    "Open3", "sh", "execa", "shell", "shelljs", "Deno", "Bun", "io", "codecs", "posix",
+    "pty", "commands", "sp", "builtins"))
+_CODE_BARE = {"python": ("open", "exec", "eval", "compile"),
+              "perl": ("system", "exec", "unlink", "rename", "open", "rmdir", "symlink",
+                       "link", "chmod", "copy", "move", "sysopen", "eval"),
+              "ruby": ("system", "exec", "spawn", "open", "eval"),
+              "php": ("unlink", "rmdir", "rename", "copy", "system", "exec", "symlink",
+                      "link", "chmod", "fopen", "eval"),
+              "node": ("eval",)}
+_CODE_PATHS = frozenset(("Path", "PurePath", "PosixPath", "join", "resolve", "normalize",
+                         "abspath", "realpath", "normpath", "expanduser", "expand_path",
+                         "fspath", "str", "String", "new", "absolute", "Pathname",
+                         "fileURLToPath"))
+_CODE_HOME_CALLS = frozenset(("home", "homedir", "gethome"))
+_CODE_CWD_CALLS = frozenset(("getcwd", "cwd", "pwd", "getcwdb"))
+_CODE_ENVS = frozenset(("os.environ", "environ", "ENV", "$ENV", "process.env", "%ENV",
+                        "_SERVER", "$_SERVER", "_ENV", "$_ENV"))
+_CODE_ARGVS = {"sys.argv": 0, "process.argv": -1, "ARGV": 1, "$ARGV": 1, "@ARGV": 1,
+               "argv": 0, "$argv": 0}
+
+
+class _PathValue(str):
+    """A value that is a path object (pathlib's Path, node's path.join)."""
+
+
+class _ModuleValue(str):
+    """A module a piece of code loaded (require('fs')): its methods act."""
+
+
+_CODE_LOADERS = ("__import__", "import_module", "run_module", "run_path", "SourceFileLoader",
+                 "spec_from_file_location", "load_source", "exec", "execfile", "compile")
+
+
+class _CodeState:
+    __slots__ = ("language", "argv", "names", "imported", "effects", "depth", "notrest",
+                 "recursive")
+
+    def __init__(self, language, argv, depth):
+        self.language, self.argv, self.depth = language, list(argv), depth
+        self.names, self.imported, self.effects = {}, {}, []
+        self.notrest = None
+        self.recursive = False
+
+
+def code_effects(code, language, argv=(), depth=0):
+    """What code would do, as effects: ("shell", line), ("argv", words) for the
+    commands it runs and for its file operations as the shell commands that do
+    the same (rm -rf, : > file, cp, mv, ln -s, chmod), ("notrest", args) when it
+    runs notrest itself. argv is what the program sees as its arguments."""
+    state = _CodeState(language, argv, depth)
+    tokens = _lex_code(code, language)
+    _note_code_imports(tokens, state)
+    i, n = 0, len(tokens)
+    while i < n:
+        kind, tok = tokens[i]
+        if kind == "n" and i + 2 < n and tokens[i + 1] == ("p", "=") and \
+                tokens[i + 2] != ("p", "="):
+            value, j = _code_expr(tokens, i + 2, state, 0)
+            state.names[tok] = value
+            i = max(j, i + 2)
+        elif kind in ("n", "s", "f", "x") or (kind == "p" and tok in "(["):
+            _value, j = _code_expr(tokens, i, state, 0)
+            i = max(j, i + 1)
+        else:
+            i += 1
+    if state.notrest is not None:
+        state.effects.insert(0, ("notrest", state.notrest))
+    return state.effects
+
+
+def _lex_code(code, language):
+    """Tokens: ("s", text) a string, ("f", parts) a template, ("x", command) a
+    backtick command, ("n", name) a dotted name, ("k", number), ("p", char)."""
+    tokens, i, n = [], 0, len(code)
+    hash_comments = language in ("python", "ruby", "perl", "php", "other")
+    slash_comments = language in ("node", "php", "other")
+    while i < n:
+        c = code[i]
+        if c in " \t\r\n\f\v":
+            i += 1
+        elif c == "#" and hash_comments:
+            j = code.find("\n", i)
+            i = n if j < 0 else j
+        elif c == "/" and slash_comments and code.startswith("//", i):
+            j = code.find("\n", i)
+            i = n if j < 0 else j
+        elif c == "/" and slash_comments and code.startswith("/*", i):
+            j = code.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c in "'\"`":
+            kind, value, i = _lex_string(code, i, language, "")
+            tokens.append((kind, value))
+        elif c.isalpha() or c in "_$@%" and (c != "%" or language == "perl"):
+            j = i + 1
+            while j < n and (code[j].isalnum() or code[j] in "_."):
+                j += 1
+            word = code[i:j].rstrip(".")
+            j = i + len(word)
+            if language == "python" and j < n and code[j] in "'\"" and \
+                    word.lower() in _PY_PREFIXES:
+                kind, value, i = _lex_string(code, j, language, word.lower())
+                tokens.append((kind, value))
+                continue
+            if language in ("perl", "ruby") and word in ("qx", "q", "qq", "x", "Q") and \
+                    j < n and code[j] in "{([<|!/" and (language == "perl" or (
+                        i > 0 and code[i - 1] == "%")):
+                text, i = _delimited(code, j)
+                tokens.append(("x" if word in ("qx", "x") else "s", text))
+                continue
+            tokens.append(("n", word))
+            i = j
+        elif c.isdigit():
+            j = i + 1
+            while j < n and (code[j].isalnum() or code[j] in "._"):
+                j += 1
+            tokens.append(("k", code[i:j]))
+            i = j
+        else:
+            tokens.append(("p", c))
+            i += 1
+    return tokens
+
+
+_CLOSERS = {"{": "}", "(": ")", "[": "]", "<": ">"}
+
+
+def _delimited(code, i):
+    """The body of a quote-like operator (qx{...}, %x(...)) opened at code[i]."""
+    opening = code[i]
+    closing = _CLOSERS.get(opening, opening)
+    depth, j, n = 1, i + 1, len(code)
+    while j < n:
+        c = code[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == closing:
+            depth -= 1
+            if depth == 0:
+                return code[i + 1:j], j + 1
+        elif c == opening and opening != closing:
+            depth += 1
+        j += 1
+    return code[i + 1:], n
+
+
+_CODE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b",
+                 "f": "\f", "v": "\v", "e": "\x1b"}
+
+
+def _lex_string(code, i, language, prefix):
+    """(kind, value, index after) of the string literal opened at code[i]."""
+    quote, n = code[i], len(code)
+    triple = language == "python" and code.startswith(quote * 3, i)
+    end_mark = quote * 3 if triple else quote
+    raw = "r" in prefix or (quote == "'" and language in ("perl", "ruby", "php"))
+    template = "f" in prefix or (quote == "`" and language == "node") or (
+        quote == '"' and language in ("ruby", "perl", "php")) or (
+        quote == "`" and language in ("ruby", "perl", "php"))
+    parts, buf, j = [], [], i + len(end_mark)
+    while j < n:
+        if code.startswith(end_mark, j):
+            j += len(end_mark)
+            break
+        c = code[j]
+        if c == "\\" and j + 1 < n:
+            nxt = code[j + 1]
+            if raw:
+                buf.append(nxt if nxt in (quote, "\\") and quote == "'" and not "r" in prefix
+                           else c + nxt)
+                j += 2
+                continue
+            if nxt in _CODE_ESCAPES:
+                buf.append(_CODE_ESCAPES[nxt])
+                j += 2
+            elif nxt in "xuU" and language != "perl" or nxt == "x":
+                width = {"x": 2, "u": 4, "U": 8}[nxt]
+                digits = code[j + 2:j + 2 + width]
+                try:
+                    buf.append(chr(int(digits, 16)))
+                    j += 2 + width
+                except ValueError:
+                    buf.append(nxt)
+                    j += 2
+            elif nxt in "1234567":
+                k = j + 1
+                while k < n and k < j + 4 and code[k] in "01234567":
+                    k += 1
+                buf.append(chr(int(code[j + 1:k], 8)))
+                j = k
+            elif nxt == "\n":
+                j += 2
+            else:
+                buf.append(nxt)
+                j += 2
+            continue
+        if template:
+            opened = _template_open(code, j, language, prefix)
+            if opened:
+                close = code.find("}", j + opened) if code[j + opened - 1] == "{" else j + \
+                    opened
+                if code[j + opened - 1] != "{":
+                    k = j + 1
+                    while k < n and (code[k].isalnum() or code[k] == "_"):
+                        k += 1
+                    close = k
+                    expr = code[j + 1:k]
+                    after = k
+                else:
+                    close = n if close < 0 else close
+                    expr = code[j + opened:close]
+                    after = close + 1
+                parts.append("".join(buf))
+                parts.append(("expr", expr.strip()))
+                buf = []
+                j = after
+                continue
+        buf.append(c)
+        j += 1
+    if parts:
+        parts.append("".join(buf))
+        kind = "x" if quote == "`" and language != "node" else "f"
+        if kind == "x":
+            return kind, "".join(p if isinstance(p, str) else UNKNOWN_WORD for p in parts), j
+        return kind, parts, j
+    text = "".join(buf)
+    return ("x" if quote == "`" and language != "node" else "s"), text, j
+
+
+def _template_open(code, j, language, prefix):
+    """Length of the interpolation opener at code[j] ("{", "${", "#{", "$"), or 0."""
+    if "f" in prefix:
+        if code.startswith("{{", j):
+            return 0
+        return 1 if code[j] == "{" else 0
+    if language == "node" or language in ("perl", "php"):
+        if code.startswith("${", j):
+            return 2
+    if language == "ruby" and code.startswith("#{", j):
+        return 2
+    if language in ("perl", "php") and code[j] in "$@" and j + 1 < len(code) and (
+            code[j + 1].isalpha() or code[j + 1] == "_"):
+        return 1
+    return 0
+
+
+def _note_code_imports(tokens, state):
+    """Names a piece of code imports (from os import remove; const {rmSync} =
+    require('fs')), and whether it loads notrest itself."""
+    loaders = mentions = False
+    for k, (kind, tok) in enumerate(tokens):
+        if kind == "n" and tok.rpartition(".")[2] in _CODE_LOADERS:
+            loaders = True
+        if kind == "s" and tok.endswith("notrest.py"):
+            mentions = True
+        if kind == "n" and tok.rpartition(".")[2] in ("import", "from", "require", "use") + \
+                _CODE_LOADERS:
+            nxt = tokens[k + 1] if k + 1 < len(tokens) else ("", "")
+            if nxt[0] == "p" and nxt[1] == "(" and k + 2 < len(tokens):
+                nxt = tokens[k + 2]
+            if isinstance(nxt[1], str) and (nxt[1] == "notrest" or nxt[1].startswith(
+                    "notrest.") or nxt[1].endswith("notrest.py")):
+                state.notrest = state.notrest or ["?"]
+            if tok == "from" and nxt[0] == "n" and k + 2 < len(tokens) and \
+                    tokens[k + 2] == ("n", "import"):
+                for kind2, name in tokens[k + 3:k + 40]:
+                    if kind2 == "n" and name not in ("as",):
+                        state.imported[name] = nxt[1]
+                    elif kind2 == "p" and name not in ",()":
+                        break
+        elif kind == "s" and tok.endswith("hook_main") or (kind == "n" and tok.endswith(
+                "hook_main")):
+            state.notrest = ["hook"]
+        elif kind == "p" and tok == "}" and k + 2 < len(tokens) and tokens[k + 1] == (
+                "p", "=") and tokens[k + 2][1] in ("require", "await"):
+            j = k - 1
+            while j >= 0 and tokens[j] != ("p", "{") and k - j < 40:
+                if tokens[j][0] == "n":
+                    state.imported[tokens[j][1]] = "module"
+                j -= 1
+    if loaders and mentions:
+        state.notrest = state.notrest or ["?"]
+
+
+def _code_expr(tokens, i, state, nest):
+    """(value, next index) of an expression: operands joined by + (and . in Perl
+    and PHP), / (a path object) or % (Python's formatting)."""
+    value, i = _code_operand(tokens, i, state, nest)
+    n = len(tokens)
+    while i < n and tokens[i][0] == "p" and tokens[i][1] in "+/%." and i + 1 < n:
+        op = tokens[i][1]
+        if op == "." and state.language not in ("perl", "php"):
+            break
+        if op in "+/%" and i + 1 < n and tokens[i + 1] == ("p", "="):
+            break
+        right, i = _code_operand(tokens, i + 1, state, nest + 1)
+        value = _combine(value, op, right)
+    return value, i
+
+
+def _combine(left, op, right):
+    if op in "+." and isinstance(left, str) and isinstance(right, str):
+        joined = left + right
+        return _PathValue(joined) if isinstance(left, _PathValue) else joined
+    if op == "/" and isinstance(left, _PathValue) and isinstance(right, str):
+        return _PathValue(_join_path([left, right]))
+    if op == "%" and isinstance(left, str) and not isinstance(left, _PathValue):
+        values = right if isinstance(right, list) else [right]
+        out = left
+        for value in values:
+            if "%s" not in out:
+                break
+            out = out.replace("%s", value if isinstance(value, str) else UNKNOWN_WORD, 1)
+        return out
+    return None
+
+
+def _join_path(parts):
+    out = ""
+    for part in parts:
+        if not isinstance(part, str):
+            return None
+        out = part if part.startswith("/") or not out else out.rstrip("/") + "/" + part
+    return out
+
+
+def _code_operand(tokens, i, state, nest):
+    """(value, next index) of one operand and what follows it (calls, methods,
+    subscripts); every call it holds is noted as an effect on the way."""
+    n = len(tokens)
+    if nest > CODE_NEST_MAX or i >= n:
+        return None, i + 1
+    kind, tok = tokens[i]
+    if kind == "s":
+        value, i = tok, i + 1
+    elif kind == "f":
+        value, i = _code_template(tok, state), i + 1
+    elif kind == "x":
+        state.effects.append(("shell", tok))
+        value, i = None, i + 1
+    elif kind == "k":
+        value, i = tok, i + 1
+    elif kind == "p" and tok in "([":
+        value, i = _code_group(tokens, i, state, nest)
+    elif kind == "p" and tok == "{":
+        i = _skip_group(tokens, i, state)
+        value = None
+    elif kind == "n":
+        value, i = _code_name(tokens, i, state, nest)
+    else:
+        return None, i + 1
+    return _code_postfix(value, tokens, i, state, nest)
+
+
+def _code_template(parts, state):
+    out = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        else:
+            value = state.names.get(part[1])
+            out.append(value if isinstance(value, str) else UNKNOWN_WORD)
+    return "".join(out)
+
+
+def _code_group(tokens, i, state, nest):
+    """A parenthesised expression (its value) or a list/tuple literal (a list)."""
+    opening = tokens[i][1]
+    closing = ")" if opening == "(" else "]"
+    items, commas, i, n = [], False, i + 1, len(tokens)
+    while i < n and tokens[i] != ("p", closing):
+        if tokens[i] == ("p", ","):
+            commas = True
+            i += 1
+            continue
+        value, j = _code_expr(tokens, i, state, nest + 1)
+        items.append(value)
+        i = max(j, i + 1)
+    i += 1
+    if opening == "(" and not commas:
+        return (items[0] if items else None), i
+    return items, i
+
+
+def _skip_group(tokens, i, state):
+    """Skip a {...} block or object literal; note a `recursive`/`force` option."""
+    depth, n = 0, len(tokens)
+    while i < n:
+        kind, tok = tokens[i]
+        if kind == "p" and tok == "{":
+            depth += 1
+        elif kind == "p" and tok == "}":
+            depth -= 1
+            if depth <= 0:
+                return i + 1
+        elif tok in ("recursive", "force", "rf"):
+            state.recursive = True
+        i += 1
+    return n
+
+
+def _code_args(tokens, i, state, nest):
+    """(values, keywords, next index) of the arguments of the call whose "(" is
+    at tokens[i]."""
+    args, keywords, i, n = [], {}, i + 1, len(tokens)
+    while i < n and tokens[i] != ("p", ")"):
+        kind, tok = tokens[i]
+        if tok == ",":
+            i += 1
+            continue
+        if kind == "n" and i + 2 < n and tokens[i + 1][1] in ("=", ":") and \
+                tokens[i + 1][0] == "p" and tokens[i + 2] != ("p", "="):
+            value, j = _code_expr(tokens, i + 2, state, nest + 1)
+            keywords[tok] = value if value is not None else True
+            i = max(j, i + 3)
+            continue
+        if kind == "p" and tok == "{":
+            before = state.recursive
+            state.recursive = False
+            i = _skip_group(tokens, i, state)
+            if state.recursive:
+                keywords["recursive"] = True
+            state.recursive = state.recursive or before
+            args.append(None)
+            continue
+        value, j = _code_expr(tokens, i, state, nest + 1)
+        args.append(value)
+        i = max(j, i + 1)
+    return args, keywords, i + 1
+
+
+def _code_name(tokens, i, state, nest):
+    """(value, next index) of a name: a call, a subscript, or a variable."""
+    name, n = tokens[i][1], len(tokens)
+    nxt = tokens[i + 1] if i + 1 < n else ("", "")
+    if nxt == ("p", "("):
+        args, keywords, j = _code_args(tokens, i + 1, state, nest)
+        return _code_call(name, args, keywords, state), j
+    if nxt[0] == "p" and nxt[1] in "[{" and (name in _CODE_ENVS or name in _CODE_ARGVS):
+        closing = "]" if nxt[1] == "[" else "}"
+        j = i + 2
+        key_tokens = []
+        while j < n and tokens[j] != ("p", closing):
+            key_tokens.append(tokens[j])
+            j += 1
+        return _code_subscript(name, key_tokens, state), j + 1
+    bare = _CODE_BARE.get(state.language, ())
+    if name in bare and nxt[0] in ("s", "f", "n", "x") and state.language in (
+            "perl", "ruby"):
+        args, j = [], i + 1
+        while j < n:
+            value, k = _code_expr(tokens, j, state, nest + 1)
+            args.append(value)
+            j = max(k, j + 1)
+            if j >= n or tokens[j] != ("p", ","):
+                break
+            j += 1
+        return _code_call(name, args, {}, state), j
+    if name in ("Dir.home", "ENV.HOME", "process.env.HOME", "os.homedir"):
+        return "~", i + 1
+    if name in ("Dir.pwd", "__dirname", "__DIR__"):
+        return ".", i + 1
+    if name in _CODE_ARGVS and not isinstance(state.names.get(name), str):
+        return _code_argv(name, state), i + 1
+    return state.names.get(name), i + 1
+
+
+def _code_argv(name, state):
+    argv = state.argv
+    shift = _CODE_ARGVS[name]
+    if shift < 0:  # node: process.argv is [node, script, args...]
+        return ["node"] + argv[1:] if argv[:1] == ["-c"] else ["node"] + argv
+    return argv[shift:]
+
+
+def _code_subscript(name, key_tokens, state):
+    """os.environ['HOME'], ENV['HOME'], $ENV{HOME}, sys.argv[1], sys.argv[2:]."""
+    key = key_tokens[0][1] if len(key_tokens) == 1 else None
+    if name in _CODE_ENVS:
+        return "~" if key == "HOME" else None
+    argv = _code_argv(name, state)
+    if len(key_tokens) == 1 and key_tokens[0][0] == "k" and key.isdigit():
+        index = int(key)
+        return argv[index] if index < len(argv) else ""
+    if len(key_tokens) == 2 and key_tokens[0][0] == "k" and key_tokens[1] == ("p", ":"):
+        return list(argv[int(key_tokens[0][1]):]) if key_tokens[0][1].isdigit() else None
+    return None
+
+
+def _code_postfix(value, tokens, i, state, nest):
+    """Apply what follows an operand: .method(...), .attribute, [index]."""
+    n = len(tokens)
+    for _ in range(32):
+        if i + 1 < n and tokens[i] == ("p", ".") and tokens[i + 1][0] == "n":
+            method = tokens[i + 1][1]
+            if i + 2 < n and tokens[i + 2] == ("p", "("):
+                args, keywords, i = _code_args(tokens, i + 2, state, nest + 1)
+                value = _code_method(value, method, args, keywords, state)
+            else:
+                i += 2
+                value = os.path.dirname(value) if method == "parent" and isinstance(
+                    value, str) else None
+            continue
+        if i < n and tokens[i] == ("p", "[") and isinstance(value, (str, list)):
+            j = i + 1
+            inner = []
+            while j < n and tokens[j] != ("p", "]"):
+                inner.append(tokens[j][1])
+                j += 1
+            key = "".join(str(t) for t in inner)
+            if key == "::-1":
+                value = value[::-1]
+            elif key.isdigit() and isinstance(value, list):
+                value = value[int(key)] if int(key) < len(value) else None
+            else:
+                value = None
+            i = j + 1
+            continue
+        break
+    return value, i
+
+
+def _code_method(receiver, method, args, keywords, state):
+    """A method call on a value: string methods that build paths, or a file
+    operation on a path object."""
+    if method in _CODE_HOME_CALLS:
+        return "~"
+    if method in _CODE_CWD_CALLS:
+        return "."
+    if isinstance(receiver, str) and not isinstance(receiver, (_PathValue, _ModuleValue)):
+        if method == "join" and args and isinstance(args[0], list) and all(
+                isinstance(a, str) for a in args[0]):
+            return receiver.join(args[0])
+        if method == "format":
+            out = receiver
+            for value in args:
+                at = out.find("{")
+                close = out.find("}", at)
+                if at < 0 or close < 0:
+                    break
+                out = out[:at] + (value if isinstance(value, str) else UNKNOWN_WORD) + \
+                    out[close + 1:]
+            return out
+        if method in ("decode", "strip", "lstrip", "rstrip", "lower", "upper"):
+            return getattr(receiver, method)() if method != "decode" else receiver
+        if method in ("replace",):
+            if len(args) >= 2 and all(isinstance(a, str) for a in args[:2]):
+                return receiver.replace(args[0], args[1])
+            return None
+    if method in ("expanduser", "resolve", "absolute", "expand_path", "normalize",
+                  "realpath", "as_posix", "toString", "to_s", "decode") and isinstance(
+            receiver, str):
+        return receiver
+    if method in ("joinpath", "join") and isinstance(receiver, _PathValue):
+        return _PathValue(_join_path([receiver] + args) or "") or None
+    if isinstance(receiver, (_PathValue, _ModuleValue)) or method not in _CODE_AMBIGUOUS:
+        _code_effect(method, args, keywords, state, receiver)
+    return None
+
+
+def _code_call(name, args, keywords, state):
+    """The value of a call the reader knows, after noting its effect."""
+    head, _, last = name.rpartition(".")
+    if head and head in state.names:
+        return _code_method(state.names[head], last, args, keywords, state)
+    first = args[0] if args else None
+    if last in _CODE_HOME_CALLS or (last == "expanduser" and first in ("~", "~/")):
+        return "~" if last in _CODE_HOME_CALLS else first
+    if last in _CODE_CWD_CALLS:
+        return "."
+    if last in ("getenv", "get", "env", "fetch") and first == "HOME" and (
+            last != "get" or head.endswith("environ")):
+        return "~"
+    if last == "chr" and isinstance(first, str) and first.isdigit():
+        return chr(int(first)) if int(first) < 0x110000 else None
+    if last in ("b64decode", "decodebytes", "atob") and isinstance(first, str):
+        try:
+            import binascii
+            return binascii.a2b_base64(first).decode("utf-8", "replace")
+        except (ValueError, TypeError):
+            return None
+    if last in ("require", "import_module", "__import__"):
+        return _ModuleValue(first) if isinstance(first, str) else None
+    path = _code_path_call(head, last, args)
+    if path is not None:
+        return path
+    if head == "notrest" or state.imported.get(last) == "notrest" or (
+            last == "main" and head.endswith("notrest")):
+        if last in ("main", "cli"):
+            state.notrest = [a if isinstance(a, str) else UNKNOWN_WORD
+                             for a in first] if isinstance(first, list) else ["?"]
+        else:
+            state.notrest = state.notrest or ["?"]
+        return None
+    if last in _CODE_AMBIGUOUS and not (
+            head.split(".")[0] in _CODE_MODULES or head.split(".")[-1] in _CODE_MODULES
+            if head else last in state.imported or
+            last in _CODE_BARE.get(state.language, ())):
+        return None
+    _code_effect(last, args, keywords, state, None)
+    return None
+
+
+def _code_path_call(head, last, args):
+    """The value of a call that builds a path (Path(...), os.path.join, path.resolve,
+    File.join, os.path.abspath ...), else None."""
+    first = args[0] if args else None
+    if last in ("Path", "PurePath", "PosixPath", "Pathname", "fileURLToPath") or (
+            last == "join" and head in ("os.path", "path", "posixpath", "File")) or (
+            last in ("resolve", "normalize") and head == "path"):
+        joined = _join_path(args) if args else None
+        return _PathValue(joined) if joined is not None else None
+    if (last in ("abspath", "realpath", "normpath", "fspath") and head in (
+            "os.path", "os", "posixpath")) or (last == "expand_path" and head == "File") or (
+            last == "new" and head == "Pathname") or (last in ("str", "String") and
+                                                      not head):
+        return _PathValue(first) if isinstance(first, str) else None
+    return None
+
+
+def _code_effect(last, args, keywords, state, receiver):
+    """Note what a call does, as the shell command that would do the same."""
+    paths = ([receiver] if isinstance(receiver, _PathValue) else []) + list(args)
+    recursive = bool(keywords.get("recursive")) or "rf" in str(keywords.get("flags", ""))
+    if last in _CODE_TREE_DELETES:
+        _code_op(state, ["rm", "-rf"], paths[:1])
+    elif last in ("rm", "rmSync", "rmdir", "rmdirSync") and recursive:
+        _code_op(state, ["rm", "-rf"], paths[:1])
+    elif last in _CODE_DELETES:
+        _code_op(state, ["rm", "-f"], paths[:1])
+    elif last in _CODE_OPENS:
+        _code_open(state, paths)
+    elif last in _CODE_WRITES:
+        if paths and isinstance(paths[0], str):
+            _code_write(state, paths[0])
+    elif last in _CODE_TREE_COPIES:
+        _code_op(state, ["cp", "-rT"], paths[:2], 2)
+    elif last in _CODE_COPIES:
+        _code_op(state, ["cp", "-r" if recursive else "-f"], paths[:2], 2)
+    elif last in _CODE_MOVES:
+        _code_op(state, ["mv"], paths[:2], 2)
+    elif last in _CODE_LINKS:
+        if last in ("symlink_to", "hardlink_to") and receiver is not None:
+            paths = [args[0] if args else None, receiver]
+        _code_op(state, ["ln", "-sf"], paths[:2], 2)
+    elif last in _CODE_MODES:
+        _code_op(state, ["chmod", "000"], paths[:1])
+    elif last in _CODE_SHELLS:
+        _code_run(state, last, args, keywords)
+    if last in _CODE_EVALS and args and isinstance(args[0], str) and \
+            state.depth < CODE_DEPTH_MAX:
+        state.effects.extend(code_effects(args[0], state.language, state.argv,
+                                          state.depth + 1))
+
+
+def _code_op(state, words, paths, count=1):
+    if len(paths) < count or not all(isinstance(p, str) and p and UNKNOWN_WORD not in p
+                                     for p in paths[:count]):
+        return
+    state.effects.append(("argv", words + [str(p) for p in paths[:count]]))
+
+
+def _code_write(state, path):
+    if path and UNKNOWN_WORD not in path:
+        state.effects.append(("shell", ": > %s" % _quote_arg(path)))
+
+
+def _code_open(state, args):
+    """open(path, mode) and Perl's open(FH, '>', path) / open(FH, '>path')."""
+    strings = [a for a in args if isinstance(a, str)]
+    if state.language == "perl" or (state.language == "ruby" and strings[:1] and
+                                    strings[0].startswith("|")):
+        if len(strings) >= 2 and strings[0].strip() in (">", ">>", "+<", "+>", "w", "a"):
+            _code_write(state, strings[1])
+        elif len(strings) >= 2 and strings[0].strip() in ("-|", "|-"):
+            state.effects.append(("shell", " ".join(strings[1:])))
+        elif strings:
+            spec = strings[0].strip()
+            if spec.startswith("|") or spec.endswith("|"):
+                state.effects.append(("shell", spec.strip("|")))
+            elif spec.startswith((">", "+<")):
+                _code_write(state, spec.lstrip(">+<").strip())
+        return
+    if len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str) and any(
+            c in args[1] for c in "wax+"):
+        _code_write(state, args[0])
+
+
+def _code_run(state, last, args, keywords):
+    """A call that runs a program: a string is a shell line, a list an argv."""
+    if not args:
+        return
+    first = args[0]
+    words = None
+    if isinstance(first, list):
+        words = first
+    elif isinstance(first, str) and len(args) > 1 and isinstance(args[1], list):
+        rest = args[1][1:] if last.startswith(("execv", "spawnv")) else args[1]
+        words = [first] + rest
+    elif isinstance(first, str) and last.startswith("execl"):
+        words = [first] + args[2:]
+    elif isinstance(first, str) and len(args) > 1 and state.language in ("ruby", "perl") \
+            and all(isinstance(a, str) for a in args):
+        words = args
+    elif isinstance(first, str):
+        state.effects.append(("shell", first))
+        return
+    if words:
+        state.effects.append(("argv", [w if isinstance(w, str) else UNKNOWN_WORD
+                                       for w in words]))
+
+
+# ---- make and package scripts -------------------------------------------------
+
+_MAKE_DEFAULTS = {"RM": "rm -f", "MAKE": "make", "SHELL": "/bin/sh", "CC": "cc",
+                  "CXX": "g++", "AR": "ar", "CP": "cp", "MV": "mv", "MKDIR": "mkdir"}
+
+
+MAKE_TARGETS_MAX = 64
+
+
+MAKE_LINES_MAX = 400
+
+
+class Makefile:
+    """The part of a makefile the gate reads: variables, explicit rules with their
+    prerequisites and recipe lines, and the default goal."""
+
+    __slots__ = ("vars", "rules", "default")
+
+    def __init__(self):
+        self.vars, self.rules, self.default = dict(_MAKE_DEFAULTS), {}, None
+
+
+def parse_makefile(text):
+    """A Makefile from a makefile's text (define blocks, includes and pattern rules
+    are skipped; both branches of a conditional are kept)."""
+    book, current, in_define = Makefile(), [], False
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        while line.endswith("\\") and i < len(lines):
+            line = line[:-1] + ("\\\n" if line.startswith("\t") else " ") + lines[i]
+            i += 1
+        if in_define:
+            in_define = line.strip() != "endef"
+            continue
+        if line.startswith("\t"):
+            for target in current:
+                book.rules[target][1].append(line[1:])
+            continue
+        stripped = _make_comment_free(line).strip()
+        if not stripped:
+            continue
+        first = stripped.split(None, 1)[0]
+        if first == "define":
+            in_define, current = True, []
+            continue
+        if first in ("ifeq", "ifneq", "ifdef", "ifndef", "else", "endif"):
+            continue
+        if first in ("include", "-include", "sinclude", "vpath", "unexport"):
+            current = []
+            continue
+        for prefix in ("export ", "override ", "private "):
+            if stripped.startswith(prefix):
+                stripped = stripped[len(prefix):].strip()
+        at, op = _make_assignment(stripped)
+        if op:
+            _make_assign(book, stripped[:at].strip(), op, stripped[at + len(op):].strip())
+            current = []
+            continue
+        colon = _make_colon(stripped)
+        if colon is None:
+            current = []
+            continue
+        targets = stripped[:colon].split()
+        rest = stripped[colon + 1:].lstrip(":")
+        prereqs, _, recipe = rest.partition(";")
+        if _make_assignment(prereqs)[1]:
+            current = []
+            continue  # a target-specific variable
+        current = [t for t in targets if "%" not in t]
+        for target in current:
+            entry = book.rules.setdefault(target, ([], []))
+            entry[0].extend(prereqs.split())
+            if recipe.strip():
+                entry[1].append(recipe.strip())
+            if book.default is None and not target.startswith("."):
+                book.default = target
+    return book
+
+
+def _make_comment_free(line):
+    depth = 0
+    for k, c in enumerate(line):
+        if c in "({":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+        elif c == "#" and depth <= 0 and (k == 0 or line[k - 1] != "\\"):
+            return line[:k]
+    return line
+
+
+def _make_assignment(text):
+    """(index, operator) of a variable assignment in a makefile line, else (0, "")."""
+    depth = 0
+    for k, c in enumerate(text):
+        if c in "({":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+        elif depth == 0 and c == "=":
+            for op in (":::=", "::=", ":=", "?=", "+=", "!="):
+                if text[:k + 1].endswith(op):
+                    return k + 1 - len(op), op
+            return k, "="
+        elif depth == 0 and c == ":" and not text.startswith("=", k + 1) and not (
+                text[k + 1:k + 3] in (":=", "::")):
+            return 0, ""
+        elif depth == 0 and c in " \t" and text[:k].strip() and (
+                text[k:].lstrip()[:1] not in ("=", ":", "?", "+", "!")):
+            return 0, ""
+    return 0, ""
+
+
+def _make_colon(text):
+    depth = 0
+    for k, c in enumerate(text):
+        if c in "({":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+        elif c == ":" and depth == 0:
+            return k
+    return None
+
+
+def _make_assign(book, name, op, value):
+    if op in (":=", "::=", ":::="):
+        book.vars[name] = make_expand(value, book, {}, {})
+    elif op == "?=":
+        book.vars.setdefault(name, value)
+    elif op == "+=":
+        book.vars[name] = (book.vars.get(name, "") + " " + value).strip()
+    elif op == "!=":
+        book.vars[name] = "$(%s)" % value
+    else:
+        book.vars[name] = value
+
+
+def make_expand(text, book, auto, env, depth=0):
+    """Expand make references in text: $(NAME) ${NAME} $X, $$, the automatic
+    variables; $(shell ...) becomes a shell substitution; an unknown variable or
+    function becomes a shell variable the gate does not know."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        j = text.find("$", i)
+        if j < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:j])
+        c = text[j + 1:j + 2]
+        if c == "$":
+            out.append("$")
+            i = j + 2
+        elif c in ("(", "{"):
+            end = _make_close(text, j + 2, c)
+            out.append(_make_reference(text[j + 2:end], book, auto, env, depth))
+            i = end + 1
+        elif c in "@<^*?+|%":
+            out.append(auto.get(c, ""))
+            i = j + 2
+        elif c:
+            out.append(_make_reference(c, book, auto, env, depth))
+            i = j + 2
+        else:
+            out.append("$")
+            i = j + 1
+    return "".join(out)
+
+
+def _make_close(text, i, opening):
+    closing = ")" if opening == "(" else "}"
+    depth, n = 1, len(text)
+    while i < n:
+        if text[i] == opening:
+            depth += 1
+        elif text[i] == closing:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return n
+
+
+def _make_reference(inner, book, auto, env, depth):
+    if depth > 12:
+        return UNKNOWN_WORD
+    function, space, rest = inner.partition(" ")
+    if space and function == "shell":
+        return "$(%s)" % make_expand(rest, book, auto, env, depth + 1)
+    if space and function in ("strip", "abspath", "realpath", "sort", "firstword",
+                              "wildcard"):
+        return make_expand(rest, book, auto, env, depth + 1)
+    if space or "," in inner:
+        return UNKNOWN_WORD
+    if inner[:1] in "@<^*?+|%" and inner[1:] in ("D", "F"):
+        value = auto.get(inner[0], "")
+        return os.path.dirname(value) if inner[1] == "D" else os.path.basename(value)
+    name = inner.split(":", 1)[0]
+    value = book.vars.get(name)
+    if value is None:
+        return env[name] if name in env else "${%s}" % name if _is_assignment(
+            name + "=") else UNKNOWN_WORD
+    return make_expand(value, book, auto, env, depth + 1)
+
+
+def make_lines(text, goals, overrides, env, folder):
+    """[(target, shell line)] `make GOALS` would run, from a makefile's text."""
+    book = parse_makefile(text)
+    book.vars.update(overrides)
+    book.vars["CURDIR"] = folder
+    return make_recipes(book, goals or [book.default], env)
+
+
+def make_recipes(book, goals, env):
+    """[(target, shell line)] make would run for goals, prerequisites first."""
+    out, seen, queue = [], set(), [g for g in goals if g]
+    while queue and len(seen) < MAKE_TARGETS_MAX and len(out) < MAKE_LINES_MAX:
+        target = queue.pop(0)
+        if target in seen or target not in book.rules:
+            continue
+        seen.add(target)
+        prereqs, recipe = book.rules[target]
+        prereqs = make_expand(" ".join(prereqs), book, {}, env).split()
+        queue.extend(prereqs)
+        auto = {"@": target, "<": prereqs[0] if prereqs else "", "^": " ".join(prereqs),
+                "+": " ".join(prereqs), "?": " ".join(prereqs), "*": "", "|": "", "%": ""}
+        for line in recipe:
+            line = line.lstrip("@-+ \t")
+            if line:
+                out.append((target, make_expand(line, book, auto, env)))
+    return out
+
+
+_NPM_VERBS = {"run": None, "run-script": None, "rum": None, "urn": None, "test": "test",
+              "t": "test", "tst": "test", "start": "start", "stop": "stop",
+              "restart": "restart", "install": "install", "i": "install", "ci": "install",
+              "isntall": "install", "add": "install"}
+
+
+_LIFECYCLE = {"install": ("preinstall", "install", "postinstall", "preprepare", "prepare",
+                          "postprepare"),
+              "restart": ("prerestart", "restart", "postrestart", "prestop", "stop",
+                          "poststop", "prestart", "start", "poststart")}
+
+
+_YARN_BUILTINS = frozenset((
+    "add", "audit", "autoclean", "bin", "cache", "check", "config", "create", "dlx",
+    "exec", "generate-lock-entry", "global", "help", "import", "info", "init", "install",
+    "licenses", "link", "list", "login", "logout", "node", "outdated", "owner", "pack",
+    "plugin", "policies", "publish", "remove", "set", "tag", "team", "unlink", "unplug",
+    "upgrade", "upgrade-interactive", "version", "versions", "why", "workspace",
+    "workspaces", "up", "npm", "explain", "constraints", "patch", "rebuild", "search",
+    "dedupe", "store", "fetch", "prune", "outdated", "update", "ls", "root", "env"))
+
+
+def package_lines(text, prog, verb, rest):
+    """[(script name, shell line)] a package runner would run, from the text of
+    package.json ([] when it names none or cannot be read)."""
+    try:
+        data = json_loads(text)
+    except ValueError:
+        return []
+    scripts = data.get("scripts") if isinstance(data, dict) else None
+    if not isinstance(scripts, dict):
+        return []
+    names, extra = _package_script_names(prog, verb, rest, scripts)
+    return [(name, scripts[name] + extra) for name in names
+            if isinstance(scripts.get(name), str)]
+
+
+def _package_script_names(prog, verb, rest, scripts):
+    """(script names to run, extra arguments) of one package runner command: `run
+    X` and the shortcuts (test, start, ...) run X with its pre and post scripts;
+    install runs the lifecycle scripts; yarn, pnpm and bun run a script by name."""
+    if "--" in rest:
+        extra_words = rest[rest.index("--") + 1:]
+    else:
+        extra_words = rest[1:] if verb in ("run", "run-script", "rum", "urn") else rest
+    extra = "".join(" " + _quote_arg(w) for w in extra_words)
+    if verb in ("run", "run-script", "rum", "urn"):
+        name = rest[0] if rest else None
+    elif verb in _NPM_VERBS and prog != "bun":
+        name = _NPM_VERBS[verb]
+        if name == "install":
+            packages = [w for w in rest if not w.startswith("-")]
+            return ([] if packages else list(_LIFECYCLE["install"])), ""
+    elif prog in ("yarn", "pnpm", "bun") and verb in scripts and not (
+            prog == "yarn" and verb in _YARN_BUILTINS):
+        name = verb
+    else:
+        name = None
+    if not name or name not in scripts:
+        return [], ""
+    if name in _LIFECYCLE:
+        return list(_LIFECYCLE[name]), extra
+    return ["pre" + name, name, "post" + name], extra
+
+
+# ---- archives and diffs -------------------------------------------------------
+
+def archive_member_names(path):
+    """The member names of a zip or tar file up to ARCHIVE_READ_MAX bytes and
+    ARCHIVE_MEMBERS_MAX members; None when they cannot be known."""
+    try:
+        import stat
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > ARCHIVE_READ_MAX:
+            return None
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+        if magic[:2] == b"PK":
+            import zipfile
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+        else:
+            import tarfile
+            names = []
+            with tarfile.open(path) as archive:
+                for member in archive:
+                    names.append(member.name)
+                    if len(names) > ARCHIVE_MEMBERS_MAX:
+                        return None
+    except Exception:  # any damaged or foreign archive: its members are unknown
+        return None
+    return names if len(names) <= ARCHIVE_MEMBERS_MAX else None
+
+
+def diff_targets(text, strip=None):
+    """[(path, mode)] a unified or git diff writes: each file it changes, creates
+    or renames to (write) and removes (delete), with `strip` leading folders cut
+    (-pN); strip None: the names as given, cut by one, and the base name (what
+    patch may pick without -p)."""
+    found, old = [], None
+    for line in str(text).split("\n"):
+        if line.startswith("diff --git "):
+            words = line[11:].split(" ")
+            names = [w for w in words if w]
+            found += [(p, "write") for n in names[-1:] for p in _strip(n, strip, True)]
+        elif line.startswith("--- "):
+            old = line[4:].split("\t")[0].strip()
+        elif line.startswith("+++ "):
+            new = line[4:].split("\t")[0].strip()
+            if new == "/dev/null" and old:
+                found += [(p, "delete") for p in _strip(old, strip, True)]
+            elif new != "/dev/null":
+                found += [(p, "write") for p in _strip(new, strip, True)]
+        elif line.startswith(("rename to ", "copy to ")):
+            found += [(p, "write") for p in _strip(line.split(" to ", 1)[1].strip(), 0,
+                                                   False)]
+    seen, out = set(), []
+    for item in found:
+        if item not in seen and item[0]:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def _strip(name, strip, git_prefixed):
+    if name.startswith('"') and name.endswith('"'):
+        name = name[1:-1]
+    parts = [p for p in name.split("/") if p]
+    if strip is None:
+        return list(dict.fromkeys(["/".join(parts), "/".join(parts[1:]),
+                                   parts[-1] if parts else ""]))
+    return ["/".join(parts[strip:])] if len(parts) > strip else []
+
+
+# ---- git ----------------------------------------------------------------------
+
+GIT_INDEX_READ_MAX = 64 << 20
+
+
+def git_dirs(root):
+    """(work tree top, git dir) of the repository holding root, or None."""
+    top = git_top(root)
+    if top is None:
+        return None
+    dot = os.path.join(top, ".git")
+    if os.path.isdir(dot):
+        return top, dot
+    try:
+        with open(dot, "rb") as handle:
+            line = handle.read(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    return top, os.path.normpath(os.path.join(top, line[7:].strip()))
+
+
+def git_index_entries(git_dir, wanted=None):
+    """[(path, mode, size, mtime_s, mtime_ns, sha1 hex)] of a git index (versions 2
+    to 4), only those whose path `wanted(path)` accepts; None when unreadable."""
+    try:
+        with open(os.path.join(git_dir, "index"), "rb") as handle:
+            data = handle.read(GIT_INDEX_READ_MAX + 1)
+    except OSError:
+        return None
+    if len(data) > GIT_INDEX_READ_MAX or data[:4] != b"DIRC" or len(data) < 12:
+        return None
+    version = int.from_bytes(data[4:8], "big")
+    count = int.from_bytes(data[8:12], "big")
+    if version not in (2, 3, 4):
+        return None
+    out, pos, previous = [], 12, b""
+    try:
+        for _ in range(count):
+            head = data[pos:pos + 62]
+            if len(head) < 62:
+                return None
+            flags = int.from_bytes(head[60:62], "big")
+            name_at = pos + 62 + (2 if version >= 3 and flags & 0x4000 else 0)
+            if version == 4:
+                k = name_at
+                byte = data[k]
+                k += 1
+                strip = byte & 0x7F
+                while byte & 0x80:
+                    byte = data[k]
+                    k += 1
+                    strip = ((strip + 1) << 7) + (byte & 0x7F)
+                end = data.index(b"\0", k)
+                name = previous[:len(previous) - strip] + data[k:end]
+                pos = end + 1
+            else:
+                end = data.index(b"\0", name_at)
+                name = data[name_at:end]
+                pos += (end - pos + 8) // 8 * 8
+            previous = name
+            path = name.decode("utf-8", "surrogateescape")
+            if wanted is None or wanted(path):
+                out.append((path, int.from_bytes(head[24:28], "big"),
+                            int.from_bytes(head[36:40], "big"),
+                            int.from_bytes(head[8:12], "big"),
+                            int.from_bytes(head[12:16], "big"), head[40:60].hex()))
+    except (IndexError, ValueError):
+        return None
+    return out
+
+
+def git_worktree_differs(top, entry):
+    """Whether the work tree file of an index entry differs from the index (gone,
+    resized, or another blob): what a checkout from the index would rewrite."""
+    path, mode, size, mtime_s, mtime_ns, sha = entry
+    full = os.path.join(top, path)
+    try:
+        info = os.lstat(full)
+    except OSError:
+        return True
+    if (mode & 0o170000) == 0o120000:
+        try:
+            data = os.readlink(full).encode("utf-8", "surrogateescape")
+        except OSError:
+            return True
+    else:
+        if info.st_size != size:
+            return True
+        if int(info.st_mtime) == mtime_s and info.st_mtime_ns % 1000000000 == mtime_ns:
+            return False
+        try:
+            with open(full, "rb") as handle:
+                data = handle.read(GIT_INDEX_READ_MAX)
+        except OSError:
+            return True
+    import hashlib
+    blob = hashlib.sha1(b"blob %d\0" % len(data))
+    blob.update(data)
+    return blob.hexdigest() != sha
+
+
+_GIT_VALUE_OPTIONS = ("-b", "-B", "--orphan", "-c", "-C", "--create", "--force-create",
+                      "-s", "--source", "-m", "--message", "-e", "--exclude", "-X",
+                      "--strategy-option", "--strategy", "-F", "--file", "--onto",
+                      "--conflict", "--pathspec-from-file", "--prefix", "-x", "--exec",
+                      "--index-output", "--mainline")
+
+
+_GIT_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def git_rewrites(root, cwd, sub, args, specs, wanted, reaches):
+    """What a git command that rewrites the work tree would change among the
+    paths `specs` names: (kind, [absolute paths]); (kind, None) when git could
+    not tell in time; None when it changes nothing there. reaches(pathspec)
+    says whether the pathspec the command is limited to can reach them at all;
+    wanted(path) whether an entry of the index counts."""
+    plan = _git_plan(sub, args, root, cwd)
+    if plan is None:
+        return None
+    dirs = git_dirs(root)
+    if dirs is None:
+        return None
+    top, git_dir = dirs
+    paths = plan.get("paths")
+    if paths is not None and not reaches(paths):
+        return None
+    changed = []
+    if plan.get("worktree"):
+        entries = git_index_entries(git_dir, lambda p: wanted(os.path.join(top, p))) or []
+        changed += [os.path.join(top, e[0]) for e in entries
+                    if git_worktree_differs(top, e)]
+    queries = []
+    if plan.get("target") is not None:
+        queries.append((top, ["diff", "--cached", "--name-only", "-z", "--no-renames",
+                              plan["target"], "--"] + specs))
+    if plan.get("range") is not None:
+        queries.append((top, ["diff", "--name-only", "-z", "--no-renames"] +
+                        list(plan["range"]) + ["--"] + specs))
+    if plan.get("untracked") is not None:
+        queries.append((root, ["clean", "-n"] + plan["untracked"] + ["--"] + specs))
+    for base, query in queries:
+        if changed:
+            break
+        names = _git_query(root, query)
+        if names is None:
+            return plan["kind"], None
+        for name in names:
+            if name.startswith("Would remove "):
+                name = name[13:]
+            changed.append(os.path.join(base, name.rstrip("/")))
+    return plan["kind"], changed
+
+
+def _git_plan(sub, args, root, cwd):
+    """What a work tree rewriter does: {kind, target (a commit the index and
+    work tree become, None: the index), worktree (local changes are discarded),
+    untracked (git clean flags of what it removes), range (commits whose changes
+    it brings in), paths (the pathspec it is limited to)} or None."""
+    flags, positional, paths, i = set(), [], None, 0
+    values = {}
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            paths = list(args[i + 1:])
+            break
+        if arg.startswith("--") and "=" in arg:
+            name, _, value = arg.partition("=")
+            values[name] = value
+            flags.add(name)
+        elif arg in _GIT_VALUE_OPTIONS and i + 1 < len(args):
+            values[arg] = args[i + 1]
+            flags.add(arg)
+            i += 1
+        elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 2 and \
+                sub in ("clean", "stash", "reset"):
+            flags.update("-" + letter for letter in arg[1:])
+        elif arg.startswith("-"):
+            flags.add(arg)
+        else:
+            positional.append(arg)
+        i += 1
+    force = bool(flags & {"-f", "--force", "--discard-changes"})
+    if sub == "checkout":
+        new = next((values[k] for k in ("-b", "-B", "--orphan") if k in values), None)
+        if new is not None:
+            return {"kind": "branch", "target": positional[0], "worktree": force} \
+                if positional else None
+        if paths is not None:
+            return {"kind": "paths", "target": positional[0] if positional else None,
+                    "worktree": True, "paths": paths}
+        if not positional:
+            return None
+        first = positional[0]
+        if _git_rev(root, cwd, first):
+            if positional[1:]:
+                return {"kind": "paths", "target": first, "worktree": True,
+                        "paths": positional[1:]}
+            return {"kind": "branch", "target": "@{-1}" if first == "-" else first,
+                    "worktree": force}
+        return {"kind": "paths", "target": None, "worktree": True, "paths": positional}
+    if sub == "switch":
+        if "--orphan" in values:
+            return {"kind": "branch", "target": _GIT_EMPTY_TREE, "worktree": force}
+        if any(k in values for k in ("-c", "-C", "--create", "--force-create")):
+            return {"kind": "branch", "target": positional[0], "worktree": force} \
+                if positional else None
+        if not positional:
+            return None
+        return {"kind": "branch", "target": "@{-1}" if positional[0] == "-" else
+                positional[0], "worktree": force}
+    if sub == "restore":
+        if flags & {"--staged", "-S"} and not flags & {"--worktree", "-W"}:
+            return None
+        source = values.get("--source") or values.get("-s")
+        return {"kind": "paths", "target": source, "worktree": True,
+                "paths": (paths or []) + positional}
+    if sub == "reset":
+        if "--hard" in flags:
+            return {"kind": "paths", "target": positional[0] if positional else "HEAD",
+                    "worktree": True}
+        if flags & {"--keep", "--merge"}:
+            return {"kind": "paths", "target": positional[0] if positional else "HEAD"}
+        return None
+    if sub == "stash":
+        verb = positional[0] if positional else "push"
+        if verb in ("pop", "apply", "branch"):
+            ref = positional[2] if verb == "branch" and len(positional) > 2 else (
+                positional[1] if verb != "branch" and len(positional) > 1 else "stash@{0}")
+            return {"kind": "range", "range": (ref + "^1", ref)}
+        if verb not in ("push", "save"):
+            return None
+        untracked = ["-d", "-x"] if flags & {"-a", "--all"} else (
+            ["-d"] if flags & {"-u", "--include-untracked"} else None)
+        spec = paths if paths is not None else (positional[1:] if verb == "push" and
+                                                positional[1:] else None)
+        return {"kind": "stash", "target": "HEAD", "worktree": True,
+                "untracked": untracked, "paths": spec}
+    if sub == "read-tree":
+        if "-u" not in flags or not positional:
+            return None
+        return {"kind": "branch", "target": positional[-1],
+                "worktree": "--reset" in flags}
+    if sub == "clean":
+        if not flags & {"-f", "--force", "-i", "--interactive"} or flags & {
+                "-n", "--dry-run"}:
+            return None
+        untracked = [f for f in ("-d", "-x", "-X") if f in flags]
+        for key in ("-e", "--exclude"):
+            if key in values:
+                untracked += ["-e", values[key]]
+        spec = (paths or []) + positional
+        return {"kind": "clean", "untracked": untracked, "paths": spec or None}
+    if flags & {"--abort", "--continue", "--skip", "--quit", "--edit-todo"}:
+        return None
+    if sub in ("merge", "rebase"):
+        upstream = values.get("--onto") or (positional[0] if positional else None)
+        return {"kind": "range", "range": ("HEAD..." + upstream,)} if upstream else None
+    if sub in ("cherry-pick", "revert") and positional:
+        first = positional[0]
+        if ".." in first:
+            start, _, end = first.partition("..")
+            pair = (start.rstrip("."), end)
+        else:
+            pair = (first + "^", first)
+        return {"kind": "range", "range": pair if sub == "cherry-pick" else pair[::-1]}
+    return None
+
+
+def _git_rev(root, cwd, word):
+    """Whether `git checkout WORD` names a commit (a branch, a tag, a revision)
+    rather than a path."""
+    if word in ("-", "HEAD", "@") or any(ch in word for ch in "~^@:"):
+        return True
+    if len(word) >= 7 and all(c in "0123456789abcdef" for c in word.lower()):
+        return True
+    dirs = git_dirs(root)
+    if dirs is None:
+        return not os.path.exists(os.path.join(cwd, word))
+    git_dir = dirs[1]
+    common = git_dir
+    try:
+        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
+            common = os.path.normpath(os.path.join(git_dir, handle.read(4096).decode(
+                "utf-8", "replace").strip()))
+    except OSError:
+        pass
+    for ref in ("refs/heads/", "refs/tags/", "refs/remotes/"):
+        if os.path.exists(os.path.join(common, ref + word)):
+            return True
+    try:
+        with open(os.path.join(common, "packed-refs"), "rb") as handle:
+            packed = handle.read(GIT_INDEX_READ_MAX).decode("utf-8", "replace")
+        if any(line.endswith(("/" + word, " refs/heads/" + word)) for line in
+               packed.splitlines()):
+            return True
+    except OSError:
+        pass
+    return not os.path.exists(os.path.join(cwd, word)) and "." not in word
+
+
+def _git_query(root, args):
+    """The names a read-only git command prints (NUL- or line-separated); [] when
+    git fails (the command itself would fail too); None when it cannot run or
+    takes longer than GIT_QUERY_TIMEOUT_S. The repository's own programs are off:
+    no fsmonitor, no untracked cache, no hooks, no pager, no optional locks."""
+    import subprocess
+    argv = ["git", "--no-pager", "--no-optional-locks", "-C", root, "-c",
+            "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c",
+            "core.hooksPath=/dev/null", "-c", "diff.external="] + list(args)
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_EXTERNAL_DIFF",
+                "GIT_CONFIG_PARAMETERS"):
+        env.pop(key, None)
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=GIT_QUERY_TIMEOUT_S,
+                              env=env)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return []
+    text = proc.stdout.decode("utf-8", "surrogateescape")
+    return [p for p in text.replace("\n", "\0").split("\0") if p]
+
+
+# ---- AGENTS.md ----------------------------------------------------------------
+
+def agents_block(text):
+    """The notrest block of an AGENTS.md text, markers included, or None."""
+    if not isinstance(text, str):
+        return None
+    begin, end = AGENTS_BLOCK_MARKERS
+    start = text.find(begin)
+    stop = text.find(end, start + 1) if start >= 0 else -1
+    return text[start:stop + len(end)] if start >= 0 and stop >= 0 else None
+
+
+def agents_tool_changes(tool, ti, block, path):
+    if tool == "Write":
+        content = ti.get("content")
+        return not isinstance(content, str) or block not in content
+    if tool in ("Edit", "MultiEdit"):
+        text = _bounded_text(path, AGENTS_READ_MAX) or ""
+        edits = ti.get("edits") if tool == "MultiEdit" else [ti]
+        for edit in edits if isinstance(edits, list) else []:
+            old = edit.get("old_string") if isinstance(edit, dict) else None
+            new = edit.get("new_string") if isinstance(edit, dict) else None
+            if not isinstance(old, str) or not isinstance(new, str) or old not in text:
+                continue
+            text = text.replace(old, new) if edit.get("replace_all") else text.replace(
+                old, new, 1)
+        return block not in text
+    if tool == "NotebookEdit":
+        return False
+    patch = ti.get("command") or ti.get("patch") or ti.get("input") or ""
+    return patch_changes_block(str(patch), block)
+
+
+def patch_changes_block(patch, block):
+    """Whether an apply_patch text deletes AGENTS.md or removes a line of its block."""
+    lines, inside = set(l for l in block.split("\n") if l.strip()), False
+    for line in patch.split("\n"):
+        if line.startswith("*** "):
+            name = line.split(":", 1)[1].strip() if ":" in line else ""
+            inside = os.path.basename(name) == "AGENTS.md"
+            if inside and line.startswith(("*** Delete File:", "*** Move to:")):
+                return True
+            continue
+        if inside and line.startswith("-") and line[1:] in lines:
+            return True
+    return False
+
+
 # ==== install ===============================================================
 # Copy-in install: idempotent, reversible, and it never overwrites a file that
 # lacks our marker. Hook entries are recognised by "/.notrest/hooks/" in their
 # command; skills and the AGENTS.md block by MANAGED_MARK / the block markers.
 
 MANAGED_MARK = "<!-- notrest:managed -->"
-BLOCK_BEGIN = "<!-- notrest:begin -->"
-BLOCK_END = "<!-- notrest:end -->"
+BLOCK_BEGIN, BLOCK_END = AGENTS_BLOCK_MARKERS
 ESTATE_GITIGNORE = """# notrest: runtime state is local; the code, hooks and laws.json may be shared
 journal/
 sessions/
@@ -9642,7 +13448,7 @@ def cmd_gate(args):
     event.root = estate.root
     event.cwd = event.cwd or os.getcwd()
     event.home = env.get("HOME") or os.path.expanduser("~")
-    event.env = {k: env[k] for k in ("HOME", "TMPDIR", "USER", "CODEX_HOME") if k in env}
+    event.env = {k: env[k] for k in GATE_ENV_KEYS if k in env}
     event.facts["cli"] = cli_hint(estate)
     if event.kind == "Stop":
         raise NotrestError("`gate` judges tool calls and prompts; for Stop laws use "
