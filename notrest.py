@@ -189,12 +189,30 @@ def json_loads(text):
     except RecursionError:
         raise ValueError("JSON nested too deep")
     except Exception as exc:  # the C scanner reports some errors as SystemError
-        raise ValueError("not JSON (%s)" % type(exc).__name__)
+        raise ValueError("not JSON (%s)" % (
+            "%s at char %s" % (exc.msg, exc.pos) if hasattr(exc, "msg") else
+            type(exc).__name__))
     while end < n and text[end] in " \t\r\n":
         end += 1
     if end != n:
         raise ValueError("extra data at char %d" % end)
     return value
+
+
+def json_scan(text, i):
+    """(value, end) of the one JSON value that starts at text[i]; ValueError when
+    none does (used to salvage what a damaged file still holds)."""
+    json_loads("0")  # makes the scanner
+    scan = _SCANNER[0]
+    try:
+        if scan is None:
+            import json
+            return json.JSONDecoder().raw_decode(text, i)
+        return scan(text, i)
+    except (StopIteration, RecursionError, ValueError) as exc:
+        raise ValueError("no JSON value at char %d (%s)" % (i, type(exc).__name__))
+    except Exception as exc:  # the C scanner reports some errors as SystemError
+        raise ValueError("not JSON (%s)" % type(exc).__name__)
 
 
 def _dump_into(obj, out, encode):
@@ -2937,12 +2955,24 @@ class _Lock:
     def __enter__(self):
         import fcntl
         _ensure_dir(os.path.dirname(self.path))
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.fd = _open_for_append(self.path, os.O_RDWR | os.O_CREAT)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc):
         os.close(self.fd)
+
+
+def _open_for_append(path, flags):
+    """An fd on a regular file (created when absent), never through a symlink and
+    never on a FIFO or a device that would swallow or block the write."""
+    fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(
+        os, "O_CLOEXEC", 0), 0o644)
+    st = os.fstat(fd)
+    if st.st_mode & 0o170000 != 0o100000:
+        os.close(fd)
+        raise NotRegularFile(path, file_kind(st.st_mode))
+    return fd
 
 
 def append_record(path, record):
@@ -2951,7 +2981,7 @@ def append_record(path, record):
     import fcntl
     line = encode_line(redact_record(record)).encode("utf-8")
     _ensure_dir(os.path.dirname(path))
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _open_for_append(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
@@ -2966,12 +2996,16 @@ def append_record(path, record):
 
 def read_records(path, offset=0, limit_bytes=None):
     """Stream (record, line number or None, end offset) from offset; a torn or
-    damaged line yields (None, lineno, offset) and reading goes on."""
+    damaged line yields (None, lineno, offset) and reading goes on. Anything but a
+    regular file in its place yields nothing (and is noted)."""
     try:
-        handle = open(path, "rb")
-    except OSError:
+        fd, _st = open_regular(path)
+    except FileNotFoundError:
         return
-    with handle:
+    except OSError as exc:
+        estate_note("%s: %s" % (path, _os_error_text(exc)))
+        return
+    with open(fd, "rb") as handle:
         if limit_bytes is not None:
             size = os.fstat(handle.fileno()).st_size
             if size - offset > limit_bytes:
@@ -2996,43 +3030,314 @@ def read_records(path, offset=0, limit_bytes=None):
             yield record, lineno, offset
 
 
-def read_json_file(path, what="estate file"):
-    """A JSON file's value; None when absent; NotrestError naming it when broken."""
+# ---- bounded reads: an estate file that blocks or lies never hangs a hook ----
+
+ESTATE_FILE_CAP = 16 * 1024 * 1024
+SMALL_FILE_CAP = 1024 * 1024
+_FILE_KINDS = {0o040000: "a folder", 0o010000: "a FIFO", 0o020000: "a character device",
+               0o060000: "a block device", 0o140000: "a socket", 0o120000: "a symlink"}
+_OPEN_READ = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(
+    os, "O_CLOEXEC", 0)
+
+
+class NotRegularFile(OSError):
+    """A folder, FIFO, device or socket stands where an estate file belongs."""
+
+    def __init__(self, path, kind):
+        super().__init__(22, "%s stands where a file belongs" % kind, path)
+        self.kind = kind
+
+
+class FileTooLarge(OSError):
+    def __init__(self, path, size, cap):
+        super().__init__(27, "%d bytes, over the %d-byte bound" % (size, cap), path)
+
+
+def file_kind(mode):
+    return "a file" if mode & 0o170000 == 0o100000 else _FILE_KINDS.get(
+        mode & 0o170000, "something that is no file")
+
+
+def open_regular(path):
+    """(fd, stat) of a regular file opened for reading without blocking: a FIFO, a
+    device, a socket or a folder in its place raises NotRegularFile at once."""
+    st = os.stat(path)
+    if st.st_mode & 0o170000 != 0o100000:
+        raise NotRegularFile(path, file_kind(st.st_mode))
+    fd = os.open(path, _OPEN_READ)
     try:
-        with open(path, "rb") as handle:
-            text = handle.read().decode("utf-8", "replace")
+        st = os.fstat(fd)
+        if st.st_mode & 0o170000 != 0o100000:
+            raise NotRegularFile(path, file_kind(st.st_mode))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_file_bytes(path, cap=ESTATE_FILE_CAP):
+    """The bytes of a regular file of at most cap bytes; None when it is absent."""
+    try:
+        fd, st = open_regular(path)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise NotrestError("cannot read the %s (%s)" % (what, exc.strerror), path,
-                           "check its permissions")
     try:
-        return json_loads(text)
+        if st.st_size > cap:
+            raise FileTooLarge(path, st.st_size, cap)
+        parts, total = [], 0
+        while True:
+            chunk = os.read(fd, min(cap + 1 - total, max(st.st_size - total, 0) + 1))
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise FileTooLarge(path, total, cap)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _os_error_text(exc):
+    return exc.strerror or type(exc).__name__
+
+
+ESTATE_NOTES = []
+
+
+def estate_note(text):
+    """Remember one problem met in the estate: a hook prints them in one stderr
+    line, the CLI as warnings; doctor finds each one again by itself."""
+    text = clip(neutralise(text), 300)
+    if len(ESTATE_NOTES) < 20 and text not in ESTATE_NOTES:
+        ESTATE_NOTES.append(text)
+
+
+def read_json_file(path, what="estate file", cap=ESTATE_FILE_CAP):
+    """A JSON file's value; None when absent; NotrestError naming it when it cannot
+    be read, is no regular file, is over cap bytes or is not JSON."""
+    try:
+        data = read_file_bytes(path, cap)
+    except NotRegularFile as exc:
+        raise NotrestError("%s stands where the %s belongs" % (exc.kind, what), path,
+                           "move it aside (`mv %s %s.bad`); notrest rebuilds its views "
+                           "(`notrest rebuild`), install.sh rewrites config" % (
+                               _quote_arg(path), _quote_arg(path)))
+    except FileTooLarge as exc:
+        raise NotrestError("the %s is too large (%s)" % (what, exc.strerror), path,
+                           "move it aside and run `notrest rebuild`")
+    except OSError as exc:
+        raise NotrestError("cannot read the %s (%s)" % (what, _os_error_text(exc)), path,
+                           "check its owner and permissions (`ls -l %s`)" % _quote_arg(
+                               path))
+    if data is None:
+        return None
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    try:
+        return json_loads(data.decode("utf-8", "replace"))
     except ValueError as exc:
         raise NotrestError("the %s is not valid JSON (%s)" % (what, exc), path,
                            "fix it by hand, or for a view run `notrest rebuild`")
 
 
-def load_config(estate):
+# ---- record shapes: every record is type-checked before it is used -----------
+
+_SHAPE_TYPES = {"str": str, "int": int, "num": (int, float), "bool": bool, "any": object}
+_SHAPE_NAMES = {"str": "a string", "int": "an integer", "num": "a number",
+                "bool": "true or false"}
+
+
+def _json_kind(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {str: "a string", int: "an integer", float: "a number", list: "a list",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def shape_problem(value, shape, where="value"):
+    """What is wrong with value against shape, or None when it fits. A shape is
+    "str", "int", "num", "bool" or "any" (a leading "?" also allows null),
+    ["list", shape], ["map", shape] (string keys), ["tuple", [shapes]], ["opt",
+    shape] (null or shape), or {field: shape} for an object (fields may be absent;
+    "!field" must be there)."""
+    if isinstance(shape, str):
+        if shape[0] == "?":
+            if value is None:
+                return None
+            shape = shape[1:]
+        if shape == "any":
+            return None
+        if isinstance(value, _SHAPE_TYPES[shape]) and (
+                shape == "bool" or not isinstance(value, bool)):
+            return None
+        return "%s is %s, not %s" % (where, _json_kind(value), _SHAPE_NAMES[shape])
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return "%s is %s, not an object" % (where, _json_kind(value))
+        for key, inner in shape.items():
+            name = key[1:] if key[0] == "!" else key
+            if name not in value:
+                if key[0] == "!":
+                    return "%s has no %r" % (where, name)
+                continue
+            problem = shape_problem(value[name], inner, "%s.%s" % (where, name))
+            if problem:
+                return problem
+        return None
+    kind, inner = shape
+    if kind == "opt":
+        return None if value is None else shape_problem(value, inner, where)
+    if kind == "map":
+        if not isinstance(value, dict):
+            return "%s is %s, not an object" % (where, _json_kind(value))
+        for key, item in value.items():
+            problem = shape_problem(item, inner, "%s[%s]" % (where, json_dumps(key)))
+            if problem:
+                return problem
+        return None
+    if not isinstance(value, list):
+        return "%s is %s, not a list" % (where, _json_kind(value))
+    if kind == "tuple":
+        if len(value) != len(inner):
+            return "%s has %d items, not %d" % (where, len(value), len(inner))
+        pairs = zip(value, inner)
+    else:
+        pairs = ((item, inner) for item in value)
+    for i, (item, item_shape) in enumerate(pairs):
+        problem = shape_problem(item, item_shape, "%s[%d]" % (where, i))
+        if problem:
+            return problem
+    return None
+
+
+CONFIG_SHAPE = {"schema_version": "int", "python": "str", "clients": ["list", "str"],
+                "cli": "str", "version": "str", "packet_budget": "int"}
+PERMIT_SHAPE = {"!id": "str", "!law": "str", "why": "str", "who": "str",
+                "!created": "num", "!expires": "num", "boot": "str", "uptime": "num"}
+PERMITS_SHAPE = {"schema_version": "int", "!permits": "any"}
+
+
+def keep_damaged(path):
+    """Move a damaged estate file aside (<name>.damaged-<UTC time>) so the file
+    rebuilt in its place never hides it; returns the new path (None on failure)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = "%s.damaged-%s" % (path, stamp)
+    n = 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = "%s.damaged-%s-%d" % (path, stamp, n)
     try:
-        config = read_json_file(estate.path("config.json"), "config")
-    except NotrestError:
-        config = None
-    return config if isinstance(config, dict) else {}
+        os.rename(path, aside)
+    except OSError:
+        return None
+    return aside
+
+
+def load_config(estate):
+    """config.json as a dict; a broken or ill-typed one counts as empty (noted):
+    every key it holds has a default."""
+    path = estate.path("config.json")
+    try:
+        config = read_json_file(path, "config", SMALL_FILE_CAP)
+    except NotrestError as exc:
+        estate_note(str(exc))
+        return {}
+    if config is None:
+        return {}
+    problem = shape_problem(config, CONFIG_SHAPE, "config.json")
+    if problem:
+        estate_note("%s: %s; the defaults are used" % (path, problem))
+        return {}
+    return config
+
+
+LAWS_FILE_CAP = 4 * 1024 * 1024
 
 
 def load_lawbook(estate):
-    """The law book; a broken laws.json leaves the built-ins in force, loudly."""
+    """The law book. A broken laws.json keeps the built-in laws in force and every
+    project law that can still be read from it (salvaged whole objects), never
+    honours its `disable` list, and says so in book.problems."""
     path = estate.path("laws.json")
     try:
-        doc = read_json_file(path, "laws file")
+        doc = read_json_file(path, "laws file", LAWS_FILE_CAP)
     except NotrestError as exc:
-        book = build_lawbook(None)
-        book.problems.append(str(exc))
+        salvaged = salvage_laws(path)
+        book = build_lawbook(salvaged)
+        kept = [law.id for law in book.laws if law.source == "laws.json"]
+        book.problems = ["%s (%s): enforcing the built-in laws%s; its `disable` list "
+                         "is ignored until the file is fixed" % (
+                             exc.what, path, " and the %d project law(s) still readable "
+                             "(%s)" % (len(kept), ", ".join(kept)) if kept else "")] + [
+                                 "laws.json: %s" % p for p in book.problems]
         return book
-    book = build_lawbook(doc)
-    book.problems = ["laws.json: %s" % p for p in book.problems]
+    listed = isinstance(doc, list)
+    book = build_lawbook({"laws": doc} if listed else doc)
+    book.problems = (["laws.json holds a list, not an object: its items are read as "
+                      "laws"] if listed else []) + ["laws.json: %s" % p
+                                                    for p in book.problems]
     return book
+
+
+def salvage_laws(path):
+    """What a broken laws.json still says that can only add protection: the law
+    objects and protected lists that parse whole (a truncated file keeps the laws
+    before the cut). Never `disable`, never a bound."""
+    try:
+        fd, _st = open_regular(path)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, LAWS_FILE_CAP).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    doc = {}
+    for key in ("laws", "protected_branches", "protected_paths"):
+        items = _salvage_list(text, key)
+        if items:
+            doc[key] = items if key == "laws" else [i for i in items
+                                                    if isinstance(i, str)]
+    return doc
+
+
+def _salvage_list(text, key):
+    """The items of the list `"key": [...]` that parse whole, up to the first that
+    does not."""
+    mark = '"%s"' % key
+    start = text.find(mark)
+    while start >= 0:
+        i = start + len(mark)
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        if start and text[start - 1] != "\\" and text[i:i + 1] == ":":
+            i += 1
+            while i < len(text) and text[i] in " \t\r\n":
+                i += 1
+            if text[i:i + 1] == "[":
+                return _scan_items(text, i + 1)
+        start = text.find(mark, start + 1)
+    return []
+
+
+def _scan_items(text, i):
+    items = []
+    n = len(text)
+    while len(items) < 1000:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n or text[i] == "]":
+            break
+        try:
+            value, i = json_scan(text, i)
+        except ValueError:
+            break
+        items.append(value)
+    return items
 
 
 def cli_hint(estate, config=None):
@@ -3131,25 +3436,104 @@ def files_touched(event, root, home):
     return out
 
 
-def load_permits(estate, now):
-    path = estate.path("permits.json")
-    if not os.path.exists(path):
-        return []
+PERMIT_CLOCK_SLACK_S = 120
+
+
+def clock_reading():
+    """(boot id, seconds since boot): the clock a permit is made under, besides the
+    wall clock; ("", None) where the system names no boot."""
     try:
-        data = read_json_file(path, "permits")
-    except NotrestError:
+        fd = os.open("/proc/sys/kernel/random/boot_id", _OPEN_READ)
+        try:
+            boot = os.read(fd, 128).decode("ascii", "replace").strip()
+        finally:
+            os.close(fd)
+        return boot, time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (OSError, AttributeError, ValueError):
+        return "", None
+
+
+def permit_live(permit, now, boot="", uptime=None):
+    """Pure: whether a permit may still be used at wall time now. It was made in the
+    past (a permit from the future was made under a clock that ran ahead) and has
+    not expired by the wall clock, nor, on the boot it was made in, by the seconds
+    that have really elapsed since."""
+    created, expires = permit["created"], permit["expires"]
+    if not created - PERMIT_CLOCK_SLACK_S <= now < expires:
+        return False
+    if boot and uptime is not None and permit.get("boot") == boot and isinstance(
+            permit.get("uptime"), (int, float)):
+        elapsed = uptime - permit["uptime"]
+        return -PERMIT_CLOCK_SLACK_S <= elapsed < expires - created
+    return True
+
+
+def read_permits(estate):
+    """(every well-formed permit, problems) of permits.json; NotrestError when the
+    file cannot be read at all."""
+    path = estate.path("permits.json")
+    data = read_json_file(path, "permits", SMALL_FILE_CAP)
+    if data is None:
+        return [], []
+    problem = shape_problem(data, PERMITS_SHAPE, "permits.json") or shape_problem(
+        data["permits"], "?list" if data["permits"] is None else ["list", "any"],
+        "permits.json permits")
+    if problem:
+        raise NotrestError("the permits file is damaged (%s)" % problem, path,
+                           "move it aside; a person grants permits again with "
+                           "`notrest allow`")
+    good, problems = [], []
+    for i, permit in enumerate(data["permits"] or []):
+        problem = shape_problem(permit, PERMIT_SHAPE, "permit %d" % (i + 1))
+        if problem:
+            problems.append(problem)
+        else:
+            good.append(permit)
+    return good, problems
+
+
+def load_permits(estate, now):
+    """The permits that may be used now; a damaged file or entry grants nothing
+    (and is noted)."""
+    try:
+        permits, problems = read_permits(estate)
+    except NotrestError as exc:
+        estate_note(str(exc))
         return []
-    permits = data.get("permits", []) if isinstance(data, dict) else []
-    return [p for p in permits if isinstance(p, dict) and (p.get("expires") or 0) > now]
+    for problem in problems:
+        estate_note("%s: %s (skipped)" % (estate.path("permits.json"), problem))
+    if not permits:
+        return []
+    boot, uptime = clock_reading()
+    return [p for p in permits if permit_live(p, now, boot, uptime)]
 
 
 def consume_permits(estate, ids):
+    """Remove used permits under the lock; returns the ids really removed (a permit
+    another hook used first is not there any more). Entries it cannot read are
+    left as they are."""
     path = estate.path("permits.json")
     with _Lock(estate.path(".permits.lock")):
-        data = read_json_file(path, "permits") or {}
-        permits = [p for p in data.get("permits", []) if p.get("id") not in ids]
-        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
-                                        "permits": permits}))
+        data = read_json_file(path, "permits", SMALL_FILE_CAP) or {}
+        listed = data.get("permits") if isinstance(data, dict) else None
+        if not isinstance(listed, list):
+            return []
+        kept = [p for p in listed if not (isinstance(p, dict) and p.get("id") in ids)]
+        gone = [p.get("id") for p in listed if isinstance(p, dict) and p.get("id") in ids]
+        if gone:
+            write_atomic(path, json_pretty(dict(data, permits=kept)))
+        return gone
+
+
+def try_append(path, record):
+    """append_record, best effort: False (and noted) when the estate cannot take it."""
+    try:
+        append_record(path, record)
+        return True
+    except (OSError, NotrestError) as exc:
+        estate_note("cannot write %s (%s)" % (path, _os_error_text(exc) if isinstance(
+            exc, OSError) else exc.what))
+        return False
 
 
 def overrides_from_env(env):
@@ -3160,8 +3544,8 @@ def overrides_from_env(env):
 def current_branch(root):
     """The checked-out branch read from .git/HEAD (no subprocess), or None."""
     try:
-        with open(os.path.join(root, ".git", "HEAD"), "rb") as handle:
-            head = handle.read(512).decode("utf-8", "replace").strip()
+        head = (read_file_bytes(os.path.join(root, ".git", "HEAD"), 4096) or b"").decode(
+            "utf-8", "replace").strip()
     except OSError:
         return None
     if head.startswith("ref: refs/heads/"):
@@ -3187,22 +3571,51 @@ def gate_event(estate, event, book, env, now, journal=True, what=None):
             verdict.instead = verdict.instead.replace("{cli}", cli)
     permits = load_permits(estate, now) if any(
         v.action in ("deny", "ask", "block") for v in verdicts) else []
-    final, receipts, used = apply_overrides(verdicts, overrides_from_env(env), permits)
-    if journal and event.session:
-        path = estate.journal(event.session)
-        for receipt in receipts:
-            append_record(path, dict(_base(event, now), k="receipt", what=what,
-                                     **{k: v for k, v in receipt.items() if k != "t"}))
-        if final.action in ("deny", "ask", "block"):
-            append_record(path, dict(_base(event, now), k="deny", law=final.law,
-                                     action=final.action, what=what,
-                                     reason=final.reason))
-    if used:
-        consume_permits(estate, used)
+    overrides = overrides_from_env(env)
+    final, receipts, used = apply_overrides(verdicts, overrides, permits)
+    if journal:
+        final, receipts = _authorised(estate, event, now, what, verdicts, overrides,
+                                      final, receipts, used)
+        if event.session and final.action in ("deny", "ask", "block"):
+            try_append(estate.journal(event.session), dict(
+                _base(event, now), k="deny", law=final.law, action=final.action,
+                what=what, reason=final.reason))
     if book.problems and final.action == "allow" and not final.message:
         final.message = "notrest: %s; the built-in laws are still enforced. Fix it " \
                         "(`notrest doctor` shows how)." % book.problems[0]
     return final
+
+
+def _authorised(estate, event, now, what, verdicts, overrides, final, receipts, used,
+                **bounds):
+    """(final, receipts) once the authority an override used is real: a permit is
+    consumed under the lock (another hook may have used it first) and every
+    override leaves its receipt in the journal. When either cannot be done, the
+    law's own verdict stands. bounds go to apply_overrides (the Stop bound)."""
+    lost = ""
+    if used:
+        try:
+            gone = consume_permits(estate, used)
+        except (OSError, NotrestError) as exc:
+            gone, lost = [], "the permit could not be used up (%s)" % (
+                _os_error_text(exc) if isinstance(exc, OSError) else exc.what)
+        if len(gone) < len(used) and not lost:
+            lost = "the permit was used up by another call"
+        if lost:
+            final, receipts, _used = apply_overrides(verdicts, overrides, [], **bounds)
+    path = estate.journal(event.session or "unknown")
+    for receipt in receipts:
+        if receipt.get("stop_allowed_after"):
+            continue  # the stop record itself says so
+        if not try_append(path, dict(_base(event, now), k="receipt", what=what, **{
+                k: v for k, v in receipt.items() if k != "t"})):
+            lost = "its receipt cannot be written to the journal, and an override " \
+                   "always leaves one"
+            final, receipts, _used = apply_overrides(verdicts, set(), [], **bounds)
+            break
+    if lost and final.action in ("deny", "ask", "block"):
+        final.reason = "%s (an override was not used: %s)" % (final.reason, lost)
+    return final, receipts
 
 
 def _base(event, now):
@@ -3216,7 +3629,8 @@ def _base(event, now):
 # Gates fail closed; journaling fails open; a hook never shows a traceback.
 
 def read_stdin(fd=0, cap=STDIN_CAP_BYTES, deadline=STDIN_DEADLINE_S):
-    """(bytes, complete): stdin up to cap bytes or until the deadline passes."""
+    """(bytes, complete): stdin read to EOF, however slowly it comes, unless it
+    passes cap bytes or the deadline (then complete is False)."""
     import select
     chunks, total, end = [], 0, time.monotonic() + deadline
     while total <= cap:
@@ -3230,14 +3644,83 @@ def read_stdin(fd=0, cap=STDIN_CAP_BYTES, deadline=STDIN_DEADLINE_S):
         if not ready:
             return b"".join(chunks), False
         try:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+        except BlockingIOError:
+            continue
         except OSError:
-            break
+            return b"".join(chunks), False
         if not chunk:
             return b"".join(chunks), True
         chunks.append(chunk)
         total += len(chunk)
     return b"".join(chunks), False
+
+
+# ---- payload validation: a gate judges only a payload it has read whole ------
+
+PAYLOAD_DEPTH_MAX = 64
+# What a gate reads from a payload must have these types; advisory events take
+# what they can (normalise coerces the rest).
+PAYLOAD_SHAPE = {"hook_event_name": "str", "session_id": "str", "cwd": "str",
+                 "transcript_path": "?str", "tool_name": "str", "tool_input": "any",
+                 "prompt": "str", "stop_hook_active": "?bool", "agent_id": "?str",
+                 "agent_type": "?str"}
+STRICT_EVENTS = ("PreToolUse", "PermissionRequest", "UserPromptSubmit")
+
+
+def _nested_deeper(value, limit):
+    """Whether value nests lists and objects deeper than limit (no recursion)."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            todo.extend((v, depth + 1) for v in item.values() if isinstance(v, (
+                dict, list)))
+        elif isinstance(item, list):
+            todo.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+    return False
+
+
+def parse_payload(raw, complete, event_name):
+    """(payload, problem): the JSON object on a hook's stdin, or why it cannot be
+    trusted: cut short, not JSON, nested too deep, ill-typed, or claiming another
+    event than the launcher that received it (the launcher's event holds)."""
+    if not complete:
+        return None, "the payload was cut (%d bytes read before %s)" % (
+            len(raw), "the %d-byte cap" % STDIN_CAP_BYTES if len(raw) > STDIN_CAP_BYTES
+            else "the read deadline")
+    if raw[:3] == b"\xef\xbb\xbf":
+        raw = raw[3:]
+    if not raw.strip():
+        return None, "no payload on stdin"
+    try:
+        payload = json_loads(raw.decode("utf-8", "replace"))
+    except ValueError as exc:
+        return None, "the payload is not JSON (%s)" % exc
+    if not isinstance(payload, dict):
+        return None, "the payload is %s, not a JSON object" % _json_kind(payload)
+    if event_name not in STRICT_EVENTS:
+        return payload, None
+    if _nested_deeper(payload, PAYLOAD_DEPTH_MAX):
+        return payload, "the payload nests deeper than %d levels" % PAYLOAD_DEPTH_MAX
+    problem = shape_problem(payload, PAYLOAD_SHAPE, "payload")
+    if problem:
+        return payload, problem.replace("payload.", "the payload's ", 1)
+    claimed = payload.get("hook_event_name")
+    if claimed and claimed != event_name:
+        return payload, "the payload claims to be %s but came to the %s hook" % (
+            clip(neutralise(claimed), 40), event_name)
+    if event_name == "UserPromptSubmit" and not isinstance(payload.get("prompt"), str):
+        return payload, "the payload carries no prompt"
+    if event_name in ("PreToolUse", "PermissionRequest"):
+        if not payload.get("tool_name"):
+            return payload, "the payload names no tool (tool_name)"
+        if not isinstance(payload.get("tool_input"), dict):
+            return payload, "the payload's tool_input is %s, not an object" % (
+                _json_kind(payload.get("tool_input")))
+    return payload, None
 
 
 def detect_client(payload, env):
@@ -3266,12 +3749,9 @@ def _valid_dir(value):
 def normalise(payload, event_name="", env=None, client=None):
     """One Event from a hook payload of either client."""
     env = os.environ if env is None else env
-    kind = payload.get("hook_event_name")
+    kind = event_name or payload.get("hook_event_name")
     if not isinstance(kind, str) or not kind or len(kind) > 64:
-        kind = event_name
-    if event_name and kind != event_name and event_name in HOOK_EVENTS and (
-            kind not in HOOK_EVENTS):
-        kind = event_name
+        kind = "unknown"
     tool_input = payload.get("tool_input")
     if not isinstance(tool_input, dict):
         tool_input = {} if tool_input is None else {"command": str(tool_input)}
@@ -3329,70 +3809,162 @@ def locate_root(event, env, code_dir):
     return os.getcwd()
 
 
+# ---- deadlines: a gate that cannot finish in time refuses -------------------
+
+SESSION_END_BUDGET_S = 0.8
+
+
+def hook_deadline(kind):
+    """Seconds a hook may take, well inside the timeout it is registered with (the
+    client goes ahead when that runs out); SessionEnd is killed at ~1-1.5 s."""
+    if kind == "SessionEnd":
+        return SESSION_END_BUDGET_S
+    timeout = HOOK_EVENTS.get(kind, ("", 10))[1]
+    return min(timeout * 0.75, timeout - 2.0)
+
+
+class HookDeadline(BaseException):
+    """Raised in the middle of whatever a hook is doing when its deadline passes
+    (a BaseException, so no `except Exception` on the way swallows it)."""
+
+
+_DEADLINE = [False]
+
+
+def _on_deadline(_signum, _frame):
+    if _DEADLINE[0]:
+        _DEADLINE[0] = False
+        raise HookDeadline()
+
+
+def arm_deadline(seconds):
+    """Start a hook's own deadline (SIGALRM by _signal: `signal` imports enum);
+    returns a function that stops it, or None where no timer can be set."""
+    try:
+        import _signal
+        previous = _signal.signal(_signal.SIGALRM, _on_deadline)
+        _DEADLINE[0] = True
+        _signal.setitimer(_signal.ITIMER_REAL, seconds)
+    except (ImportError, AttributeError, ValueError, OSError):
+        _DEADLINE[0] = False
+        return None
+
+    def disarm():
+        _DEADLINE[0] = False
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, previous)
+    return disarm
+
+
+def fault_answer(kind, why, payload=None, raw=b""):
+    """(stdout, stderr, 0) when a hook cannot do its work: a gate refuses with the
+    reason, Stop blocks once (never when the client says it already blocked), an
+    advisory hook lets the client go on; each names the fault and the fix."""
+    why = clip(neutralise(why), 400)
+    fix = "ask a person to run `notrest doctor` (it names the fault and the fix)"
+    if kind in ("PreToolUse", "PermissionRequest"):
+        reason = ("notrest deny [gate-error]: the gate could not judge this call: %s; "
+                  "it was refused to stay safe. Instead: retry once; if it happens "
+                  "again, %s." % (why, fix))
+        if kind == "PreToolUse":
+            out = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                          "permissionDecision": "deny",
+                                          "permissionDecisionReason": reason}}
+        else:
+            out = {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                          "decision": {"behavior": "deny",
+                                                       "message": reason}}}
+        return json_dumps(out), "notrest: %s: %s; the call was refused" % (kind, why), 0
+    if kind == "UserPromptSubmit":
+        reason = ("notrest block [gate-error]: the prompt laws could not judge this "
+                  "prompt: %s; it was not sent. Fix: %s." % (why, fix))
+        return json_dumps({"decision": "block", "reason": reason}), reason, 0
+    if kind == "Stop":
+        active = payload.get("stop_hook_active") is True if isinstance(
+            payload, dict) else b'"stop_hook_active":true' in raw.replace(b" ", b"")
+        if not active and isinstance(payload, dict):
+            reason = ("notrest block [gate-error]: the stop laws could not be checked: "
+                      "%s. Bank a note if you changed files, tell the person about "
+                      "this fault (%s), then stop; the next stop is allowed." % (
+                          why, fix))
+            return json_dumps({"decision": "block", "reason": reason}), \
+                "notrest: Stop: %s" % why, 0
+    return "{}", "notrest: hook %s: %s; nothing was held up (`notrest doctor` shows " \
+        "why)" % (clip(neutralise(kind), 40), why), 0
+
+
 def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
-    """Entry point of the sh launchers. Never raises; returns the exit code."""
+    """Entry point of the sh launchers. Never raises; returns the exit code. Its
+    own deadline covers reading stdin and the work; every fault ends in an answer
+    (fault_answer), and journaling an allowed call is best effort."""
     env = os.environ if env is None else env
     out = out or sys.stdout
     err = err or sys.stderr
     started = time.perf_counter()
     event_name = argv[0] if argv else ""
-    client = None
-    if len(argv) >= 2 and argv[1] in ("claude", "codex"):
-        client = argv[1]
-    raw, complete = read_stdin(stdin_fd)
-    payload = None
-    if raw.strip():
-        try:
-            payload = json_loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            payload = None
-    if not isinstance(payload, dict):
-        if raw.strip():
-            err.write("notrest: hook %s: stdin held no JSON object (%d bytes%s); "
-                      "nothing to do\n" % (neutralise(event_name)[:40], len(raw),
-                                           "" if complete else ", cut at the cap"))
-        out.write("{}\n")
-        return 0
+    client = argv[1] if len(argv) >= 2 and argv[1] in ("claude", "codex") else None
+    del ESTATE_NOTES[:]
+    seen = {"raw": b"", "payload": None, "kind": event_name}
+    limit = hook_deadline(event_name)
+    disarm = arm_deadline(limit)
     try:
-        event = normalise(payload, event_name, env, client)
-        code_dir = os.path.dirname(os.path.abspath(__file__))
-        event.root = locate_root(event, env, code_dir)
-        if event.kind == "SessionStart" and "start_git_state" in globals():
-            event.facts["git"] = start_git_state(event.root)  # runs while we work
-        event.cwd = event.cwd or event.root
-        event.home = env.get("HOME") or os.path.expanduser("~")
-        answer, message, code = dispatch_hook(Estate(event.root), event, env,
-                                              started)
-    except Exception as exc:  # a hook never shows a traceback to the agent
-        kind = payload.get("hook_event_name") or event_name
-        if kind in ("PreToolUse", "PermissionRequest"):
-            reason = ("notrest deny [gate-error]: the gate failed (%s: %s), so the call "
-                      "was refused to stay safe. Instead: retry; if it persists, ask a "
-                      "person to run `notrest doctor`." % (type(exc).__name__,
-                                                           clip(str(exc), 200)))
-            fake = Event(kind=kind, client=detect_client(payload, env))
-            answer, message, code = render_answer(fake, Verdict("deny", "gate-error",
-                                                                reason))
-            answer = json_dumps({"hookSpecificOutput": {
-                "hookEventName": kind, "permissionDecision": "deny",
-                "permissionDecisionReason": reason}}) if kind == "PreToolUse" else answer
-        else:
-            answer, message, code = "{}", "", 0
-        err.write("notrest: hook %s failed: %s: %s\n" % (neutralise(kind)[:40],
-                                                         type(exc).__name__,
-                                                         clip(neutralise(exc), 300)))
+        answer, message, code = _hook_answer(seen, stdin_fd, env, client, started,
+                                             min(STDIN_DEADLINE_S, limit * 0.6))
+    except HookDeadline:
+        answer, message, code = fault_answer(
+            seen["kind"], "it ran past its own deadline of %.1f s" % limit,
+            seen["payload"], seen["raw"])
+    except BaseException as exc:  # a hook never shows a traceback to the agent
+        if disarm:
+            disarm()
+            disarm = None
+        answer, message, code = fault_answer(
+            seen["kind"], "it failed (%s: %s)" % (type(exc).__name__, clip(str(exc), 200)),
+            seen["payload"], seen["raw"])
         if env.get("NOTREST_DEBUG"):
             import traceback
             traceback.print_exc(file=err)
-    out.write(answer + "\n")
-    if message:
-        err.write(message + "\n")
+    if disarm:
+        disarm()
+    if ESTATE_NOTES:
+        more = len(ESTATE_NOTES) - 2
+        message = ((message + "\n") if message else "") + "notrest: %s%s (the hook went " \
+            "on; `notrest doctor` shows the fix)" % ("; ".join(ESTATE_NOTES[:2]),
+                                                     " and %d more" % more if more > 0
+                                                     else "")
+    try:
+        out.write(answer + "\n")
+        if message:
+            err.write(message + "\n")
+    except (OSError, ValueError):
+        pass
     if "ensure_hot_cache" in globals():
         try:
             ensure_hot_cache(os.path.dirname(os.path.abspath(__file__)))
         except Exception:  # a cache is an optimisation: never a failure
             pass
     return code
+
+
+def _hook_answer(seen, stdin_fd, env, client, started, stdin_deadline):
+    event_name = seen["kind"]
+    raw, complete = read_stdin(stdin_fd, deadline=stdin_deadline)
+    seen["raw"] = raw
+    payload, problem = parse_payload(raw, complete, event_name)
+    seen["payload"] = payload
+    if not event_name and isinstance(payload, dict) and isinstance(
+            payload.get("hook_event_name"), str):
+        seen["kind"] = event_name = payload["hook_event_name"][:64]
+    if problem:
+        return fault_answer(event_name, problem, payload, raw)
+    event = normalise(payload, event_name, env, client)
+    code_dir = os.path.dirname(os.path.abspath(__file__))
+    event.root = locate_root(event, env, code_dir)
+    if event.kind == "SessionStart" and "start_git_state" in globals():
+        event.facts["git"] = start_git_state(event.root)  # runs while we work
+    event.cwd = event.cwd or event.root
+    event.home = env.get("HOME") or os.path.expanduser("~")
+    return dispatch_hook(Estate(event.root), event, env, started)
 
 
 HOT_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
@@ -3432,13 +4004,13 @@ def dispatch_hook(estate, event, env, started):
         if event.agent:
             record["agent"] = event.agent["id"]
         if kind == "PreToolUse":
-            append_record(journal, _stamp(record, started))
+            try_append(journal, _stamp(record, started))
             if verdict.action == "allow" and event.tool in SHELL_TOOLS and \
                     "apply_patch" in record["what"] and event.client != "claude":
-                append_record(journal, dict(base, k="tool", tool="apply_patch",
-                                            what=record["what"], ok=None,
-                                            files=files_touched(event, estate.root,
-                                                                event.home)))
+                try_append(journal, dict(base, k="tool", tool="apply_patch",
+                                         what=record["what"], ok=None,
+                                         files=files_touched(event, estate.root,
+                                                             event.home)))
         return render_answer(event, verdict)
     if kind in ("PostToolUse", "PostToolUseFailure"):
         record = dict(base, k="tool", tool=event.tool or "", what=summarise_call(event),
@@ -3447,7 +4019,7 @@ def dispatch_hook(estate, event, env, started):
             record["error"] = event.error
         if event.agent:
             record["agent"] = event.agent["id"]
-        append_record(journal, _stamp(record, started))
+        try_append(journal, _stamp(record, started))
         if _hands_over_a_bank(event):
             cold_module().bank_deferred(estate, event, now)
         return "{}", "", 0
@@ -3459,9 +4031,9 @@ def dispatch_hook(estate, event, env, started):
         if kind == "SubagentStop":
             record["message"] = clip(str(event.raw.get("last_assistant_message") or ""),
                                      500)
-        append_record(journal, _stamp(record, started))
+        try_append(journal, _stamp(record, started))
         return "{}", "", 0
-    append_record(journal, _stamp(dict(base, k="notice", message=clip(
+    try_append(journal, _stamp(dict(base, k="notice", message=clip(
         str(event.raw.get("message") or ""), 500)), started))
     return "{}", "", 0
 
@@ -3477,12 +4049,30 @@ def _hands_over_a_bank(event):
 
 
 def cold_module():
-    """The whole module: itself when loaded whole, else imported (a hot-path
-    launcher loaded only the part above the cold line)."""
-    if "dispatch_cold" in globals():
-        return sys.modules[__name__]
-    import notrest
-    return notrest
+    """The whole module: itself when loaded whole, else compiled from its source
+    (a hot-path launcher loaded only the part above the cold line)."""
+    module = sys.modules.get("notrest")
+    if module is None or not hasattr(module, "dispatch_cold"):
+        module = load_source_module(os.path.abspath(__file__))
+    return module
+
+
+def load_source_module(path):
+    """notrest.py compiled from its source, never from bytecode on disk (a .pyc is
+    a file the agent could have rewritten); registered as sys.modules["notrest"]."""
+    source = read_file_bytes(path, 16 * 1024 * 1024)
+    if source is None:
+        raise FileNotFoundError(2, "no such file", path)
+    module = type(sys)("notrest")
+    module.__file__ = path
+    code = compile(source, path, "exec", dont_inherit=True)
+    sys.modules["notrest"] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException:
+        del sys.modules["notrest"]
+        raise
+    return module
 
 
 # ==== cold =================================================================
@@ -3511,14 +4101,61 @@ def new_session_record(session):
             "hook_ms": {}, "transcript": "", "transcript_offset": 0}
 
 
+_STAMPED = {"t": "?num"}
+SESSION_RECORD_SHAPE = {
+    "schema_version": "int", "session": "str", "client": "str", "started": "?num",
+    "updated": "?num", "ended": "?num", "end_reason": "str", "journal_offset": "int",
+    "events": "int", "torn": "int", "note": "str", "next": "str", "note_t": "?num",
+    "changes": "int", "changed_since_note": ["list", "str"], "files": ["map", "?num"],
+    "failed": ["list", _STAMPED], "denied": ["list", _STAMPED],
+    "receipts": ["list", _STAMPED], "subagents": ["list", _STAMPED],
+    "actions": ["list", "str"], "pending": ["opt", _STAMPED], "prompts": "int",
+    "tools": "int", "stop_blocks": "int", "bank_blocks": "int",
+    "check_blocks": ["map", "int"], "checks": ["map", {"changes": "any"}],
+    "stop_allowed": ["list", _STAMPED], "client_pid": "?int", "client_start": "?int",
+    "source": "str", "compactions": "int", "compact_pending": "bool",
+    "last_prompt": "str", "opened": ["list", "str"], "closed": ["list", "str"],
+    "hook_ms": ["map", ["tuple", ["int", "num", "num"]]], "transcript": "str",
+    "transcript_offset": "int"}
+INDEX_ENTRY_SHAPE = {"!session": "str", "client": "?str", "started": "?num",
+                     "updated": "?num", "ended": "?num", "note": "?str", "pid": "?int",
+                     "pid_start": "?int"}
+THREAD_SHAPE = {"!id": "str", "kind": "?str", "text": "?str", "status": "?str",
+                "session": "?str", "t": "?num", "law": "?str"}
+# The fields of journal records that folds and readers use, whatever the kind.
+JOURNAL_FIELDS = {
+    "k": "str", "t": "?num", "c": "?str", "e": "?str", "ms": "?num", "v": "?int",
+    "transcript": "?str", "pid": "?int", "pid_start": "?int", "source": "?str",
+    "text": "?str", "what": "?str", "tool": "?str", "ok": "?bool", "error": "?str",
+    "files": ["opt", ["list", ["tuple", ["str", "str"]]]], "law": "?str",
+    "action": "?str", "by": "?str", "decision": "?str", "laws": ["opt", ["list", "str"]],
+    "allowed_after": "?int", "tail": "?str", "cmd": "?str", "changes": "?int",
+    "note": "?str", "next": "?str", "open": ["opt", ["list", "str"]],
+    "close": ["opt", ["list", "str"]], "agent": "?str", "agent_type": "?str",
+    "message": "?str", "phase": "?str", "cursor": "?int", "reason": "?str",
+    "items": ["opt", ["list", {"what": "?str", "error": "?str"}]]}
+
+
+def journal_record_problem(record):
+    """What makes a journal record unusable (a field of the wrong type), or None."""
+    if not isinstance(record.get("k"), str):
+        return "a record without a kind"
+    for key, value in record.items():
+        shape = JOURNAL_FIELDS.get(key)
+        if shape is not None and value is not None:
+            problem = shape_problem(value, shape, key)
+            if problem:
+                return problem
+    return None
+
+
 def migrate_session_record(data, session):
-    """A record of any known schema version, completed with today's fields."""
+    """A well-formed record of any known schema version, completed with today's
+    fields (check it with shape_problem first)."""
     record = new_session_record(session)
-    if isinstance(data, dict) and isinstance(data.get("schema_version"), int):
-        for key, value in data.items():
-            if key in record and (record[key] is None or isinstance(value, type(
-                    record[key]))):
-                record[key] = value
+    for key, value in data.items():
+        if key in record:
+            record[key] = value
     record["schema_version"] = SCHEMA_VERSION
     return record
 
@@ -3637,8 +4274,11 @@ def fold_event(rec, ev):
     return rec
 
 
-def fold_journal(estate, session, rec=None, limit_bytes=None):
-    """Bring a session record up to date with its journal (reads new lines only)."""
+def fold_journal(estate, session, rec=None, limit_bytes=None, deadline=None):
+    """Bring a session record up to date with its journal (reads new lines only).
+    A line that is torn or ill-typed is skipped and counted. With a deadline
+    (perf_counter), it stops at a line boundary when that passes: the offset it
+    reached is kept, and the rest waits for the next fold."""
     if rec is None:
         rec = new_session_record(session)
     path = estate.journal(session)
@@ -3650,25 +4290,42 @@ def fold_journal(estate, session, rec=None, limit_bytes=None):
     if size < offset:
         rec = new_session_record(session)
         offset = 0
+    clock = time.perf_counter
     for record, _lineno, end in read_records(path, offset, limit_bytes):
-        if record is None:
+        if record is None or journal_record_problem(record):
             rec["torn"] += 1
         else:
             fold_event(rec, record)
         offset = end
+        if deadline is not None and clock() > deadline:
+            break
     rec["journal_offset"] = offset
     return rec
 
 
-def load_session_record(estate, session):
-    """The stored record of a session (None when absent or unreadable)."""
+def read_session_record(estate, session):
+    """(record or None, problem or None) of sessions/<session>.json: None and no
+    problem when it is absent; None and the problem when it is damaged."""
     try:
         data = read_json_file(estate.record(session), "session record")
-    except NotrestError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    return migrate_session_record(data, session)
+    except NotrestError as exc:
+        return None, exc.what
+    if data is None:
+        return None, None
+    problem = shape_problem(data, SESSION_RECORD_SHAPE, "the record")
+    if problem:
+        return None, problem
+    return migrate_session_record(data, session), None
+
+
+def load_session_record(estate, session):
+    """The stored record of a session (None when absent or damaged: noted, and the
+    journal is folded instead)."""
+    rec, problem = read_session_record(estate, session)
+    if problem:
+        estate_note("%s is damaged (%s): read from the journal instead" % (
+            estate.record(session), problem))
+    return rec
 
 
 def current_session_record(estate, session, limit_bytes=None):
@@ -3684,17 +4341,37 @@ def _index_entry(rec):
             "pid_start": rec["client_start"]}
 
 
-def load_index(estate):
-    """Index entries newest first; a broken or missing index falls back to the
-    newest session files (bounded), and says so."""
+def read_index(estate):
+    """(entries or None when index.json is absent or unreadable, problems)."""
     path = estate.path("index.json")
     try:
         data = read_json_file(path, "index")
-    except NotrestError:
-        data = "broken"
-    if isinstance(data, dict) and isinstance(data.get("sessions"), list):
-        return [e for e in data["sessions"] if isinstance(e, dict) and
-                isinstance(e.get("session"), str)]
+    except NotrestError as exc:
+        return None, [str(exc)]
+    if data is None:
+        return None, []
+    problem = shape_problem(data, {"schema_version": "int", "!sessions": ["list", "any"]},
+                            "index.json")
+    if problem:
+        return None, ["%s: %s" % (path, problem)]
+    entries, problems = [], []
+    for i, entry in enumerate(data["sessions"]):
+        problem = shape_problem(entry, INDEX_ENTRY_SHAPE, "entry %d" % (i + 1))
+        if problem:
+            problems.append("%s: %s (skipped)" % (path, problem))
+        else:
+            entries.append(entry)
+    return entries, problems
+
+
+def load_index(estate):
+    """Index entries newest first; a broken or missing index falls back to the
+    newest journals (bounded), and a damaged entry is skipped; both are noted."""
+    entries, problems = read_index(estate)
+    for problem in problems[:3]:
+        estate_note(problem)
+    if entries is not None:
+        return entries
     entries = []
     folder = estate.path("journal")
     try:
@@ -3715,25 +4392,28 @@ def load_index(estate):
 
 
 def update_index(estate, rec):
-    """Put one session's summary at its place in the bounded, newest-first index."""
+    """Put one session's summary at its place in the bounded, newest-first index. An
+    unreadable index is left as it is (`notrest rebuild` remakes it); one with
+    damaged entries is kept beside the cleaned one."""
     path = estate.path("index.json")
     with _Lock(estate.path(".index.lock")):
-        try:
-            data = read_json_file(path, "index")
-        except NotrestError:
-            sys.stderr.write("notrest: index.json is broken; it was left as it is: run "
-                             "`notrest rebuild`\n")
+        sessions, problems = read_index(estate)
+        if sessions is None and problems:
+            estate_note("%s; it was left as it is: run `notrest rebuild`" % problems[0])
             return
-        sessions = data.get("sessions", []) if isinstance(data, dict) else []
+        sessions = sessions or []
         entry = _index_entry(rec)
-        same = [e for e in sessions if isinstance(e, dict) and e.get("session") ==
-                rec["session"]]
-        if same and dict(same[0], updated=0) == dict(entry, updated=0):
+        same = [e for e in sessions if e.get("session") == rec["session"]]
+        if same and not problems and dict(same[0], updated=0) == dict(entry, updated=0):
             return  # a resume or a compaction: nothing the index shows changed
-        sessions = [e for e in sessions if isinstance(e, dict) and e.get("session") !=
-                    rec["session"]]
+        sessions = [e for e in sessions if e.get("session") != rec["session"]]
         sessions.append(entry)
         sessions.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        if problems:
+            aside = keep_damaged(path)
+            estate_note("%s had %d damaged entr%s (%s): kept it as %s, wrote %s without "
+                        "them" % (path, len(problems), "y" if len(problems) == 1 else
+                                  "ies", problems[0].split(": ", 1)[-1], aside, path))
         write_atomic(path, json_dumps({"schema_version": SCHEMA_VERSION,
                                        "sessions": sessions[:INDEX_MAX_SESSIONS]}) + "\n",
                      durable=False)
@@ -3864,8 +4544,12 @@ def _journal_mtime(estate, session):
 def load_threads(estate):
     """{id: thread} folded from threads.jsonl (a status change is a new record)."""
     threads = {}
-    for record, _lineno, _end in read_records(estate.path("threads.jsonl")):
-        if not record or not isinstance(record.get("id"), str):
+    path = estate.path("threads.jsonl")
+    for record, lineno, _end in read_records(path):
+        problem = "a damaged line" if not record else shape_problem(
+            record, THREAD_SHAPE, "the record")
+        if problem:
+            estate_note("%s line %d: %s (skipped)" % (path, lineno, problem))
             continue
         item = threads.setdefault(record["id"], {"id": record["id"], "kind": "thread",
                                                  "text": "", "status": "open"})
@@ -3930,13 +4614,18 @@ def run_command(argv, cwd=None, timeout=10.0, input_bytes=None, env=None):
         out, err = proc.communicate(input_bytes, timeout=timeout)
         return proc.returncode, out, err
     except subprocess.TimeoutExpired:
-        import signal
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, 9)
         except OSError:
             pass
         out, err = proc.communicate()
         return 124, out, err + b"\n(timed out after %ds)" % int(timeout)
+    except BaseException:  # a hook's deadline: leave no process behind
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            pass
+        raise
 
 
 class Spawned:
@@ -4275,24 +4964,28 @@ def bank_session(estate, session, note="", next_step="", open_items=(), close_id
     return refresh_session(estate, session, force_index=True)
 
 
-def refresh_session(estate, session, force_index=False, index=True):
-    """Fold new journal lines into sessions/<id>.json; update the index when what it
-    shows changed. A damaged record is rebuilt from the journal, and said so."""
+def refresh_session(estate, session, force_index=False, index=True, deadline=None,
+                    ended_at=None):
+    """Fold new journal lines into sessions/<id>.json under the session's lock;
+    update the index when what it shows changed. A damaged record is kept beside
+    the one rebuilt from the journal. With a deadline the fold may stop short (the
+    rest waits for the next one); ended_at then marks the index entry ended."""
     with _Lock(estate.path("sessions", ".%s.lock" % session)):
         path = estate.record(session)
-        before = None
-        if os.path.exists(path):
-            before = load_session_record(estate, session)
-            if before is None:
-                sys.stderr.write("notrest: %s was damaged; rebuilt it from the journal\n"
-                                 % path)
-        rec = fold_journal(estate, session, copy_record(before))
-        if rec["client"] == "codex" and rec["transcript"]:
+        before, problem = read_session_record(estate, session)
+        if problem:
+            aside = keep_damaged(path)
+            estate_note("%s was damaged (%s): %s; rebuilt it from the journal" % (
+                path, problem, "kept it as %s" % aside if aside else
+                "it could not be moved aside"))
+        rec = fold_journal(estate, session, copy_record(before), deadline=deadline)
+        if rec["client"] == "codex" and rec["transcript"] and deadline is None:
             _fold_codex_exits(estate, rec)
         save_session(estate, rec)
+    shown = rec if rec["ended"] or not ended_at else dict(rec, ended=ended_at)
     if index and (force_index or before is None or _index_entry(before) != dict(
-            _index_entry(rec), updated=before.get("updated"))):
-        update_index(estate, rec)
+            _index_entry(shown), updated=before.get("updated"))):
+        update_index(estate, shown)
     return rec
 
 
@@ -4407,7 +5100,7 @@ def run_stop_checks(estate, book, rec, now, session, client):
                   "cmd": law.check if isinstance(law.check, str) else " ".join(law.check),
                   "changes": rec["changes"]}
         results[law.id] = result
-        append_record(estate.journal(session), dict(
+        try_append(estate.journal(session), dict(
             {"v": SCHEMA_VERSION, "t": round(now, 3), "k": "check", "law": law.id,
              "c": client}, **result))
     return results
@@ -4427,8 +5120,21 @@ def run_check_command(law, root):
 # The events that are not on every tool call: start, prompt, stop, compaction,
 # end. They need the session records, the packet and learning.
 
+def best_effort(work, *args, **kwargs):
+    """work(*args) for a session hook's advisory part: an estate that cannot be
+    written or read is noted (one stderr line, a doctor finding), never fatal."""
+    try:
+        return work(*args, **kwargs)
+    except (OSError, NotrestError) as exc:
+        estate_note("%s skipped (%s)" % (work.__name__.replace("_", " "), str(exc)[
+            len("notrest: "):] if isinstance(exc, NotrestError) else "%s%s" % (
+                _os_error_text(exc), ": %s" % exc.filename if exc.filename else "")))
+        return None
+
+
 def dispatch_cold(estate, event, env, started):
-    """Act on a session event; (stdout, stderr, exit code)."""
+    """Act on a session event; (stdout, stderr, exit code). Only the laws decide a
+    block; whatever else these hooks write or read is best effort."""
     now = time.time()
     kind, session = event.kind, event.session
     journal = estate.journal(session)
@@ -4442,17 +5148,17 @@ def dispatch_cold(estate, event, env, started):
 
     if kind == "SessionStart":
         git = event.facts.pop("git", None) or start_git_state(estate.root)
-        notice = integrity_on_hook(estate, event, now)
+        notice = integrity_notice(estate, event, now)
         pid, pid_start = client_process()
-        register_session(estate, session, event.client, pid, pid_start, now)
-        append_record(journal, stamp(dict(base, k="start", source=event.source,
-                                          pid=pid, pid_start=pid_start,
-                                          transcript=event.transcript or "",
-                                          model=str(event.raw.get("model") or ""))))
+        best_effort(register_session, estate, session, event.client, pid, pid_start,
+                    now)
+        try_append(journal, stamp(dict(base, k="start", source=event.source, pid=pid,
+                                       pid_start=pid_start,
+                                       transcript=event.transcript or "",
+                                       model=str(event.raw.get("model") or ""))))
         _export_session_id(env, session)
-        packet = build_packet(gather_snapshot(estate, session, now, config=config,
-                                              git=git), _packet_budget(config))
-        consume_pending(estate, event, now)
+        packet = start_packet(estate, session, now, config, git)
+        best_effort(consume_pending, estate, event, now)
         return render_answer(event, Verdict("allow", message=notice), context=packet)
     if kind == "UserPromptSubmit":
         book = load_lawbook(estate)
@@ -4460,39 +5166,85 @@ def dispatch_cold(estate, event, env, started):
         if verdict.action in ("deny", "block", "ask"):
             verdict.reason += ". The prompt was not sent to the model and not journaled"
             return render_answer(event, verdict)
-        append_record(journal, stamp(dict(base, k="prompt",
-                                          text=clip(redact_secrets(event.prompt or ""),
-                                                    JOURNAL_TEXT_MAX))))
         context = None
-        rec = current_session_record(estate, session)
-        if rec.get("compact_pending"):
-            append_record(journal, dict(base, k="start", source="compact",
-                                        pid=rec.get("client_pid"),
-                                        pid_start=rec.get("client_start"),
-                                        via="UserPromptSubmit"))
-            context = build_packet(gather_snapshot(estate, session, now, book=book,
-                                                   config=config),
-                                   _packet_budget(config))
+        try:
+            context = _prompt_journal(estate, event, base, stamp, now, book, config)
+        except Exception as exc:  # the prompt passed its laws: nothing else holds it
+            estate_note("the prompt's journaling failed (%s: %s)" % (
+                type(exc).__name__, clip(str(exc), 200)))
         return render_answer(event, verdict, context=context)
     if kind == "Stop":
         return stop_hook(estate, event, env, now, config, stamp)
     if kind in ("PreCompact", "PostCompact"):
-        append_record(journal, stamp(dict(base, k="compact", phase="pre" if kind ==
-                                          "PreCompact" else "post",
-                                          trigger=str(event.raw.get("trigger") or ""))))
-        refresh_session(estate, session)
+        try_append(journal, stamp(dict(base, k="compact", phase="pre" if kind ==
+                                       "PreCompact" else "post",
+                                       trigger=str(event.raw.get("trigger") or ""))))
+        best_effort(refresh_session, estate, session)
         return "{}", "", 0
     if kind == "SessionEnd":
-        append_record(journal, stamp(dict(base, k="end",
-                                          reason=str(event.raw.get("reason") or ""))))
-        refresh_session(estate, session, force_index=True)
+        try_append(journal, stamp(dict(base, k="end",
+                                       reason=str(event.raw.get("reason") or ""))))
+        best_effort(refresh_session, estate, session, force_index=True,
+                    deadline=started + SESSION_END_BUDGET_S * 0.6, ended_at=now)
         return "{}", "", 0
-    append_record(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
+    try_append(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
     return "{}", "", 0
 
 
+def integrity_notice(estate, event, now):
+    """Ring 3's check at SessionStart and Stop (integrity_on_hook), advisory here:
+    when it cannot run, the packet and the stop laws still answer (noted)."""
+    try:
+        return integrity_on_hook(estate, event, now)
+    except Exception as exc:
+        estate_note("the integrity check was skipped (%s: %s)" % (
+            type(exc).__name__, clip(str(exc), 200)))
+        return None
+
+
+def _prompt_journal(estate, event, base, stamp, now, book, config):
+    """Journal an allowed prompt; the packet again when a compaction is waiting for
+    one (returned as context)."""
+    session = event.session
+    journal = estate.journal(session)
+    try_append(journal, stamp(dict(base, k="prompt", text=clip(redact_secrets(
+        event.prompt or ""), JOURNAL_TEXT_MAX))))
+    rec = current_session_record(estate, session)
+    if not rec.get("compact_pending"):
+        return None
+    try_append(journal, dict(base, k="start", source="compact",
+                             pid=rec.get("client_pid"), pid_start=rec.get("client_start"),
+                             via="UserPromptSubmit"))
+    return build_packet(gather_snapshot(estate, session, now, book=book, config=config),
+                        _packet_budget(config))
+
+
+def start_packet(estate, session, now, config, git=None):
+    """The packet from whatever the estate lets us read; when even that fails, the
+    laws alone and a line that says why."""
+    try:
+        return build_packet(gather_snapshot(estate, session, now, config=config,
+                                            git=git), _packet_budget(config))
+    except Exception as exc:  # a packet with the laws beats no packet
+        estate_note("the start packet could not read the estate (%s: %s)" % (
+            type(exc).__name__, clip(str(exc), 200)))
+    book = load_lawbook(estate)
+    cli = cli_hint(estate, config)
+    snapshot = {"project": os.path.basename(estate.root) or estate.root,
+                "session": session, "cli": cli,
+                "laws": [{"id": law.id, "text": format_law_text(law.text, cli),
+                          "action": law.action} for law in book.active()],
+                "law_problems": list(book.problems) + [
+                    "the estate could not be read for this packet: run `%s doctor`"
+                    % cli]}
+    return build_packet(snapshot, _packet_budget(config))
+
+
 def stop_hook(estate, event, env, now, config, stamp):
-    notice = integrity_on_hook(estate, event, now)
+    """The stop laws. Whatever they decide is answered; when the block cannot be
+    journaled (so the bound could never count it), the client's own flag
+    (stop_hook_active) bounds it instead."""
+    notice = integrity_notice(estate, event, now)
     session = event.session
     rec = current_session_record(estate, session)
     book = load_lawbook(estate)
@@ -4502,18 +5254,15 @@ def stop_hook(estate, event, env, now, config, stamp):
     facts["check_blocks"] = rec["check_blocks"]
     facts["checks"] = run_stop_checks(estate, book, rec, now, session, event.client)
     verdicts = decide(book, event)
+    overrides = overrides_from_env(env)
+    bounds = {"stop_blocks": rec["stop_blocks"], "bound": book.stop_block_bound,
+              "kind": "Stop"}
     final, receipts, used = apply_overrides(
-        verdicts, overrides_from_env(env), load_permits(estate, now) if verdicts else [],
-        stop_blocks=rec["stop_blocks"], bound=book.stop_block_bound, kind="Stop")
+        verdicts, overrides, load_permits(estate, now) if verdicts else [], **bounds)
+    final, receipts = _authorised(estate, event, now, "stop", verdicts, overrides, final,
+                                  receipts, used, **bounds)
     journal = estate.journal(session)
     base = _base(event, now)
-    for receipt in receipts:
-        if receipt.get("stop_allowed_after"):
-            continue
-        append_record(journal, dict(base, k="receipt", what="stop",
-                                    **{k: v for k, v in receipt.items() if k != "t"}))
-    if used:
-        consume_permits(estate, used)
     blocked = final.action in ("deny", "block", "ask")
     laws = [final.law] if blocked else sorted({r["law"] for r in receipts if r.get(
         "stop_allowed_after")})
@@ -4524,14 +5273,17 @@ def stop_hook(estate, event, env, now, config, stamp):
     record = dict(base, k="stop", decision="block" if blocked else "allow", laws=laws)
     if not blocked and laws:
         record["allowed_after"] = rec["stop_blocks"]
-    append_record(journal, stamp(record))
-    refresh_session(estate, session)
+    if not try_append(journal, stamp(record)) and blocked and event.stop_hook_active:
+        final = Verdict("allow", final.law, message="notrest: stop allowed although %s "
+                        "is unmet: the estate cannot record the block, so it would never "
+                        "end (`notrest doctor` shows why)." % final.law)
+        blocked = False
+    best_effort(refresh_session, estate, session)
     if not blocked:
         try:
             learn_on_stop(estate, now, session)
         except Exception as exc:  # learning is advisory: it never blocks a stop
-            sys.stderr.write("notrest: learning skipped: %s\n" % clip(neutralise(exc),
-                                                                     200))
+            estate_note("learning skipped: %s" % clip(neutralise(exc), 200))
     return with_system_message(render_answer(event, final), notice)
 
 
@@ -7807,17 +8559,31 @@ def cmd_allow(args):
     import getpass
     who = env_user() or getpass.getuser()
     path = estate.path("permits.json")
+    boot, uptime = clock_reading()
     with _Lock(estate.path(".permits.lock")):
-        data = read_json_file(path, "permits") or {}
-        permits = [p for p in data.get("permits", []) if (p.get("expires") or 0) > now]
-        number = max([int(str(p.get("id", "p-0"))[2:] or 0) for p in permits if str(
-            p.get("id", "")).startswith("p-") and str(p.get("id"))[2:].isdigit()] + [0])
-        permit = {"id": "p-%d" % (number + 1), "law": law.id, "why": clip(redact_secrets(args.why), 300),
-                  "who": who, "created": round(now, 3),
+        try:
+            permits, _problems = read_permits(estate)
+            data = read_json_file(path, "permits", SMALL_FILE_CAP) or {}
+            kept = [p for p in data.get("permits") or [] if p not in permits]
+        except NotrestError as exc:
+            aside = keep_damaged(path)
+            if aside is None:
+                raise
+            sys.stderr.write("notrest: %s; kept it as %s and started a new %s\n" % (
+                exc.what, aside, path))
+            permits, kept = [], []
+        permits = [p for p in permits if permit_live(p, now, boot, uptime)]
+        number = max([int(p["id"][2:]) for p in permits if p["id"].startswith("p-")
+                      and p["id"][2:].isdigit()] + [0])
+        permit = {"id": "p-%d" % (number + 1), "law": law.id,
+                  "why": clip(redact_secrets(args.why), 300), "who": who,
+                  "created": round(now, 3),
                   "expires": round(now + max(1, args.minutes) * 60, 3)}
+        if boot:
+            permit.update(boot=boot, uptime=round(uptime, 3))
         permits.append(permit)
         write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
-                                        "permits": permits}))
+                                        "permits": kept + permits}))
     sys.stdout.write("permit %s: the next call that %s denies passes, once, within %d "
                      "minutes; its receipt goes to the journal.\n" % (
                          permit["id"], law.id, args.minutes))
