@@ -7228,55 +7228,141 @@ __pycache__/
 """
 CLI_WRAPPER = """#!/bin/sh
 # notrest command line for this project: `.notrest/notrest packet`, `... bank`.
-# Written by install.sh; the interpreter below was recorded at install time.
+# Written by install.sh; the interpreter below was recorded at install time
+# (python3 on PATH is the fallback). Exit 3 when no Python or no loadable
+# notrest.py is there, with what to do.
 py='%(python)s'
 case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
-[ -x "$py" ] || py=python3
-exec "$py" -I -S -c 'import sys; sys.path.insert(0, sys.argv[1]); import notrest; sys.exit(notrest.main(sys.argv[2:]))' "$dir" --root "$dir/.." "$@"
+{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null) || py=
+if [ -z "$py" ]; then
+  printf '%%s\\n' 'notrest: %(no_python)s' >&2
+  exit 3
+fi
+exec "$py" -I -S -c 'import sys, os
+d = sys.argv[1]
+sys.path.insert(0, d)
+if not os.access(d + "/__pycache__" if os.path.isdir(d + "/__pycache__") else d, os.W_OK):
+    sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
+try:
+    import notrest
+except BaseException as exc:
+    sys.stderr.write("notrest: cannot load %%s/notrest.py (%%s: %%s): reinstall notrest (sh install.sh) or put the file back\\n" %% (d, type(exc).__name__, exc))
+    sys.exit(3)
+sys.exit(notrest.main(sys.argv[2:]))' "$dir" --root "$dir/.." "$@"
 """
 LAUNCHER = """#!/bin/sh
 # notrest hook launcher: %(event)s (%(role)s).
 # Called by Claude Code or Codex CLI with the event's JSON payload on stdin;
 # the optional first argument names the client. It answers one JSON object on
-# stdout and exits 0 (a deny or a block is inside that JSON). It never blocks on
-# its own failure, except the PreToolUse gate, which fails closed.
+# stdout and exits 0 (a deny or a block is inside that JSON). Whatever fails,
+# the gates (PreToolUse, PermissionRequest, the prompt and stop laws) still
+# answer a refusal; the other hooks let the client go on.
 case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
 set -- %(part)s %(event)s "$@"
 # shellcheck source=/dev/null
 . "$dir/launch.sh"
 """
-# The common tail of every launcher. It loads the part of notrest.py its event needs
-# from a bytecode cache when the cache matches the interpreter and the file (size,
-# mtime), else the whole module; it leaves with os._exit once the answer is out.
+# The common tail of every launcher. The boot loads the part of notrest.py its event
+# needs from a bytecode cache whose MAC checks (see build_hot_cache), else compiles
+# notrest.py from source; when even that fails, the launcher answers.
 LAUNCH_TAIL = """# notrest: the common tail of the hook launchers (sourced by them, never run).
 # Arguments: the part of notrest.py to load (hot or warm), the event, the client.
-# It execs the interpreter recorded at install time (python3 on PATH is the
-# fallback) with -I -S, loading that part from a bytecode cache when fresh, else
-# the whole module.
+# It runs the interpreter recorded at install time (python3 on PATH is the
+# fallback) with -I -S. When no interpreter can be found, or the gate process
+# dies before it answers (notrest.py unloadable, a crash), it answers by itself:
+# PreToolUse and PermissionRequest refuse the call, UserPromptSubmit blocks the
+# prompt, Stop blocks once (not when the payload says stop_hook_active), every
+# other event lets the client go on. Exit 2 is a refusal in both clients.
 # shellcheck disable=SC2154  # dir is set by the launcher that sources this
 py='%(python)s'
-[ -x "$py" ] || py=python3
-exec "$py" -I -S -c '%(boot)s' "$dir/.." "$@"
+{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null) || py=
+boot='%(boot)s'
+if [ -z "$py" ]; then
+  why='%(no_python)s'
+  case $2 in
+  PreToolUse)
+    printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"notrest deny [gate-error]: %%s"}}\\n' "$why" ;;
+  PermissionRequest)
+    printf '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"notrest deny [gate-error]: %%s"}}}\\n' "$why" ;;
+  UserPromptSubmit)
+    printf '{"decision":"block","reason":"notrest block [gate-error]: %%s"}\\n' "$why"
+    printf 'notrest: %%s\\n' "$why" >&2 ;;
+  Stop)
+    case $(dd bs=4096 count=16 2>/dev/null | tr -d ' \\t\\r\\n') in
+    *'"stop_hook_active":true'*)
+      printf '{}\\n'
+      printf 'notrest: %%s\\n' "$why" >&2 ;;
+    *)
+      printf '{"decision":"block","reason":"notrest block [gate-error]: %%s Bank a note if you changed files and tell the person; the next stop is allowed."}\\n' "$why" ;;
+    esac ;;
+  *)
+    printf '{}\\n'
+    printf 'notrest: %%s\\n' "$why" >&2 ;;
+  esac
+  exit 0
+fi
+case $2 in
+PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
+  "$py" -I -S -c "$boot" "$dir/.." "$@"
+  rc=$?
+  [ "$rc" -eq 0 ] && exit 0
+  if [ "$2" = Stop ]; then
+    case $(dd bs=4096 count=16 2>/dev/null | tr -d ' \\t\\r\\n') in
+    *'"stop_hook_active":true'*)
+      printf '{}\\n'
+      exit 0 ;;
+    esac
+  fi
+  printf 'notrest %%s [gate-error]: the hook process (%%s) ended with exit %%s before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\\n' "$2" "$py" "$rc" >&2
+  exit 2 ;;
+esac
+exec "$py" -I -S -c "$boot" "$dir/.." "$@"
 """
+# The boot: Python that the launcher passes with -c (no single quote may appear in
+# it; it is compiled at every launch, so it stays short). A cache runs only when its
+# header matches this interpreter and this notrest.py (size, mtime, ctime, inode)
+# and its MAC (keyed SipHash, the person's key in data_dir(), found by the same
+# rules) checks; else notrest.py is compiled from source, never from a .pyc on
+# disk. A failure on the way: one stderr line, then "{}" for an advisory event, or
+# exit 3 for a gate (the launcher refuses).
 BOOT_CACHED = """import sys, os
-d = os.path.abspath(sys.argv[1])
-sys.path.insert(0, d)
-c = d + "/__pycache__"
-if not os.access(c if os.path.isdir(c) else d, os.W_OK):
-    c = os.path.expanduser("~/.cache/notrest") + d
-    sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
+a = sys.argv
 try:
-    s = os.stat(d + "/notrest.py")
-    with open("%s/notrest.%s.%s.bin" % (c, sys.argv[2], sys.implementation.cache_tag), "rb") as f:
-        b = f.read()
-    if b[:20] != sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + s.st_mtime_ns.to_bytes(8, "little") + s.st_size.to_bytes(8, "little"):
-        raise OSError("stale")
-    g = {"__name__": "notrest_hot", "__file__": d + "/notrest.py", "__builtins__": __builtins__}
-    exec(__import__("marshal").loads(b[20:]), g)
-except Exception:
-    import notrest
-    g = vars(notrest)
-g["exit_now"](g["hook_main"](sys.argv[3:]))"""
+    d = os.path.abspath(a[1])
+    f = d + "/notrest.py"
+    c = d + "/__pycache__"
+    if not os.access(c if os.path.isdir(c) else d, os.W_OK):
+        c = os.path.expanduser("~/.cache/notrest") + d
+    e = os.environ
+    k = e.get("NOTREST_DATA_DIR") or ""
+    x = e.get("XDG_DATA_HOME") or ""
+    k = os.path.normpath(k) if k[:1] == "/" else os.path.normpath(x) + "/notrest" if x[:1] == "/" else (e.get("HOME") or os.path.expanduser("~")) + "/.local/share/notrest"
+    g = None
+    try:
+        s = os.stat(f)
+        h = os.open(k + "/key", 2048)
+        t = os.fstat(h)
+        q = os.read(h, 64)
+        os.close(h)
+        h = os.open("%s/notrest.%s.%s.bin" % (c, a[2], sys.implementation.cache_tag), 2048)
+        u = os.fstat(h)
+        b = os.read(h, u.st_size + 1) if u.st_mode >> 12 == 8 and u.st_size < 33554432 else b""
+        os.close(h)
+        v = int(q[:16], 16)
+        m = memoryview(b)
+        if t.st_mode >> 12 == 8 and t.st_uid == os.getuid() and not t.st_mode & 63 and b[:44] == b"NRC\\2" + a[2].encode().ljust(4, b"\\0") + sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + b"".join((n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for n in (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)) and sys.modules["_imp"].source_hash(v - (v >> 63 << 64), m[:-8]) == b[-8:]:
+            g = {"__name__": "notrest_hot", "__file__": f, "__builtins__": __builtins__}
+            exec(sys.modules["marshal"].loads(m[44:-8]), g)
+    except Exception:
+        g = None
+    if g is None:
+        exec("h = os.open(f, 2048)\\nu = os.fstat(h)\\nif u.st_mode >> 12 != 8 or u.st_size >> 24:\\n    raise OSError(f + \\": no regular file of a sane size\\")\\nb = os.read(h, u.st_size + 1)\\nos.close(h)\\ng = sys.modules[\\"notrest\\"] = type(sys)(\\"notrest\\")\\ng.__file__ = f\\ng = vars(g)\\nexec(compile(b, f, \\"exec\\", dont_inherit=True), g)")
+    g["exit_now"](g["hook_main"](a[3:]))
+except BaseException as x:
+    os.write(2, ("notrest: the %s hook could not load notrest.py from %s (%s: %s). Fix: reinstall notrest (sh install.sh DIR) or run notrest doctor\\n" % (a[3:4], a[1:2], type(x).__name__, x)).encode("utf-8", "replace"))
+    x = a[3:4] in (["PreToolUse"], ["PermissionRequest"], ["UserPromptSubmit"], ["Stop"])
+    x or os.write(1, b"{}\\n")
+    os._exit(3 if x else 0)"""
 HOOK_ROLES = {
     "SessionStart": "journal the start, inject the start packet",
     "UserPromptSubmit": "prompt laws, journal the prompt",
@@ -7303,8 +7389,33 @@ def render_launcher(event):
                        "part": "hot" if event in HOT_EVENTS else "warm"}
 
 
+def _plain_text(text):
+    """Text safe inside a JSON string, a sh single-quoted word and a printf
+    argument: letters, digits and a little punctuation."""
+    return "".join(ch if ch.isalnum() and ch.isascii() or ch in " .,:;_-/()[]=+@"
+                   else " " for ch in text)
+
+
+def _no_python_text(python):
+    return _plain_text("no Python to run the hook: the recorded interpreter %s is gone "
+                       "and python3 is not on PATH. Fix: install Python 3.9+ and run "
+                       "install.sh again (sh install.sh DIR), then notrest doctor"
+                       % (python or "(none)"))
+
+
 def render_launch_tail(python=""):
-    return LAUNCH_TAIL % {"python": python, "boot": BOOT_CACHED}
+    return LAUNCH_TAIL % {"python": _sh_quoted(python), "boot": BOOT_CACHED,
+                          "no_python": _no_python_text(python)}
+
+
+def render_cli_wrapper(python):
+    return CLI_WRAPPER % {"python": _sh_quoted(python),
+                          "no_python": _no_python_text(python)}
+
+
+def _sh_quoted(text):
+    """text for the inside of a sh single-quoted word."""
+    return text.replace("'", "'\\''")
 
 
 
@@ -7325,20 +7436,111 @@ def hot_cache_path(code_dir, part="hot"):
         part, sys.implementation.cache_tag))
 
 
-def hot_cache_header(source):
+CACHE_MAGIC = b"NRC\x02"
+CACHE_HEADER_BYTES = 44
+CACHE_MAC_BYTES = 8
+
+
+def cache_key_path(env=None):
+    return os.path.join(data_dir(env), "key")
+
+
+def read_cache_key(env=None):
+    """The 64-bit key that signs the bytecode caches, or None when there is none
+    fit to trust: absent, unreadable, not the person's own, open to others."""
+    try:
+        fd, st = open_regular(cache_key_path(env))
+        try:
+            data = os.read(fd, 256)
+        finally:
+            os.close(fd)
+        value = int(data[:16], 16)
+    except (OSError, ValueError):
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or len(data.strip()) < 16:
+        return None
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def ensure_cache_key(env=None):
+    """The key, made when there is none (random, mode 0600, in data_dir()); a key
+    file that is there but not fit to trust is never replaced (doctor says why)."""
+    key = read_cache_key(env)
+    path = cache_key_path(env)
+    if key is not None or os.path.lexists(path):
+        return key
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(
+        os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.write(fd, (os.urandom(32).hex() + "\n").encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return read_cache_key(env)
+
+
+def cache_header(part, st):
+    """What a cache of one part must begin with to run: our mark, the part, this
+    interpreter's bytecode magic, and notrest.py's identity (size, mtime, ctime,
+    inode: any write or replace of the file changes one of them)."""
     import importlib.util
-    stat = os.stat(source)
-    return (importlib.util.MAGIC_NUMBER + stat.st_mtime_ns.to_bytes(8, "little") +
-            stat.st_size.to_bytes(8, "little"))
+    mask = (1 << 64) - 1
+    return (CACHE_MAGIC + part.encode()[:4].ljust(4, b"\0") + importlib.util.MAGIC_NUMBER
+            + b"".join((v & mask).to_bytes(8, "little") for v in (
+                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)))
 
 
-def build_hot_cache(source):
+def cache_mac(key, signed):
+    """SipHash of header and body, keyed with the person's key: built into CPython
+    (`_imp.source_hash`), ~60 us for the hot part (HMAC-SHA256 costs 1.6 ms
+    with the import of its extension module)."""
+    import _imp
+    return _imp.source_hash(key, signed)
+
+
+def cache_status(code_dir, part, env=None):
+    """ok, missing, stale, bad-signature or no-key: what a launcher would make of the
+    bytecode cache of one part (hot, warm). Only "ok" is ever executed."""
+    code_dir = os.path.abspath(code_dir)
+    try:
+        blob = read_file_bytes(hot_cache_path(code_dir, part), 1 << 25)
+    except OSError:
+        return "bad-signature"
+    if blob is None:
+        return "missing"
+    key = read_cache_key(env)
+    if key is None:
+        return "no-key"
+    try:
+        st = os.stat(os.path.join(code_dir, "notrest.py"))
+    except OSError:
+        return "stale"
+    if blob[:CACHE_HEADER_BYTES] != cache_header(part, st):
+        return "stale"
+    if len(blob) <= CACHE_HEADER_BYTES + CACHE_MAC_BYTES or cache_mac(
+            key, memoryview(blob)[:-CACHE_MAC_BYTES]) != blob[-CACHE_MAC_BYTES:]:
+        return "bad-signature"
+    return "ok"
+
+
+def build_hot_cache(source, env=None):
     """Compile the hot and warm parts of notrest.py for this interpreter and cache
-    them next to the module's own bytecode. Returns the cache paths."""
+    them next to the module, signed (cache_header, cache_mac) with the key in
+    data_dir(), made when absent. Returns the cache paths."""
     import marshal
-    with open(source, encoding="utf-8") as handle:
-        text = handle.read()
-    header = hot_cache_header(source)
+    key = ensure_cache_key(env)
+    if key is None:
+        raise NotrestError("no key fit to sign the bytecode caches", cache_key_path(env),
+                           "remove it if you did not make it (`notrest doctor` says "
+                           "why it is refused) and run install.sh again")
+    fd, st = open_regular(source)
+    try:
+        text = os.read(fd, st.st_size + 1).decode("utf-8")
+    finally:
+        os.close(fd)
+    code_dir = os.path.dirname(os.path.abspath(source))
     paths = []
     for part, mark in CACHE_CUTS.items():
         cut = text.find(mark)
@@ -7346,47 +7548,47 @@ def build_hot_cache(source):
             raise NotrestError("notrest.py has no %r line" % mark.strip(), source,
                                "reinstall notrest")
         code = compile(text[:cut + 1], source, "exec", dont_inherit=True, optimize=2)
-        path = hot_cache_path(os.path.dirname(os.path.abspath(source)), part)
+        signed = cache_header(part, st) + marshal.dumps(code)
+        path = hot_cache_path(code_dir, part)
         _ensure_dir(os.path.dirname(path))
         tmp = "%s.tmp.%d" % (path, os.getpid())
-        with open(tmp, "wb") as handle:
-            handle.write(header + marshal.dumps(code))
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(
+            os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            data = memoryview(signed + cache_mac(key, signed))
+            while data:
+                data = data[os.write(out, data):]
+        finally:
+            os.close(out)
         os.replace(tmp, path)
         paths.append(path)
     return paths
 
 
 def precompile_here(source):
-    """The module's own bytecode (in __pycache__, or under ~/.cache/notrest/pycache
-    as the launchers' sys.pycache_prefix when __pycache__ is not writable) and its
-    hot and warm caches, compiled by the interpreter running this."""
+    """The module's own bytecode for the CLI (hash-checked: a same-size edit within
+    the mtime's second is seen; in __pycache__, or under ~/.cache/notrest/pycache
+    when __pycache__ is not writable) and the signed hot and warm caches of the
+    hooks, compiled by the interpreter running this."""
     import py_compile
     code_dir = os.path.dirname(os.path.abspath(source))
     if cache_dir(code_dir) != os.path.join(code_dir, "__pycache__"):
         sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
     import importlib.util
     py_compile.compile(source, cfile=importlib.util.cache_from_source(source),
-                       doraise=True)
+                       doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
     build_hot_cache(source)
 
 
 def ensure_hot_cache(code_dir):
-    """Rebuild the hot cache when it is missing or stale and the folder is writable
-    (a launcher fell back to the whole module: make the next call fast again)."""
-    source = os.path.join(code_dir, "notrest.py")
+    """Rebuild the caches when one is not "ok" and a key can be had (a launcher
+    fell back to the source: make the next call fast again, and signed)."""
+    if all(cache_status(code_dir, part) == "ok" for part in CACHE_CUTS):
+        return False
     try:
-        header = hot_cache_header(source)
-        fresh = True
-        for part in CACHE_CUTS:
-            with open(hot_cache_path(code_dir, part), "rb") as handle:
-                fresh = fresh and handle.read(20) == header
-        if fresh:
-            return False
-    except OSError:
-        pass
-    try:
-        build_hot_cache(source)
-    except (OSError, SyntaxError, NotrestError):
+        build_hot_cache(os.path.join(code_dir, "notrest.py"))
+    except (OSError, SyntaxError, ValueError, NotrestError):
         return False
     return True
 
@@ -7599,7 +7801,7 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     _write_if_changed(estate.path("hooks", LAUNCH_FILE), render_launch_tail(python),
                       report, created, ".notrest/hooks/%s" % LAUNCH_FILE)
     wrapper = estate.path("notrest")
-    _write_if_changed(wrapper, CLI_WRAPPER % {"python": python}, report, created,
+    _write_if_changed(wrapper, render_cli_wrapper(python), report, created,
                       ".notrest/notrest")
     os.chmod(wrapper, 0o755)
     _write_if_changed(estate.path(".gitignore"), ESTATE_GITIGNORE, report, created,
