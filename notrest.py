@@ -2885,11 +2885,13 @@ def write_atomic(path, text, durable=True):
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):
+            exc.filename = path
         raise
     if not durable:
         return
@@ -2990,6 +2992,9 @@ def append_record(path, record):
         written = os.write(fd, line)
         while written < len(line):
             written += os.write(fd, line[written:])
+    except OSError as exc:
+        exc.filename = exc.filename or path
+        raise
     finally:
         os.close(fd)
 
@@ -3157,12 +3162,59 @@ def _json_kind(value):
             dict: "an object"}.get(type(value), type(value).__name__)
 
 
+def _fits(value, shape):
+    """Whether value fits shape (shape_problem without the words: fast)."""
+    if shape.__class__ is str:
+        if shape[0] == "?":
+            if value is None:
+                return True
+            shape = shape[1:]
+        if shape == "any":
+            return True
+        kind = _SHAPE_TYPES[shape]
+        return isinstance(value, kind) and (shape == "bool" or value is not True and
+                                            value is not False)
+    if shape.__class__ is dict:
+        if value.__class__ is not dict:
+            return False
+        for key, inner in shape.items():
+            if key[0] == "!":
+                key = key[1:]
+                if key not in value:
+                    return False
+            elif key not in value:
+                continue
+            if not _fits(value[key], inner):
+                return False
+        return True
+    kind, inner = shape
+    if kind == "opt":
+        return value is None or _fits(value, inner)
+    if kind == "map":
+        if value.__class__ is not dict:
+            return False
+        items = value.values()
+    else:
+        if value.__class__ is not list:
+            return False
+        if kind == "tuple":
+            return len(value) == len(inner) and all(map(_fits, value, inner))
+        items = value
+    if inner.__class__ is str and inner[0] != "?" and inner not in ("any", "bool", "int",
+                                                                      "num"):
+        kind = _SHAPE_TYPES[inner]
+        return all(isinstance(item, kind) for item in items)
+    return all(_fits(item, inner) for item in items)
+
+
 def shape_problem(value, shape, where="value"):
     """What is wrong with value against shape, or None when it fits. A shape is
     "str", "int", "num", "bool" or "any" (a leading "?" also allows null),
     ["list", shape], ["map", shape] (string keys), ["tuple", [shapes]], ["opt",
     shape] (null or shape), or {field: shape} for an object (fields may be absent;
     "!field" must be there)."""
+    if _fits(value, shape):
+        return None
     if isinstance(shape, str):
         if shape[0] == "?":
             if value is None:
@@ -3472,7 +3524,7 @@ def read_permits(estate):
     """(every well-formed permit, problems) of permits.json; NotrestError when the
     file cannot be read at all."""
     path = estate.path("permits.json")
-    data = read_json_file(path, "permits", SMALL_FILE_CAP)
+    data = read_json_file(path, "permits file", SMALL_FILE_CAP)
     if data is None:
         return [], []
     problem = shape_problem(data, PERMITS_SHAPE, "permits.json") or shape_problem(
@@ -3580,6 +3632,8 @@ def gate_event(estate, event, book, env, now, journal=True, what=None):
             try_append(estate.journal(event.session), dict(
                 _base(event, now), k="deny", law=final.law, action=final.action,
                 what=what, reason=final.reason))
+    if book.problems:
+        estate_note(book.problems[0])
     if book.problems and final.action == "allow" and not final.message:
         final.message = "notrest: %s; the built-in laws are still enforced. Fix it " \
                         "(`notrest doctor` shows how)." % book.problems[0]
@@ -3814,13 +3868,20 @@ def locate_root(event, env, code_dir):
 SESSION_END_BUDGET_S = 0.8
 
 
-def hook_deadline(kind):
+def hook_deadline(kind, env=None):
     """Seconds a hook may take, well inside the timeout it is registered with (the
-    client goes ahead when that runs out); SessionEnd is killed at ~1-1.5 s."""
+    client goes ahead when that runs out); SessionEnd is killed at ~1-1.5 s.
+    $NOTREST_HOOK_DEADLINE may only shorten it (a shorter one refuses more)."""
     if kind == "SessionEnd":
-        return SESSION_END_BUDGET_S
-    timeout = HOOK_EVENTS.get(kind, ("", 10))[1]
-    return min(timeout * 0.75, timeout - 2.0)
+        limit = SESSION_END_BUDGET_S
+    else:
+        timeout = HOOK_EVENTS.get(kind, ("", 10))[1]
+        limit = min(timeout * 0.75, timeout - 2.0)
+    try:
+        wanted = float((env or {}).get("NOTREST_HOOK_DEADLINE") or 0)
+    except ValueError:
+        wanted = 0
+    return wanted if 0 < wanted < limit else limit
 
 
 class HookDeadline(BaseException):
@@ -3905,7 +3966,7 @@ def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
     client = argv[1] if len(argv) >= 2 and argv[1] in ("claude", "codex") else None
     del ESTATE_NOTES[:]
     seen = {"raw": b"", "payload": None, "kind": event_name}
-    limit = hook_deadline(event_name)
+    limit = hook_deadline(event_name, env)
     disarm = arm_deadline(limit)
     try:
         answer, message, code = _hook_answer(seen, stdin_fd, env, client, started,
@@ -4964,12 +5025,11 @@ def bank_session(estate, session, note="", next_step="", open_items=(), close_id
     return refresh_session(estate, session, force_index=True)
 
 
-def refresh_session(estate, session, force_index=False, index=True, deadline=None,
-                    ended_at=None):
+def refresh_session(estate, session, force_index=False, index=True, deadline=None):
     """Fold new journal lines into sessions/<id>.json under the session's lock;
     update the index when what it shows changed. A damaged record is kept beside
-    the one rebuilt from the journal. With a deadline the fold may stop short (the
-    rest waits for the next one); ended_at then marks the index entry ended."""
+    the one rebuilt from the journal. With a deadline the fold may stop short: what
+    it reached is saved, the index is left alone, the rest waits for the next fold."""
     with _Lock(estate.path("sessions", ".%s.lock" % session)):
         path = estate.record(session)
         before, problem = read_session_record(estate, session)
@@ -4982,11 +5042,36 @@ def refresh_session(estate, session, force_index=False, index=True, deadline=Non
         if rec["client"] == "codex" and rec["transcript"] and deadline is None:
             _fold_codex_exits(estate, rec)
         save_session(estate, rec)
-    shown = rec if rec["ended"] or not ended_at else dict(rec, ended=ended_at)
+    if deadline is not None and rec["journal_offset"] < _journal_stat(estate, session)[0]:
+        return rec
     if index and (force_index or before is None or _index_entry(before) != dict(
-            _index_entry(shown), updated=before.get("updated"))):
-        update_index(estate, shown)
+            _index_entry(rec), updated=before.get("updated"))):
+        update_index(estate, rec)
     return rec
+
+
+def end_session(estate, session, now, deadline):
+    """SessionEnd's bank, within its budget: fold what fits; when the journal is too
+    long for that, the index entry is only marked ended (its note and the rest stay
+    as the last full fold left them) and the fold waits for Stop or `rebuild`."""
+    rec = refresh_session(estate, session, force_index=True, deadline=deadline)
+    if rec["ended"] is None:
+        mark_index_ended(estate, rec, now)
+    return rec
+
+
+def mark_index_ended(estate, rec, ended):
+    with _Lock(estate.path(".index.lock")):
+        sessions, problems = read_index(estate)
+        if sessions is None:
+            return
+        entry = next((e for e in sessions if e["session"] == rec["session"]), None)
+        entry = dict(entry or _index_entry(rec), ended=round(ended, 3))
+        sessions = [e for e in sessions if e["session"] != rec["session"]] + [entry]
+        sessions.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        write_atomic(estate.path("index.json"), json_dumps({
+            "schema_version": SCHEMA_VERSION, "sessions": sessions[:INDEX_MAX_SESSIONS]})
+            + "\n", durable=False)
 
 
 ROLLOUT_READ_MAX = 8 * 1024 * 1024
@@ -5184,8 +5269,8 @@ def dispatch_cold(estate, event, env, started):
     if kind == "SessionEnd":
         try_append(journal, stamp(dict(base, k="end",
                                        reason=str(event.raw.get("reason") or ""))))
-        best_effort(refresh_session, estate, session, force_index=True,
-                    deadline=started + SESSION_END_BUDGET_S * 0.6, ended_at=now)
+        best_effort(end_session, estate, session, now,
+                    started + SESSION_END_BUDGET_S * 0.6)
         return "{}", "", 0
     try_append(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
     return "{}", "", 0
@@ -6219,12 +6304,62 @@ def _learn_paths(estate):
             estate.path("learned", "decisions.json"))
 
 
-def _load_learn_json(path, default):
+_EVIDENCE = ["list", ["tuple", ["str", "int"]]]
+CANDIDATE_SHAPE = {"!id": "str", "!kind": "str", "status": "str", "!sessions": "int",
+                   "!occurrences": "int", "text": "?str", "pattern": ["list", "str"],
+                   "evidence": ["list", {"session": "any", "line": "any"}],
+                   "varying": ["list", {"!slot": "int", "!examples": ["list", "str"]}],
+                   "slots": ["list", ["list", "str"]], "law": "?str"}
+LEARN_SHAPES = {
+    "state.json": {
+        "schema_version": "int",
+        "ngrams": ["map", {"!n": "int", "!s": ["list", "int"],
+                           "!ev": ["list", ["tuple", ["int", "int"]]],
+                           "!vals": ["list", ["list", "str"]], "!ex": ["list", "str"],
+                           "more": "int"}],
+        "tails": ["map", ["list", ["tuple", ["str", ["list", "str"], "str", "int"]]]],
+        "denials": ["map", {"!n": "int", "!s": ["list", "str"], "!ev": _EVIDENCE,
+                            "!ex": ["list", "str"]}],
+        "fixes": ["map", {"!n": "int", "!s": ["list", "str"], "!ev": _EVIDENCE}],
+        "pending": ["map", ["tuple", ["str", "?str", "int"]]], "sids": ["list", "str"]},
+    "cursors.json": ["map", ["tuple", ["int", "int"]]],
+    "candidates.json": {"schema_version": "int", "!candidates": ["list", CANDIDATE_SHAPE]},
+    "decisions.json": ["map", "str"],
+}
+_DAMAGED_LEARN = set()
+
+
+def learn_file_problem(path):
+    """(value, problem) of one learned/*.json file: value None when it is absent or
+    damaged (problem then says how)."""
     try:
         data = read_json_file(path, "learning file")
-    except NotrestError:
-        data = None
-    return data if isinstance(data, dict) else default
+    except NotrestError as exc:
+        return None, exc.what
+    if data is None:
+        return None, None
+    problem = shape_problem(data, LEARN_SHAPES.get(os.path.basename(path), "any"),
+                            os.path.basename(path))
+    return (None, problem) if problem else (data, None)
+
+
+def _load_learn_json(path, default):
+    """A learned file's value; default when absent or damaged (noted, and kept aside
+    before anything is written in its place)."""
+    data, problem = learn_file_problem(path)
+    if problem:
+        _DAMAGED_LEARN.add(path)
+        estate_note("%s is damaged (%s): learning starts it afresh" % (path, problem))
+    return default if data is None else data
+
+
+def write_learn_json(path, text):
+    """Write a learned file; a damaged one there is kept beside it first."""
+    if path in _DAMAGED_LEARN and os.path.lexists(path):
+        aside = keep_damaged(path)
+        estate_note("kept the damaged %s as %s" % (path, aside))
+    _DAMAGED_LEARN.discard(path)
+    write_atomic(path, text, durable=False)
 
 
 def _note_ngram(state, key, values, sid, line, commands):
@@ -6413,8 +6548,8 @@ def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
     _prune_state(state)
     if read_lines or not os.path.exists(state_path):
         state.pop("_sid_index", None)
-        write_atomic(state_path, json_dumps(state) + "\n", durable=False)
-        write_atomic(cursor_path, json_dumps(cursors) + "\n", durable=False)
+        write_learn_json(state_path, json_dumps(state) + "\n")
+        write_learn_json(cursor_path, json_dumps(cursors) + "\n")
         candidates = write_candidates(estate, state)
     else:
         candidates = load_candidates(estate)
@@ -6503,12 +6638,11 @@ def write_candidates(estate, state):
     path = _learn_paths(estate)[2]
     text = json_pretty({"schema_version": SCHEMA_VERSION, "candidates": candidates})
     try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == text:
-                return candidates
+        if read_file_bytes(path) == text.encode("utf-8"):
+            return candidates
     except OSError:
         pass
-    write_atomic(path, text, durable=False)
+    write_learn_json(path, text)
     return candidates
 
 
@@ -6528,7 +6662,7 @@ def decide_candidate(estate, candidate_id, verdict, now=None):
                     kind="lesson", extra={"evidence": candidate["evidence"][:3],
                                           "law": candidate.get("law")})
     decisions[candidate_id] = verdict
-    write_atomic(_learn_paths(estate)[3], json_pretty(decisions))
+    write_learn_json(_learn_paths(estate)[3], json_pretty(decisions))
     state = _load_learn_json(_learn_paths(estate)[0], new_learn_state())
     write_candidates(estate, state)
     return candidate
@@ -6589,13 +6723,21 @@ def load_compiled(estate):
     except OSError:
         return out
     for slug in names:
+        path = os.path.join(_compiled_root(estate), slug, "meta.json")
         try:
-            meta = read_json_file(os.path.join(_compiled_root(estate), slug, "meta.json"),
-                                  "compiled tool")
-        except NotrestError:
-            meta = None
-        out[slug] = meta if isinstance(meta, dict) else {}
+            meta = read_json_file(path, "compiled tool")
+            problem = shape_problem(meta, COMPILED_META_SHAPE, "meta.json")
+        except NotrestError as exc:
+            meta, problem = None, exc.what
+        if problem:
+            estate_note("%s: %s (skipped)" % (path, problem))
+        out[slug] = meta if not problem else {}
     return out
+
+
+COMPILED_META_SHAPE = {"schema_version": "int", "candidate": "str", "slug": "str",
+                       "pattern": ["list", "str"], "args": ["list", "str"],
+                       "evidence": ["list", "any"]}
 
 
 def slug_for(pattern):
@@ -6688,7 +6830,7 @@ def compile_candidate(estate, candidate_id):
         write_atomic(path, skill)
     decisions = load_decisions(estate)
     decisions[candidate_id] = "compiled"
-    write_atomic(_learn_paths(estate)[3], json_pretty(decisions))
+    write_learn_json(_learn_paths(estate)[3], json_pretty(decisions))
     write_candidates(estate, _load_learn_json(_learn_paths(estate)[0], new_learn_state()))
     return slug, meta
 
@@ -6721,7 +6863,7 @@ def remove_compiled(estate, slug):
     if candidate:
         decisions = load_decisions(estate)
         decisions.pop(candidate, None)
-        write_atomic(_learn_paths(estate)[3], json_pretty(decisions))
+        write_learn_json(_learn_paths(estate)[3], json_pretty(decisions))
 
 
 def compiled_findings(estate):
@@ -6918,47 +7060,120 @@ def _command_target_ok(command, root):
     return os.path.isfile(target)
 
 
+ESTATE_ENTRIES = {
+    "config.json": "a file", "laws.json": "a file", "index.json": "a file",
+    "permits.json": "a file", "threads.jsonl": "a file", "install.json": "a file",
+    "notrest.py": "a file", "notrest": "a file", ".index.lock": "a file",
+    ".permits.lock": "a file", ".threads.lock": "a file", "journal": "a folder",
+    "sessions": "a folder", "learned": "a folder", "compiled": "a folder",
+    "hooks": "a folder", "__pycache__": "a folder"}
+ESTATE_FOLDERS = {"journal": ".jsonl", "sessions": ".json", "learned": ".json"}
+ESTATE_FREE_MIN_BYTES = 10 * 1024 * 1024
+INSTALL_SHAPE = {"schema_version": "int", "clients": ["list", "str"],
+                 "created": ["list", "str"]}
+_MOVE_ASIDE = "move it aside (`mv %s %s.bad`); notrest rebuilds views (`notrest " \
+              "rebuild`), install.sh rewrites config and code"
+
+
+def _aside_fix(path):
+    return _MOVE_ASIDE % (_quote_arg(path), _quote_arg(path))
+
+
 def _estate_findings(estate):
+    """What the hooks would meet in the estate: the folder's owner, whether it can be
+    written and has room, what stands at each path, the shape of every file and
+    line, and the signatures of the hooks' caches."""
     findings = []
-    for name in ("config.json", "laws.json", "index.json", "permits.json"):
-        path = estate.path(name)
+    uid = os.getuid()
+
+    def fail(what, fix):
+        findings.append(Finding(False, what, fix))
+
+    try:
+        top = os.stat(estate.dir)
+    except OSError as exc:
+        return [Finding(False, "the estate %s cannot be read (%s)" % (
+            estate.dir, _os_error_text(exc)), "check its owner and permissions")]
+    if top.st_uid != uid:
+        fail("%s belongs to uid %d, not to you (uid %d): hooks cannot rely on writing "
+             "it" % (estate.dir, top.st_uid, uid),
+             "`chown -R %d %s` (as its owner or root)" % (uid, _quote_arg(estate.dir)))
+    findings += _writable_findings(estate)
+    findings += _entry_findings(estate, uid)
+    findings += _shape_findings(estate)
+    findings += _cache_findings(estate)
+    if all(f.ok for f in findings):
+        findings.append(Finding(True, "estate writable, owned by you, every file in "
+                                "shape (%s)" % estate.dir))
+    return findings
+
+
+def _writable_findings(estate):
+    findings = []
+    folder = estate.path("journal") if os.path.isdir(estate.path("journal")) else \
+        estate.dir
+    probe = os.path.join(folder, ".doctor-probe-%d" % os.getpid())
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            read_json_file(path)
-        except NotrestError as exc:
-            findings.append(Finding(False, str(exc), exc.fix))
-    torn_total, files = 0, 0
-    for folder, suffix in (("journal", ".jsonl"), ("sessions", ".json")):
+            os.write(fd, b"\0" * 65536)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        findings.append(Finding(False, "the estate cannot be written (%s: %s): hooks "
+                                "journal nothing, and gates still answer" % (
+                                    folder, _os_error_text(exc)),
+                                os_error_advice(exc).split(": ", 2)[-1]))
+    finally:
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
+    try:
+        vfs = os.statvfs(estate.dir)
+        free = vfs.f_bavail * vfs.f_frsize
+        if free < ESTATE_FREE_MIN_BYTES or (vfs.f_files and vfs.f_favail < 100):
+            findings.append(Finding(False, "only %d KB (%d inodes) free where the estate "
+                                    "lives (%s): journaling stops when it runs out" % (
+                                        free // 1024, vfs.f_favail, estate.dir),
+                                    "free some space on that file system"))
+    except (OSError, AttributeError):
+        pass
+    return findings
+
+
+def _entry_findings(estate, uid):
+    """Each known path holds what belongs there (a file, a folder), owned by you."""
+    findings = []
+    paths = [(estate.path(name), kind) for name, kind in ESTATE_ENTRIES.items()]
+    for folder in ESTATE_FOLDERS:
         try:
             names = sorted(os.listdir(estate.path(folder)))
         except OSError:
             continue
-        for name in names:
-            if not name.endswith(suffix) or name.startswith("."):
-                continue
-            path = estate.path(folder, name)
-            files += 1
-            if suffix == ".json":
-                try:
-                    read_json_file(path, "session record")
-                except NotrestError as exc:
-                    findings.append(Finding(False, str(exc), "run `notrest rebuild`"))
-                continue
-            torn = [lineno for rec, lineno, _ in read_records(path) if rec is None]
-            if torn:
-                torn_total += len(torn)
-                findings.append(Finding(False, "%s: %d damaged line(s) at line %s "
-                                        "(skipped on read)" % (path, len(torn), ", ".join(
-                                            map(str, torn[:5]))),
-                                        "nothing is lost beyond those lines; leave them, "
-                                        "or move the file aside and run `notrest rebuild`"))
+        paths += [(estate.path(folder, name), "a file") for name in names
+                  if ".damaged-" not in name and ".tmp." not in name]
     try:
-        load_threads(estate)
-    except Exception as exc:
-        findings.append(Finding(False, "threads.jsonl unreadable: %s" % exc,
-                                "move it aside"))
-    if not torn_total:
-        findings.append(Finding(True, "estate parses (%d journal and record files)" %
-                                files))
+        slugs = sorted(os.listdir(estate.path("compiled")))
+    except OSError:
+        slugs = []
+    paths += [(estate.path("compiled", slug, "meta.json"), "a file") for slug in slugs]
+    for path, kind in paths:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            findings.append(Finding(False, "%s cannot be looked at (%s)" % (
+                path, _os_error_text(exc)), "check its owner and permissions"))
+            continue
+        if file_kind(st.st_mode) != kind:
+            findings.append(Finding(False, "%s is %s where %s belongs: hooks skip it" % (
+                path, file_kind(st.st_mode), kind), _aside_fix(path)))
+        elif st.st_uid != uid:
+            findings.append(Finding(False, "%s belongs to uid %d, not to you (uid %d)" % (
+                path, st.st_uid, uid), "`chown %d %s`" % (uid, _quote_arg(path))))
     return findings
 
 
@@ -7204,6 +7419,168 @@ def canary_findings(estate, config, env=None, now=None):
     return findings
 
 
+def _json_finding(path, what, shape, cap=ESTATE_FILE_CAP):
+    try:
+        data = read_json_file(path, what, cap)
+    except NotrestError as exc:
+        return Finding(False, str(exc)[len("notrest: "):], exc.fix)
+    if data is None:
+        return None
+    problem = shape_problem(data, shape, os.path.basename(path))
+    if problem:
+        return Finding(False, "%s: %s" % (path, problem), "fix it by hand, or move it "
+                       "aside and run `notrest rebuild` (views) or install.sh (config)")
+    return None
+
+
+def _shape_findings(estate):
+    findings = []
+
+    def add(finding):
+        if finding is not None:
+            findings.append(finding)
+
+    add(_json_finding(estate.path("config.json"), "config", CONFIG_SHAPE, SMALL_FILE_CAP))
+    add(_json_finding(estate.path("install.json"), "install record", INSTALL_SHAPE,
+                      SMALL_FILE_CAP))
+    _entries, problems = read_index(estate)
+    for problem in problems:
+        findings.append(Finding(False, problem[len("notrest: "):] if problem.startswith(
+            "notrest: ") else problem, "run `notrest rebuild` (the damaged index is kept "
+            "beside the new one)"))
+    try:
+        _permits, problems = read_permits(estate)
+    except NotrestError as exc:
+        problems = [exc.what]
+    for problem in problems:
+        findings.append(Finding(False, "%s: %s: no permit in it is honoured" % (
+            estate.path("permits.json"), problem), "a person grants permits again with "
+            "`notrest allow`; move the file aside first"))
+    for name in _listing(estate.path("sessions"), ".json"):
+        _rec, problem = read_session_record(estate, name[:-5])
+        if problem:
+            findings.append(Finding(False, "%s: %s" % (estate.path("sessions", name),
+                                                       problem),
+                                    "run `notrest rebuild` (it keeps the damaged record "
+                                    "beside the rebuilt one)"))
+    for name in _listing(estate.path("learned"), ".json"):
+        _value, problem = learn_file_problem(estate.path("learned", name))
+        if problem:
+            findings.append(Finding(False, "%s: %s" % (estate.path("learned", name),
+                                                       problem),
+                                    "move it aside and run `notrest learn` (it starts "
+                                    "the file afresh)"))
+    for slug in _listing(estate.path("compiled"), ""):
+        add(_json_finding(estate.path("compiled", slug, "meta.json"), "compiled tool",
+                          COMPILED_META_SHAPE))
+    paths = [estate.path("threads.jsonl")] + [estate.path("journal", name) for name in
+                                              _listing(estate.path("journal"), ".jsonl")]
+    for path in paths:
+        findings += _lines_findings(path, THREAD_SHAPE if path.endswith(
+            "threads.jsonl") else None)
+    return findings
+
+
+def _listing(folder, suffix):
+    try:
+        return sorted(n for n in os.listdir(folder) if n.endswith(suffix) and not
+                      n.startswith(".") and ".damaged-" not in n)
+    except OSError:
+        return []
+
+
+def _lines_findings(path, shape):
+    torn, bad = [], []
+    for record, lineno, _end in read_records(path):
+        if record is None:
+            torn.append(lineno)
+            continue
+        problem = shape_problem(record, shape, "the record") if shape else \
+            journal_record_problem(record)
+        if problem:
+            bad.append((lineno, problem))
+    findings = []
+    if torn:
+        findings.append(Finding(False, "%s: %d damaged line(s) at line %s (skipped on "
+                                "read)" % (path, len(torn), ", ".join(map(str, torn[:5]))),
+                                "nothing is lost beyond those lines; leave them, or move "
+                                "the file aside and run `notrest rebuild`"))
+    if bad:
+        findings.append(Finding(False, "%s: %d ill-typed record(s), line %d: %s (skipped "
+                                "on read)" % (path, len(bad), bad[0][0], bad[0][1]),
+                                "leave them (they are skipped), or move the file aside "
+                                "and run `notrest rebuild`"))
+    return findings
+
+
+def _cache_findings(estate):
+    """The hooks' signed caches, the key that signs them, the CLI's bytecode."""
+    findings = []
+    key = cache_key_path()
+    try:
+        st = os.stat(key)
+        if file_kind(st.st_mode) != "a file" or st.st_uid != os.getuid() or \
+                st.st_mode & 0o077 or read_cache_key() is None:
+            findings.append(Finding(False, "the cache key %s is not fit to trust (%s, "
+                                    "mode %o, uid %d): hooks compile from source each "
+                                    "time" % (key, file_kind(st.st_mode),
+                                              st.st_mode & 0o777, st.st_uid),
+                                    "remove it if you did not make it; install.sh makes "
+                                    "a new one"))
+    except FileNotFoundError:
+        findings.append(Finding(False, "no cache key at %s: the hooks' bytecode caches "
+                                "cannot be signed, so every hook compiles notrest.py" %
+                                key, "run install.sh again (it makes the key)"))
+    except OSError as exc:
+        findings.append(Finding(False, "the cache key %s cannot be read (%s)" % (
+            key, _os_error_text(exc)), "check its owner and permissions"))
+    if os.path.isfile(estate.path("notrest.py")):
+        for part in CACHE_CUTS:
+            status = cache_status(estate.dir, part)
+            if status != "ok":
+                findings.append(Finding(False, "the %s cache %s is %s: %s" % (
+                    part, hot_cache_path(estate.dir, part), status, {
+                        "bad-signature": "it was changed by something other than "
+                                         "notrest, and is never run",
+                        "stale": "notrest.py changed since; the next hook rebuilds it",
+                        "missing": "hooks compile notrest.py until one is built",
+                        "no-key": "nothing can sign it"}[status]),
+                    "run install.sh again (or any hook: it rebuilds the cache)"))
+        problem = pyc_problem(estate.path("notrest.py"))
+        if problem:
+            findings.append(Finding(False, problem, "run install.sh again (it writes "
+                                    "hash-checked bytecode)"))
+    return findings
+
+
+def pyc_problem(source):
+    """Why the CLI's bytecode of source cannot be trusted to match it, or None."""
+    import importlib.util
+    pyc = importlib.util.cache_from_source(source)
+    try:
+        data = read_file_bytes(pyc, 1 << 25)
+        text = read_file_bytes(source, 1 << 25)
+        st = os.stat(source)
+    except OSError as exc:
+        return "the bytecode %s cannot be read (%s)" % (pyc, _os_error_text(exc))
+    if data is None or text is None or len(data) < 16:
+        return None
+    if data[:4] != importlib.util.MAGIC_NUMBER:
+        return "the bytecode %s was written by another Python" % pyc
+    flags = int.from_bytes(data[4:8], "little")
+    if flags & 1:
+        if not flags & 2:
+            return "the bytecode %s is never checked against its source" % pyc
+        if data[8:16] != importlib.util.source_hash(text):
+            return "the bytecode %s is stale (notrest.py changed since)" % pyc
+        return None
+    if (int.from_bytes(data[8:12], "little"), int.from_bytes(data[12:16], "little")) != (
+            int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF):
+        return "the bytecode %s is stale (notrest.py changed since)" % pyc
+    return "the bytecode %s is checked by time and size only: an edit within the " \
+           "same second goes unseen" % pyc
+
+
 # ==== install ===============================================================
 # Copy-in install: idempotent, reversible, and it never overwrites a file that
 # lacks our marker. Hook entries are recognised by "/.notrest/hooks/" in their
@@ -7244,6 +7621,8 @@ sys.path.insert(0, d)
 if not os.access(d + "/__pycache__" if os.path.isdir(d + "/__pycache__") else d, os.W_OK):
     sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
 try:
+    if not os.path.isfile(d + "/notrest.py"):
+        raise OSError("it is missing or not a regular file")
     import notrest
 except BaseException as exc:
     sys.stderr.write("notrest: cannot load %%s/notrest.py (%%s: %%s): reinstall notrest (sh install.sh) or put the file back\\n" %% (d, type(exc).__name__, exc))
@@ -7781,6 +8160,13 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     root = os.path.abspath(target)
     if not os.path.isdir(root):
         raise NotrestError("no such folder", root, "create it or name another", code=2)
+    try:
+        root.encode("utf-8")
+    except UnicodeEncodeError:
+        raise NotrestError("the project path is not valid UTF-8: the hook settings are "
+                           "JSON, which cannot name it", ascii(os.fsencode(root))[1:],
+                           "rename the folder to a UTF-8 name and run install.sh again",
+                           code=3)
     source = source or os.path.abspath(__file__)
     python = python or sys.executable
     estate = Estate(root)
@@ -8488,6 +8874,7 @@ def main(argv=None):
         return hook_main(argv[1:])
     args = build_parser().parse_args(argv)
     handler = COMMANDS[args.verb]
+    del ESTATE_NOTES[:]
     try:
         return handler(args)
     except NotrestError as exc:
@@ -8495,6 +8882,44 @@ def main(argv=None):
         return exc.code
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the estate cannot be read or written: say where, how
+        if not exc.filename:
+            exc.filename = os.path.join(args.root or find_root(os.getcwd()) or ".",
+                                        ESTATE_DIR)
+        sys.stderr.write("%s\n" % os_error_advice(exc, args.verb))
+        return 3
+    except MemoryError:
+        sys.stderr.write("notrest: out of memory while running `%s`: an estate file may "
+                         "be far too large; run `notrest doctor`\n" % args.verb)
+        return 3
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a damaged estate that got past the checks
+        if os.environ.get("NOTREST_DEBUG"):
+            raise
+        sys.stderr.write("notrest: `%s` failed (%s: %s); the estate may be damaged: run "
+                         "`notrest doctor` (NOTREST_DEBUG=1 shows the traceback)\n" % (
+                             args.verb, type(exc).__name__, clip(neutralise(exc), 300)))
+        return 3
+    finally:
+        for note in ESTATE_NOTES[:5]:
+            sys.stderr.write("notrest: warning: %s\n" % note)
+
+
+def os_error_advice(exc, verb=""):
+    """One line for an OSError: what failed, where, and the fix."""
+    import errno
+    where = exc.filename or ""
+    fix = {errno.ENOSPC: "the disk is full: free some space, then run it again",
+           errno.EDQUOT: "the disk quota is used up: free some space",
+           errno.EROFS: "the file system is read-only: remount it writable or work on "
+                        "a copy",
+           errno.EACCES: "check the owner and permissions (`ls -ld %s`)" % _quote_arg(
+               where or "."),
+           errno.EPERM: "check the owner and permissions (`ls -ld %s`)" % _quote_arg(
+               where or ".")}.get(exc.errno, "run `notrest doctor`")
+    return str(NotrestError("`%s` failed: %s" % (verb, _os_error_text(exc)) if verb else
+                            _os_error_text(exc), where, fix))
 
 
 def _estate(args, must_exist=False):
@@ -8894,34 +9319,57 @@ def cmd_status(args):
 
 def cmd_rebuild(args):
     estate = _estate(args, must_exist=True)
-    records, torn = rebuild_estate(estate)
+    records, torn, kept = rebuild_estate(estate)
     sys.stdout.write("rebuilt %d session record(s) and the index from the journals%s\n" % (
         records, "; %d damaged line(s) skipped" % torn if torn else ""))
+    for path, aside in kept:
+        sys.stdout.write("kept the damaged %s as %s\n" % (path, aside))
     return 0
 
 
 def rebuild_estate(estate):
-    """Recreate every session record and the index by streaming the journals."""
+    """Recreate every session record and the index by streaming the journals.
+    Each session is refolded under its own lock, and the index is written under
+    its lock from the records as they are saved at that moment, so a bank or a
+    SessionEnd that runs meanwhile is folded in, never lost. A damaged record or
+    index is kept beside the rebuilt one. Returns (journals, damaged lines
+    skipped, [(damaged path, where it was kept)])."""
     try:
         names = sorted(n for n in os.listdir(estate.path("journal")) if n.endswith(
             ".jsonl"))
     except OSError:
         names = []
-    entries, torn = [], 0
+    sessions, torn, kept = [], 0, []
     for name in names:
         session = name[:-6]
         if sanitize_session_id(session) != session:
             continue
-        rec = fold_journal(estate, session, new_session_record(session))
+        with _Lock(estate.path("sessions", ".%s.lock" % session)):
+            _old, problem = read_session_record(estate, session)
+            if problem:
+                aside = keep_damaged(estate.record(session))
+                if aside:
+                    kept.append((estate.record(session), aside))
+            rec = fold_journal(estate, session, new_session_record(session))
+            save_session(estate, rec)
         torn += rec["torn"]
-        save_session(estate, rec)
-        entries.append(_index_entry(rec))
-    entries.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        sessions.append(session)
     with _Lock(estate.path(".index.lock")):
+        entries = []
+        for session in sessions:
+            rec, _problem = read_session_record(estate, session)
+            if rec is not None:
+                entries.append(_index_entry(rec))
+        entries.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        _entries, problems = read_index(estate)
+        if problems:
+            aside = keep_damaged(estate.path("index.json"))
+            if aside:
+                kept.append((estate.path("index.json"), aside))
         write_atomic(estate.path("index.json"), json_dumps(
             {"schema_version": SCHEMA_VERSION, "sessions": entries[:INDEX_MAX_SESSIONS]})
             + "\n", durable=False)
-    return len(names), torn
+    return len(names), torn, kept
 
 
 def cmd_learn(args):
