@@ -8171,6 +8171,12 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     python = python or sys.executable
     estate = Estate(root)
     report, created = [], []
+    for name, shape in (("install.json", INSTALL_SHAPE), ("config.json", CONFIG_SHAPE)):
+        damaged = _json_finding(estate.path(name), name, shape, SMALL_FILE_CAP)
+        if damaged is not None:  # never rewritten silently: kept beside the new one
+            aside = keep_damaged(estate.path(name))
+            report.append("%s was damaged (%s): kept it as %s, wrote a new one" % (
+                name, damaged.what, aside))
     install_state = read_json_file(estate.path("install.json"), "install record") or {}
     created_before = list(install_state.get("created", []))
     _ensure_dir(estate.dir)

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import REPO, Project
+from conftest import REPO, HookResult, Project
 from faultlib import (answer_of, can_mount, clean, doctor_text, fill_disk, goes_on,
                       no_python_path, pad_to_page, reason, records, refused, remount,
                       tmpfs, tool_payload)
@@ -304,7 +304,7 @@ def test_random_flips_in_a_signed_cache_are_never_executed(tmp_path):
     assert b"no-destroy" in signed.stdout, "the signed cache itself must run"
     rng = random.Random(20261201)
     started, runs = time.monotonic(), 0
-    while runs < 400 and time.monotonic() - started < 25:
+    while runs < 300 and time.monotonic() - started < 20:
         data = bytearray(pristine)
         for _ in range(rng.randint(1, 3)):
             data[rng.randrange(len(data))] ^= rng.randint(1, 255)
@@ -407,7 +407,7 @@ def test_a_writer_that_stalls_past_the_deadline_is_refused(proj):
 
 
 BAD_PAYLOADS = {
-    "cut at the cap": lambda p: b'{"x": "' + b"a" * (notrest.STDIN_CAP_BYTES + 10),
+    "cut at the cap": None,  # streamed from a file: see below
     "truncated": lambda p: json.dumps(p).encode()[:-20],
     "nested too deep": lambda p: json.dumps(dict(p, tool_input={
         "command": "ls", "x": json.loads("[" * 100 + "]" * 100)})).encode(),
@@ -425,18 +425,40 @@ BAD_PAYLOADS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(BAD_PAYLOADS))
-def test_a_payload_the_gate_cannot_trust_is_refused(proj, case):
+def _hook_from_file(proj, event, path):
+    """A hook fed from a file (a payload too big to hold in the test process)."""
+    name = notrest.HOOK_EVENTS[event][0]
+    started = time.monotonic()
+    with open(path, "rb") as handle:
+        proc = subprocess.run(["sh", str(proj.root / ".notrest" / "hooks" / name),
+                               "claude"], stdin=handle, capture_output=True, timeout=30,
+                              cwd=str(proj.root), env=proj.env())
+    return HookResult(proc, time.monotonic() - started)
+
+
+def test_a_payload_the_gate_cannot_trust_is_refused(proj, tmp_path):
     payload = tool_payload(proj, "bad-1", "ls")
-    for event in ("PreToolUse", "PermissionRequest"):
-        data = BAD_PAYLOADS[case](dict(payload, hook_event_name=event))
-        if case == "another event":
-            data = json.dumps(dict(payload, hook_event_name="PostToolUse")).encode()
-        result = proj.hook(event, None, raw=data, timeout=30)
-        assert refused(result, event) and result.code == 0 and clean(result), (
-            case, event, result.stdout[:300], result.stderr)
-        assert "gate-error" in reason(result), (case, reason(result))
-        assert result.seconds < 8
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:  # past the 32 MiB cap, written in pieces
+        handle.write(b'{"hook_event_name": "PreToolUse", "x": "')
+        for _ in range(notrest.STDIN_CAP_BYTES // (1 << 20) + 1):
+            handle.write(b"a" * (1 << 20))
+        handle.write(b'"}')
+    for case in sorted(BAD_PAYLOADS):
+        for event in ("PreToolUse", "PermissionRequest"):
+            if case == "cut at the cap":
+                result = _hook_from_file(proj, event, big)
+                assert "cap" in reason(result), reason(result)
+            else:
+                data = BAD_PAYLOADS[case](dict(payload, hook_event_name=event))
+                if case == "another event":
+                    data = json.dumps(dict(payload, hook_event_name="PostToolUse")
+                                      ).encode()
+                result = proj.hook(event, None, raw=data, timeout=30)
+            assert refused(result, event) and result.code == 0 and clean(result), (
+                case, event, result.stdout[:300], result.stderr)
+            assert "gate-error" in reason(result), (case, reason(result))
+            assert result.seconds < 8
     assert not any(r.get("k") == "call" for r in records(proj, "bad-1")), \
         "an untrusted payload must not be journaled as a call"
 
@@ -502,7 +524,8 @@ def test_session_end_folds_a_huge_journal_only_as_far_as_its_budget(proj):
                                 "what": "make test " + "x" * 200, "files": []})
     journal = proj.estate.journal(session)
     with open(journal, "a") as handle:
-        handle.write(line * 80000)
+        for _ in range(80):
+            handle.write(line * 1000)
     proj.cli("bank", "--session", session, "--note", "the big one")
     os.unlink(proj.estate.record(session))  # the record is lost
     result = proj.hook("SessionEnd", proj.payload("SessionEnd", session, reason="exit"))
@@ -524,7 +547,8 @@ def test_a_rebuild_racing_banks_and_ends_loses_nothing(proj):
     (proj.root / ".notrest" / "journal").mkdir(exist_ok=True)
     for n in range(6):
         with open(proj.estate.journal("bulk-%d" % n), "a") as handle:
-            handle.write(line * 6000)
+            for _ in range(6):
+                handle.write(line * 1000)
     for run in range(4):
         session = "race-%d" % run
         proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
