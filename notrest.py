@@ -33,7 +33,7 @@ ESTATE_DIR = ".notrest"
 PACKET_BUDGET_BYTES = 6000
 PACKET_LINE_MAX = 240
 STDIN_CAP_BYTES = 32 * 1024 * 1024
-STDIN_DEADLINE_S = 3.0
+STDIN_DEADLINE_S = 5.0
 JOURNAL_TEXT_MAX = 2000
 INDEX_MAX_SESSIONS = 500
 INDEX_SCAN_SESSIONS = 25
@@ -3921,7 +3921,7 @@ def fault_answer(kind, why, payload=None, raw=b""):
     """(stdout, stderr, 0) when a hook cannot do its work: a gate refuses with the
     reason, Stop blocks once (never when the client says it already blocked), an
     advisory hook lets the client go on; each names the fault and the fix."""
-    why = clip(neutralise(why), 400)
+    why = clip(neutralise(redact_secrets(why)), 400)
     fix = "ask a person to run `notrest doctor` (it names the fault and the fix)"
     if kind in ("PreToolUse", "PermissionRequest"):
         reason = ("notrest deny [gate-error]: the gate could not judge this call: %s; "
@@ -3971,6 +3971,7 @@ def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
     try:
         answer, message, code = _hook_answer(seen, stdin_fd, env, client, started,
                                              min(STDIN_DEADLINE_S, limit * 0.6))
+        _DEADLINE[0] = False  # answered: an alarm from here on changes nothing
     except HookDeadline:
         answer, message, code = fault_answer(
             seen["kind"], "it ran past its own deadline of %.1f s" % limit,
@@ -3997,6 +3998,7 @@ def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
         out.write(answer + "\n")
         if message:
             err.write(message + "\n")
+        out.flush()
     except (OSError, ValueError):
         pass
     if "ensure_hot_cache" in globals():
@@ -8968,7 +8970,8 @@ def cmd_gate(args):
         if not isinstance(payload, dict):
             raise NotrestError("the payload on stdin is not a JSON object", "",
                                "pass one hook payload", code=2)
-        event = normalise(payload, "PreToolUse", env)
+        kind = payload.get("hook_event_name")
+        event = normalise(payload, kind if kind in GATE_EVENTS else "PreToolUse", env)
     else:
         tool = args.tool or ("Bash" if args.command is not None else (
             "Read" if args.read else "Write"))

@@ -256,7 +256,7 @@ def test_a_gate_process_that_dies_is_a_refusal(proj):
 
 # ---- signed caches ----------------------------------------------------------------
 
-def _stub_code_dir(tmp_path):
+def _stub_code_dir(tmp_path, env=None):
     """A harness whose notrest.py is a stub that says it ran from source, with a hot
     cache that holds the real hot part, signed for the stub's identity."""
     home = tmp_path / "home"
@@ -272,7 +272,7 @@ def _stub_code_dir(tmp_path):
         "import os, sys\n\ndef hook_main(argv):\n    sys.stdin.read()\n"
         "    sys.stdout.write(%r + '\\n')\n    return 0\n\n"
         "def exit_now(code):\n    sys.stdout.flush()\n    os._exit(code)\n" % deny)
-    env = {"HOME": str(home)}
+    env = dict(env or {}, HOME=str(home))
     key = notrest.ensure_cache_key(env)
     real = (REPO / "notrest.py").read_text()
     hot = real[:real.find(notrest.CACHE_CUTS["hot"]) + 1]
@@ -318,6 +318,26 @@ def test_random_flips_in_a_signed_cache_are_never_executed(tmp_path):
         assert "stub: compiled from source" in proc.stdout.decode(), \
             "a corrupted cache was executed (run %d)" % runs
     assert runs >= 150, "only %d runs in the time box" % runs
+
+
+@pytest.mark.parametrize("where", ["NOTREST_DATA_DIR", "XDG_DATA_HOME", "HOME",
+                                   "relative NOTREST_DATA_DIR"])
+def test_the_launcher_finds_the_key_where_data_dir_says(tmp_path, where):
+    env = {"NOTREST_DATA_DIR": {"NOTREST_DATA_DIR": str(tmp_path / "dd") + "/"},
+           "XDG_DATA_HOME": {"XDG_DATA_HOME": str(tmp_path / "xdg")},
+           "HOME": {}, "relative NOTREST_DATA_DIR": {"NOTREST_DATA_DIR": "rel/dir",
+                                                     "XDG_DATA_HOME": "also/rel"}}[where]
+    code, path, pristine, env = _stub_code_dir(tmp_path, env)
+    assert os.path.exists(notrest.cache_key_path(env))
+    with open(path, "wb") as handle:
+        handle.write(pristine)
+    payload = json.dumps({"session_id": "k", "cwd": str(code.parent),
+                          "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "rm -rf ~"}}).encode()
+    proc = subprocess.run(["sh", str(code / "hooks" / "pre-tool-use.sh"), "claude"],
+                          input=payload, capture_output=True, timeout=20,
+                          env=dict(env, PATH=os.environ.get("PATH", "")))
+    assert b"no-destroy" in proc.stdout, (where, proc.stdout, proc.stderr)
 
 
 def test_a_rewritten_cache_in_an_installed_project_is_refused_and_rebuilt(proj):
