@@ -3269,7 +3269,7 @@ CONFIG_SHAPE = {"schema_version": "int", "python": "str", "clients": ["list", "s
                 "cli": "str", "version": "str", "packet_budget": "int"}
 PERMIT_SHAPE = {"!id": "str", "!law": "str", "why": "str", "who": "str",
                 "!created": "num", "!expires": "num", "boot": "str", "uptime": "num"}
-PERMITS_SHAPE = {"schema_version": "int", "!permits": "any"}
+PERMITS_SHAPE = {"schema_version": "int", "!permits": ["list", "any"]}
 
 
 def keep_damaged(path):
@@ -3527,15 +3527,13 @@ def read_permits(estate):
     data = read_json_file(path, "permits file", SMALL_FILE_CAP)
     if data is None:
         return [], []
-    problem = shape_problem(data, PERMITS_SHAPE, "permits.json") or shape_problem(
-        data["permits"], "?list" if data["permits"] is None else ["list", "any"],
-        "permits.json permits")
+    problem = shape_problem(data, PERMITS_SHAPE, "permits.json")
     if problem:
         raise NotrestError("the permits file is damaged (%s)" % problem, path,
                            "move it aside; a person grants permits again with "
                            "`notrest allow`")
     good, problems = [], []
-    for i, permit in enumerate(data["permits"] or []):
+    for i, permit in enumerate(data["permits"]):
         problem = shape_problem(permit, PERMIT_SHAPE, "permit %d" % (i + 1))
         if problem:
             problems.append(problem)
@@ -4189,7 +4187,7 @@ THREAD_SHAPE = {"!id": "str", "kind": "?str", "text": "?str", "status": "?str",
 JOURNAL_FIELDS = {
     "k": "str", "t": "?num", "c": "?str", "e": "?str", "ms": "?num", "v": "?int",
     "transcript": "?str", "pid": "?int", "pid_start": "?int", "source": "?str",
-    "text": "?str", "what": "?str", "tool": "?str", "ok": "?bool", "error": "?str",
+    "text": "?str", "what": "str", "tool": "?str", "ok": "?bool", "error": "?str",
     "files": ["opt", ["list", ["tuple", ["str", "str"]]]], "law": "?str",
     "action": "?str", "by": "?str", "decision": "?str", "laws": ["opt", ["list", "str"]],
     "allowed_after": "?int", "tail": "?str", "cmd": "?str", "changes": "?int",
@@ -4205,7 +4203,7 @@ def journal_record_problem(record):
         return "a record without a kind"
     for key, value in record.items():
         shape = JOURNAL_FIELDS.get(key)
-        if shape is not None and value is not None:
+        if shape is not None:
             problem = shape_problem(value, shape, key)
             if problem:
                 return problem
@@ -7623,6 +7621,7 @@ __pycache__/
 *.lock
 .*.lock
 *.tmp.*
+*.damaged-*
 """
 CLI_WRAPPER = """#!/bin/sh
 # notrest command line for this project: `.notrest/notrest packet`, `... bank`.

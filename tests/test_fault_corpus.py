@@ -377,6 +377,10 @@ def test_doctor_names_the_damage_and_the_hooks_keep_their_contract(
         assert stop.code in (0, 2) and clean(stop) and stop.seconds < 8, (case,
                                                                           stop.stderr)
         assert stop.code == 2 or answer_of(stop) is not None, (case, stop.stdout)
+        if where not in ("sessions", "journal") and os.path.isfile(
+                proj.estate.record(S)):
+            _rec, problem = notrest.read_session_record(proj.estate, S)
+            assert problem is None, "a fold wrote a record it cannot read: %s" % problem
         if action[0] in ("write", "merge", "truncate") and where.endswith(".json") and \
                 not where.startswith("<"):
             moved = [n for n in os.listdir(os.path.dirname(path)) if n.startswith(
