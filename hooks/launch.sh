@@ -14,37 +14,30 @@ a = sys.argv
 try:
     d = os.path.abspath(a[1])
     f = d + "/notrest.py"
-    c = d + "/__pycache__"
-    if not os.access(c if os.path.isdir(c) else d, os.W_OK):
-        c = os.path.expanduser("~/.cache/notrest") + d
-    e = os.environ
-    k = e.get("NOTREST_DATA_DIR") or ""
-    x = e.get("XDG_DATA_HOME") or ""
-    k = os.path.normpath(k) if k[:1] == "/" else os.path.normpath(x) + "/notrest" if x[:1] == "/" else (e.get("HOME") or os.path.expanduser("~")) + "/.local/share/notrest"
     g = None
     try:
         s = os.stat(f)
-        h = os.open(k + "/key", 2048)
+        h = os.open(a[2], 2048)
         t = os.fstat(h)
         q = os.read(h, 64)
         os.close(h)
-        h = os.open("%s/notrest.%s.%s.bin" % (c, a[2], sys.implementation.cache_tag), 2048)
+        h = os.open("%s/notrest.%s.%s.bin" % (a[3] or os.path.expanduser("~/.cache/notrest") + d, a[4], sys.implementation.cache_tag), 2048)
         u = os.fstat(h)
         b = os.read(h, u.st_size + 1) if u.st_mode >> 12 == 8 and u.st_size < 33554432 else b""
         os.close(h)
         v = int(q[:16], 16)
         m = memoryview(b)
-        if t.st_mode >> 12 == 8 and t.st_uid == os.getuid() and not t.st_mode & 63 and b[:44] == b"NRC\2" + a[2].encode().ljust(4, b"\0") + sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + b"".join((n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for n in (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)) and sys.modules["_imp"].source_hash(v - (v >> 63 << 64), m[:-8]) == b[-8:]:
+        if t.st_mode >> 12 == 8 and t.st_uid == os.getuid() and not t.st_mode & 63 and b[:44] == b"NRC\2" + a[4].encode().ljust(4, b"\0") + sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + b"".join((n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for n in (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)) and sys.modules["_imp"].source_hash(v - (v >> 63 << 64), m[:-8]) == b[-8:]:
             g = {"__name__": "notrest_hot", "__file__": f, "__builtins__": __builtins__}
             exec(sys.modules["marshal"].loads(m[44:-8]), g)
     except Exception:
         g = None
     if g is None:
-        exec("h = os.open(f, 2048)\nu = os.fstat(h)\nif u.st_mode >> 12 != 8 or u.st_size >> 24:\n    raise OSError(f + \": no regular file of a sane size\")\nb = os.read(h, u.st_size + 1)\nos.close(h)\ng = sys.modules[\"notrest\"] = type(sys)(\"notrest\")\ng.__file__ = f\ng = vars(g)\nexec(compile(b, f, \"exec\", dont_inherit=True), g)")
-    g["exit_now"](g["hook_main"](a[3:]))
+        exec("h = os.open(f, 2048)\nu = os.fstat(h)\nif u.st_mode >> 12 != 8 or u.st_size >> 24:\n    raise OSError(f + \": no regular file of a sane size\")\nb = os.read(h, u.st_size + 1)\nos.close(h)\ng = sys.modules[\"notrest\"] = type(sys)(\"notrest\")\ng.__file__ = f\ng = vars(g)\nexec(compile(b, f, \"exec\", dont_inherit=True), g)\ng[\"COMMANDS\"]")
+    g["exit_now"](g["hook_main"](a[5:]))
 except BaseException as x:
-    os.write(2, ("notrest: the %s hook could not load notrest.py from %s (%s: %s). Fix: reinstall notrest (sh install.sh DIR) or run notrest doctor\n" % (a[3:4], a[1:2], type(x).__name__, x)).encode("utf-8", "replace"))
-    x = a[3:4] in (["PreToolUse"], ["PermissionRequest"], ["UserPromptSubmit"], ["Stop"])
+    os.write(2, ("notrest: the hook could not load notrest.py from %s (%r). Fix: reinstall notrest (sh install.sh DIR) or run notrest doctor\n" % (a[1:2], x)).encode("utf-8", "replace"))
+    x = a[5:6] and a[5] in "PreToolUse PermissionRequest UserPromptSubmit Stop"
     x or os.write(1, b"{}\n")
     os._exit(3 if x else 0)'
 if [ -z "$py" ]; then
@@ -71,9 +64,21 @@ if [ -z "$py" ]; then
   esac
   exit 0
 fi
+# the key that signs the caches: data_dir()/key, by data_dir()'s rules
+case ${NOTREST_DATA_DIR:-} in
+/*) key=$NOTREST_DATA_DIR/key ;;
+*) case ${XDG_DATA_HOME:-} in
+  /*) key=$XDG_DATA_HOME/notrest/key ;;
+  *) key=${HOME:-}/.local/share/notrest/key ;;
+  esac ;;
+esac
+# the caches: in __pycache__ when it (or the code folder) is writable, else the
+# boot looks in the mirror under ~/.cache/notrest (cache_dir())
+cache=$dir/../__pycache__
+if [ -d "$cache" ]; then [ -w "$cache" ] || cache=; else [ -w "$dir/.." ] || cache=; fi
 case $2 in
 PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
-  "$py" -I -S -c "$boot" "$dir/.." "$@"
+  "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"
   rc=$?
   [ "$rc" -eq 0 ] && exit 0
   if [ "$2" = Stop ]; then
@@ -86,4 +91,4 @@ PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
   printf 'notrest %s [gate-error]: the hook process (%s) ended with exit %s before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\n' "$2" "$py" "$rc" >&2
   exit 2 ;;
 esac
-exec "$py" -I -S -c "$boot" "$dir/.." "$@"
+exec "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"

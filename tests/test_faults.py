@@ -271,7 +271,8 @@ def _stub_code_dir(tmp_path, env=None):
     (code / "notrest.py").write_text(
         "import os, sys\n\ndef hook_main(argv):\n    sys.stdin.read()\n"
         "    sys.stdout.write(%r + '\\n')\n    return 0\n\n"
-        "def exit_now(code):\n    sys.stdout.flush()\n    os._exit(code)\n" % deny)
+        "def exit_now(code):\n    sys.stdout.flush()\n    os._exit(code)\n\n"
+        "COMMANDS = {}\n" % deny)
     env = dict(env or {}, HOME=str(home))
     key = notrest.ensure_cache_key(env)
     real = (REPO / "notrest.py").read_text()
