@@ -3162,18 +3162,19 @@ def _json_kind(value):
             dict: "an object"}.get(type(value), type(value).__name__)
 
 
+_EXACT_TYPES = {}
+for _name, _types in (("str", (str,)), ("int", (int,)), ("num", (int, float)),
+                      ("bool", (bool,))):
+    _EXACT_TYPES[_name] = frozenset(_types)
+    _EXACT_TYPES["?" + _name] = frozenset(_types + (type(None),))
+
+
 def _fits(value, shape):
-    """Whether value fits shape (shape_problem without the words: fast)."""
+    """Whether value fits shape (shape_problem without the words, fast: values come
+    from JSON, so their types are exact and a bool is never taken for a number)."""
     if shape.__class__ is str:
-        if shape[0] == "?":
-            if value is None:
-                return True
-            shape = shape[1:]
-        if shape == "any":
-            return True
-        kind = _SHAPE_TYPES[shape]
-        return isinstance(value, kind) and (shape == "bool" or value is not True and
-                                            value is not False)
+        types = _EXACT_TYPES.get(shape)
+        return types is None or type(value) in types  # None: "any", "?any"
     if shape.__class__ is dict:
         if value.__class__ is not dict:
             return False
@@ -3200,10 +3201,9 @@ def _fits(value, shape):
         if kind == "tuple":
             return len(value) == len(inner) and all(map(_fits, value, inner))
         items = value
-    if inner.__class__ is str and inner[0] != "?" and inner not in ("any", "bool", "int",
-                                                                      "num"):
-        kind = _SHAPE_TYPES[inner]
-        return all(isinstance(item, kind) for item in items)
+    if inner.__class__ is str:
+        types = _EXACT_TYPES.get(inner)
+        return types is None or set(map(type, items)) <= types
     return all(_fits(item, inner) for item in items)
 
 
@@ -6359,9 +6359,36 @@ def learn_file_problem(path):
         return None, exc.what
     if data is None:
         return None, None
-    problem = shape_problem(data, LEARN_SHAPES.get(os.path.basename(path), "any"),
-                            os.path.basename(path))
+    name = os.path.basename(path)
+    if name == "state.json" and _learn_state_ok(data):
+        return data, None
+    problem = shape_problem(data, LEARN_SHAPES.get(name, "any"), name)
     return (None, problem) if problem else (data, None)
+
+
+_INT_TYPES, _STR_TYPES = frozenset((int,)), frozenset((str,))
+_STATE_REST = {key: shape for key, shape in LEARN_SHAPES["state.json"].items()
+               if key != "ngrams"}
+
+
+def _ngram_ok(entry):
+    """One ngram entry of the learning state, checked fast (thousands at a stop)."""
+    if type(entry) is not dict or type(entry.get("n")) is not int or type(entry.get(
+            "more", 0)) is not int:
+        return False
+    s, ev, vals, ex = entry.get("s"), entry.get("ev"), entry.get("vals"), entry.get("ex")
+    return (type(s) is list and set(map(type, s)) <= _INT_TYPES and type(ev) is list
+            and all(type(p) is list and len(p) == 2 and set(map(type, p)) <= _INT_TYPES
+                    for p in ev)
+            and type(vals) is list and all(type(v) is list and set(map(type, v)) <=
+                                           _STR_TYPES for v in vals)
+            and type(ex) is list and set(map(type, ex)) <= _STR_TYPES)
+
+
+def _learn_state_ok(data):
+    return (type(data) is dict and type(data.get("ngrams", {})) is dict
+            and all(map(_ngram_ok, data.get("ngrams", {}).values()))
+            and _fits(data, _STATE_REST))
 
 
 def _load_learn_json(path, default):
