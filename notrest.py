@@ -2846,6 +2846,101 @@ def project_store(root, env=None):
     return _STORES[key]
 
 
+# ---- the signed bytecode caches (read side; build_hot_cache writes them) ----
+# Here, not with install, because ring 3 judges the caches from the warm part.
+
+def cache_dir(code_dir):
+    """Where the bytecode caches of notrest.py live: its __pycache__, or, when that
+    is not writable (a read-only checkout), a mirror under ~/.cache/notrest; the
+    launchers look in the same place."""
+    code_dir = os.path.abspath(code_dir)
+    pycache = os.path.join(code_dir, "__pycache__")
+    if os.access(pycache if os.path.isdir(pycache) else code_dir, os.W_OK):
+        return pycache
+    return os.path.expanduser("~/.cache/notrest") + code_dir
+
+
+def hot_cache_path(code_dir, part="hot"):
+    return os.path.join(cache_dir(code_dir), "notrest.%s.%s.bin" % (
+        part, sys.implementation.cache_tag))
+
+
+CACHE_MAGIC = b"NRC\x02"
+CACHE_HEADER_BYTES = 44
+CACHE_MAC_BYTES = 8
+
+
+def cache_key_path(env=None):
+    return os.path.join(data_dir(env), "key")
+
+
+def read_cache_key(env=None):
+    """The 64-bit key that signs the bytecode caches, or None when there is none
+    fit to trust: absent, unreadable, not the person's own, open to others."""
+    try:
+        fd, st = open_regular(cache_key_path(env))
+        try:
+            data = os.read(fd, 256)
+        finally:
+            os.close(fd)
+        value = int(data[:16], 16)
+    except (OSError, ValueError):
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or len(data.strip()) < 16:
+        return None
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def cache_header(part, st):
+    """What a cache of one part must begin with to run: our mark, the part, this
+    interpreter's bytecode magic, and notrest.py's identity (size, mtime, ctime,
+    inode: any write or replace of the file changes one of them)."""
+    magic = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER  # no importlib.util
+    mask = (1 << 64) - 1
+    return (CACHE_MAGIC + part.encode()[:4].ljust(4, b"\0") + magic
+            + b"".join((v & mask).to_bytes(8, "little") for v in (
+                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)))
+
+
+def hot_cache_header(source, part="hot"):
+    """The header a launcher accepts for source's cache of one part; the body and
+    a MAC made with the key must follow it."""
+    return cache_header(part, os.stat(source))
+
+
+def cache_mac(key, signed):
+    """SipHash of header and body, keyed with the person's key: built into CPython
+    (`_imp.source_hash`), ~60 us for the hot part (HMAC-SHA256 costs 1.6 ms
+    with the import of its extension module)."""
+    import _imp
+    return _imp.source_hash(key, signed)
+
+
+def cache_status(code_dir, part, env=None):
+    """ok, missing, stale, bad-signature or no-key: what a launcher would make of the
+    bytecode cache of one part (hot, warm). Only "ok" is ever executed."""
+    code_dir = os.path.abspath(code_dir)
+    try:
+        blob = read_file_bytes(hot_cache_path(code_dir, part), 1 << 25)
+    except OSError:
+        return "bad-signature"
+    if blob is None:
+        return "missing"
+    key = read_cache_key(env)
+    if key is None:
+        return "no-key"
+    try:
+        st = os.stat(os.path.join(code_dir, "notrest.py"))
+    except OSError:
+        return "stale"
+    if blob[:CACHE_HEADER_BYTES] != cache_header(part, st):
+        return "stale"
+    if len(blob) <= CACHE_HEADER_BYTES + CACHE_MAC_BYTES or cache_mac(
+            key, memoryview(blob)[:-CACHE_MAC_BYTES]) != blob[-CACHE_MAC_BYTES:]:
+        return "bad-signature"
+    return "ok"
+
+
 def find_root(start):
     """The nearest folder at or above `start` that holds a .notrest/ estate."""
     path = os.path.abspath(start)
@@ -5647,11 +5742,14 @@ def _restore_file(root, store, rel, item, manifest=None):
 
 
 def whole_module():
-    """The whole module, also from a hook's warm part (which ends before doctor)."""
+    """The whole module, also from a hook's warm part (which ends before doctor):
+    compiled from notrest.py's source there, never imported from a .pyc."""
     if "build_parser" in globals():
         return sys.modules[__name__]
-    import notrest
-    return notrest
+    module = sys.modules.get("notrest")
+    if module is None or not hasattr(module, "build_parser"):
+        module = load_source_module(os.path.abspath(__file__))
+    return module
 
 
 def _judge_file(root, store, manifest, rel, repair):
@@ -7854,48 +7952,6 @@ def _sh_quoted(text):
 
 
 
-def cache_dir(code_dir):
-    """Where the bytecode caches of notrest.py live: its __pycache__, or, when that
-    is not writable (a read-only checkout), a mirror under ~/.cache/notrest; the
-    launchers look in the same place."""
-    code_dir = os.path.abspath(code_dir)
-    pycache = os.path.join(code_dir, "__pycache__")
-    if os.access(pycache if os.path.isdir(pycache) else code_dir, os.W_OK):
-        return pycache
-    return os.path.expanduser("~/.cache/notrest") + code_dir
-
-
-def hot_cache_path(code_dir, part="hot"):
-    return os.path.join(cache_dir(code_dir), "notrest.%s.%s.bin" % (
-        part, sys.implementation.cache_tag))
-
-
-CACHE_MAGIC = b"NRC\x02"
-CACHE_HEADER_BYTES = 44
-CACHE_MAC_BYTES = 8
-
-
-def cache_key_path(env=None):
-    return os.path.join(data_dir(env), "key")
-
-
-def read_cache_key(env=None):
-    """The 64-bit key that signs the bytecode caches, or None when there is none
-    fit to trust: absent, unreadable, not the person's own, open to others."""
-    try:
-        fd, st = open_regular(cache_key_path(env))
-        try:
-            data = os.read(fd, 256)
-        finally:
-            os.close(fd)
-        value = int(data[:16], 16)
-    except (OSError, ValueError):
-        return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o077 or len(data.strip()) < 16:
-        return None
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
 def ensure_cache_key(env=None):
     """The key, made when there is none (random, mode 0600, in data_dir()); a key
     file that is there but not fit to trust is never replaced (doctor says why)."""
@@ -7913,50 +7969,6 @@ def ensure_cache_key(env=None):
     finally:
         os.close(fd)
     return read_cache_key(env)
-
-
-def cache_header(part, st):
-    """What a cache of one part must begin with to run: our mark, the part, this
-    interpreter's bytecode magic, and notrest.py's identity (size, mtime, ctime,
-    inode: any write or replace of the file changes one of them)."""
-    magic = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER  # no importlib.util
-    mask = (1 << 64) - 1
-    return (CACHE_MAGIC + part.encode()[:4].ljust(4, b"\0") + magic
-            + b"".join((v & mask).to_bytes(8, "little") for v in (
-                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)))
-
-
-def cache_mac(key, signed):
-    """SipHash of header and body, keyed with the person's key: built into CPython
-    (`_imp.source_hash`), ~60 us for the hot part (HMAC-SHA256 costs 1.6 ms
-    with the import of its extension module)."""
-    import _imp
-    return _imp.source_hash(key, signed)
-
-
-def cache_status(code_dir, part, env=None):
-    """ok, missing, stale, bad-signature or no-key: what a launcher would make of the
-    bytecode cache of one part (hot, warm). Only "ok" is ever executed."""
-    code_dir = os.path.abspath(code_dir)
-    try:
-        blob = read_file_bytes(hot_cache_path(code_dir, part), 1 << 25)
-    except OSError:
-        return "bad-signature"
-    if blob is None:
-        return "missing"
-    key = read_cache_key(env)
-    if key is None:
-        return "no-key"
-    try:
-        st = os.stat(os.path.join(code_dir, "notrest.py"))
-    except OSError:
-        return "stale"
-    if blob[:CACHE_HEADER_BYTES] != cache_header(part, st):
-        return "stale"
-    if len(blob) <= CACHE_HEADER_BYTES + CACHE_MAC_BYTES or cache_mac(
-            key, memoryview(blob)[:-CACHE_MAC_BYTES]) != blob[-CACHE_MAC_BYTES:]:
-        return "bad-signature"
-    return "ok"
 
 
 def build_hot_cache(source, env=None):
