@@ -35,7 +35,7 @@ ESTATE_DIR = ".notrest"
 PACKET_BUDGET_BYTES = 6000
 PACKET_LINE_MAX = 240
 STDIN_CAP_BYTES = 32 * 1024 * 1024
-STDIN_DEADLINE_S = 3.0
+STDIN_DEADLINE_S = 5.0
 JOURNAL_TEXT_MAX = 2000
 ERROR_TEXT_MAX = 600
 INDEX_MAX_SESSIONS = 500
@@ -192,12 +192,30 @@ def json_loads(text):
     except RecursionError:
         raise ValueError("JSON nested too deep")
     except Exception as exc:  # the C scanner reports some errors as SystemError
-        raise ValueError("not JSON (%s)" % type(exc).__name__)
+        raise ValueError("not JSON (%s)" % (
+            "%s at char %s" % (exc.msg, exc.pos) if hasattr(exc, "msg") else
+            type(exc).__name__))
     while end < n and text[end] in " \t\r\n":
         end += 1
     if end != n:
         raise ValueError("extra data at char %d" % end)
     return value
+
+
+def json_scan(text, i):
+    """(value, end) of the one JSON value that starts at text[i]; ValueError when
+    none does (used to salvage what a damaged file still holds)."""
+    json_loads("0")  # makes the scanner
+    scan = _SCANNER[0]
+    try:
+        if scan is None:
+            import json
+            return json.JSONDecoder().raw_decode(text, i)
+        return scan(text, i)
+    except (StopIteration, RecursionError, ValueError) as exc:
+        raise ValueError("no JSON value at char %d (%s)" % (i, type(exc).__name__))
+    except Exception as exc:  # the C scanner reports some errors as SystemError
+        raise ValueError("not JSON (%s)" % type(exc).__name__)
 
 
 def _dump_into(obj, out, encode):
@@ -6208,6 +6226,101 @@ def project_store(root, env=None):
     return _STORES[key]
 
 
+# ---- the signed bytecode caches (read side; build_hot_cache writes them) ----
+# Here, not with install, because ring 3 judges the caches from the warm part.
+
+def cache_dir(code_dir):
+    """Where the bytecode caches of notrest.py live: its __pycache__, or, when that
+    is not writable (a read-only checkout), a mirror under ~/.cache/notrest; the
+    launchers look in the same place."""
+    code_dir = os.path.abspath(code_dir)
+    pycache = os.path.join(code_dir, "__pycache__")
+    if os.access(pycache if os.path.isdir(pycache) else code_dir, os.W_OK):
+        return pycache
+    return os.path.expanduser("~/.cache/notrest") + code_dir
+
+
+def hot_cache_path(code_dir, part="hot"):
+    return os.path.join(cache_dir(code_dir), "notrest.%s.%s.bin" % (
+        part, sys.implementation.cache_tag))
+
+
+CACHE_MAGIC = b"NRC\x02"
+CACHE_HEADER_BYTES = 44
+CACHE_MAC_BYTES = 8
+
+
+def cache_key_path(env=None):
+    return os.path.join(data_dir(env), "key")
+
+
+def read_cache_key(env=None):
+    """The 64-bit key that signs the bytecode caches, or None when there is none
+    fit to trust: absent, unreadable, not the person's own, open to others."""
+    try:
+        fd, st = open_regular(cache_key_path(env))
+        try:
+            data = os.read(fd, 256)
+        finally:
+            os.close(fd)
+        value = int(data[:16], 16)
+    except (OSError, ValueError):
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or len(data.strip()) < 16:
+        return None
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def cache_header(part, st):
+    """What a cache of one part must begin with to run: our mark, the part, this
+    interpreter's bytecode magic, and notrest.py's identity (size, mtime, ctime,
+    inode: any write or replace of the file changes one of them)."""
+    magic = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER  # no importlib.util
+    mask = (1 << 64) - 1
+    return (CACHE_MAGIC + part.encode()[:4].ljust(4, b"\0") + magic
+            + b"".join((v & mask).to_bytes(8, "little") for v in (
+                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)))
+
+
+def hot_cache_header(source, part="hot"):
+    """The header a launcher accepts for source's cache of one part; the body and
+    a MAC made with the key must follow it."""
+    return cache_header(part, os.stat(source))
+
+
+def cache_mac(key, signed):
+    """SipHash of header and body, keyed with the person's key: built into CPython
+    (`_imp.source_hash`), ~60 us for the hot part (HMAC-SHA256 costs 1.6 ms
+    with the import of its extension module)."""
+    import _imp
+    return _imp.source_hash(key, signed)
+
+
+def cache_status(code_dir, part, env=None):
+    """ok, missing, stale, bad-signature or no-key: what a launcher would make of the
+    bytecode cache of one part (hot, warm). Only "ok" is ever executed."""
+    code_dir = os.path.abspath(code_dir)
+    try:
+        blob = read_file_bytes(hot_cache_path(code_dir, part), 1 << 25)
+    except OSError:
+        return "bad-signature"
+    if blob is None:
+        return "missing"
+    key = read_cache_key(env)
+    if key is None:
+        return "no-key"
+    try:
+        st = os.stat(os.path.join(code_dir, "notrest.py"))
+    except OSError:
+        return "stale"
+    if blob[:CACHE_HEADER_BYTES] != cache_header(part, st):
+        return "stale"
+    if len(blob) <= CACHE_HEADER_BYTES + CACHE_MAC_BYTES or cache_mac(
+            key, memoryview(blob)[:-CACHE_MAC_BYTES]) != blob[-CACHE_MAC_BYTES:]:
+        return "bad-signature"
+    return "ok"
+
+
 def find_root(start):
     """The nearest folder at or above `start` that holds a .notrest/ estate."""
     path = os.path.abspath(start)
@@ -6247,11 +6360,13 @@ def write_atomic(path, text, durable=True):
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):
+            exc.filename = path
         raise
     if not durable:
         return
@@ -6317,12 +6432,24 @@ class _Lock:
     def __enter__(self):
         import fcntl
         _ensure_dir(os.path.dirname(self.path))
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.fd = _open_for_append(self.path, os.O_RDWR | os.O_CREAT)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc):
         os.close(self.fd)
+
+
+def _open_for_append(path, flags):
+    """An fd on a regular file (created when absent), never through a symlink and
+    never on a FIFO or a device that would swallow or block the write."""
+    fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(
+        os, "O_CLOEXEC", 0), 0o644)
+    st = os.fstat(fd)
+    if st.st_mode & 0o170000 != 0o100000:
+        os.close(fd)
+        raise NotRegularFile(path, file_kind(st.st_mode))
+    return fd
 
 
 def append_record(path, record):
@@ -6331,7 +6458,7 @@ def append_record(path, record):
     import fcntl
     line = encode_line(redact_record(record)).encode("utf-8")
     _ensure_dir(os.path.dirname(path))
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _open_for_append(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
@@ -6340,18 +6467,25 @@ def append_record(path, record):
         written = os.write(fd, line)
         while written < len(line):
             written += os.write(fd, line[written:])
+    except OSError as exc:
+        exc.filename = exc.filename or path
+        raise
     finally:
         os.close(fd)
 
 
 def read_records(path, offset=0, limit_bytes=None):
     """Stream (record, line number or None, end offset) from offset; a torn or
-    damaged line yields (None, lineno, offset) and reading goes on."""
+    damaged line yields (None, lineno, offset) and reading goes on. Anything but a
+    regular file in its place yields nothing (and is noted)."""
     try:
-        handle = open(path, "rb")
-    except OSError:
+        fd, _st = open_regular(path)
+    except FileNotFoundError:
         return
-    with handle:
+    except OSError as exc:
+        estate_note("%s: %s" % (path, _os_error_text(exc)))
+        return
+    with open(fd, "rb") as handle:
         if limit_bytes is not None:
             size = os.fstat(handle.fileno()).st_size
             if size - offset > limit_bytes:
@@ -6376,42 +6510,309 @@ def read_records(path, offset=0, limit_bytes=None):
             yield record, lineno, offset
 
 
-def read_json_file(path, what="estate file"):
-    """A JSON file's value; None when absent; NotrestError naming it when broken."""
+# ---- bounded reads: an estate file that blocks or lies never hangs a hook ----
+
+ESTATE_FILE_CAP = 16 * 1024 * 1024
+SMALL_FILE_CAP = 1024 * 1024
+_FILE_KINDS = {0o040000: "a folder", 0o010000: "a FIFO", 0o020000: "a character device",
+               0o060000: "a block device", 0o140000: "a socket", 0o120000: "a symlink"}
+_OPEN_READ = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(
+    os, "O_CLOEXEC", 0)
+
+
+class NotRegularFile(OSError):
+    """A folder, FIFO, device or socket stands where an estate file belongs."""
+
+    def __init__(self, path, kind):
+        super().__init__(22, "%s stands where a file belongs" % kind, path)
+        self.kind = kind
+
+
+class FileTooLarge(OSError):
+    def __init__(self, path, size, cap):
+        super().__init__(27, "%d bytes, over the %d-byte bound" % (size, cap), path)
+
+
+def file_kind(mode):
+    return "a file" if mode & 0o170000 == 0o100000 else _FILE_KINDS.get(
+        mode & 0o170000, "something that is no file")
+
+
+def open_regular(path):
+    """(fd, stat) of a regular file opened for reading without blocking: a FIFO, a
+    device, a socket or a folder in its place raises NotRegularFile at once."""
+    st = os.stat(path)
+    if st.st_mode & 0o170000 != 0o100000:
+        raise NotRegularFile(path, file_kind(st.st_mode))
+    fd = os.open(path, _OPEN_READ)
     try:
-        with open(path, "rb") as handle:
-            text = handle.read().decode("utf-8", "replace")
+        st = os.fstat(fd)
+        if st.st_mode & 0o170000 != 0o100000:
+            raise NotRegularFile(path, file_kind(st.st_mode))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def open_plain(path):
+    """A binary handle on a regular file; a FIFO, a device or a folder in its place
+    raises NotRegularFile (an OSError) at once instead of blocking the reader."""
+    return os.fdopen(open_regular(path)[0], "rb")
+
+
+def read_file_bytes(path, cap=ESTATE_FILE_CAP):
+    """The bytes of a regular file of at most cap bytes; None when it is absent."""
+    try:
+        fd, st = open_regular(path)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise NotrestError("cannot read the %s (%s)" % (what, exc.strerror), path,
-                           "check its permissions")
     try:
-        return json_loads(text)
+        if st.st_size > cap:
+            raise FileTooLarge(path, st.st_size, cap)
+        parts, total = [], 0
+        while True:
+            chunk = os.read(fd, min(cap + 1 - total, max(st.st_size - total, 0) + 1))
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise FileTooLarge(path, total, cap)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _os_error_text(exc):
+    return exc.strerror or type(exc).__name__
+
+
+ESTATE_NOTES = []
+
+
+def estate_note(text):
+    """Remember one problem met in the estate: a hook prints them in one stderr
+    line, the CLI as warnings; doctor finds each one again by itself."""
+    text = clip(neutralise(text), 300)
+    if len(ESTATE_NOTES) < 20 and text not in ESTATE_NOTES:
+        ESTATE_NOTES.append(text)
+
+
+def read_json_file(path, what="estate file", cap=ESTATE_FILE_CAP):
+    """A JSON file's value; None when absent; NotrestError naming it when it cannot
+    be read, is no regular file, is over cap bytes or is not JSON."""
+    try:
+        data = read_file_bytes(path, cap)
+    except NotRegularFile as exc:
+        raise NotrestError("%s stands where the %s belongs" % (exc.kind, what), path,
+                           "move it aside (`mv %s %s.bad`); notrest rebuilds its views "
+                           "(`notrest rebuild`), install.sh rewrites config" % (
+                               _quote_arg(path), _quote_arg(path)))
+    except FileTooLarge as exc:
+        raise NotrestError("the %s is too large (%s)" % (what, exc.strerror), path,
+                           "move it aside and run `notrest rebuild`")
+    except OSError as exc:
+        raise NotrestError("cannot read the %s (%s)" % (what, _os_error_text(exc)), path,
+                           "check its owner and permissions (`ls -l %s`)" % _quote_arg(
+                               path))
+    if data is None:
+        return None
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    try:
+        return json_loads(data.decode("utf-8", "replace"))
     except ValueError as exc:
         raise NotrestError("the %s is not valid JSON (%s)" % (what, exc), path,
                            "fix it by hand, or for a view run `notrest rebuild`")
 
 
-def load_config(estate):
+# ---- record shapes: every record is type-checked before it is used -----------
+
+_SHAPE_TYPES = {"str": str, "int": int, "num": (int, float), "bool": bool, "any": object}
+_SHAPE_NAMES = {"str": "a string", "int": "an integer", "num": "a number",
+                "bool": "true or false"}
+
+
+def _json_kind(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {str: "a string", int: "an integer", float: "a number", list: "a list",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
+_EXACT_TYPES = {}
+for _name, _types in (("str", (str,)), ("int", (int,)), ("num", (int, float)),
+                      ("bool", (bool,))):
+    _EXACT_TYPES[_name] = frozenset(_types)
+    _EXACT_TYPES["?" + _name] = frozenset(_types + (type(None),))
+
+
+def _fits(value, shape):
+    """Whether value fits shape (shape_problem without the words, fast: values come
+    from JSON, so their types are exact and a bool is never taken for a number)."""
+    if shape.__class__ is str:
+        types = _EXACT_TYPES.get(shape)
+        return types is None or type(value) in types  # None: "any", "?any"
+    if shape.__class__ is dict:
+        if value.__class__ is not dict:
+            return False
+        for key, inner in shape.items():
+            if key[0] == "!":
+                key = key[1:]
+                if key not in value:
+                    return False
+            elif key not in value:
+                continue
+            if not _fits(value[key], inner):
+                return False
+        return True
+    kind, inner = shape
+    if kind == "opt":
+        return value is None or _fits(value, inner)
+    if kind == "map":
+        if value.__class__ is not dict:
+            return False
+        items = value.values()
+    else:
+        if value.__class__ is not list:
+            return False
+        if kind == "tuple":
+            return len(value) == len(inner) and all(map(_fits, value, inner))
+        items = value
+    if inner.__class__ is str:
+        types = _EXACT_TYPES.get(inner)
+        return types is None or set(map(type, items)) <= types
+    return all(_fits(item, inner) for item in items)
+
+
+def shape_problem(value, shape, where="value"):
+    """What is wrong with value against shape, or None when it fits. A shape is
+    "str", "int", "num", "bool" or "any" (a leading "?" also allows null),
+    ["list", shape], ["map", shape] (string keys), ["tuple", [shapes]], ["opt",
+    shape] (null or shape), or {field: shape} for an object (fields may be absent;
+    "!field" must be there)."""
+    if _fits(value, shape):
+        return None
+    if isinstance(shape, str):
+        if shape[0] == "?":
+            if value is None:
+                return None
+            shape = shape[1:]
+        if shape == "any":
+            return None
+        if isinstance(value, _SHAPE_TYPES[shape]) and (
+                shape == "bool" or not isinstance(value, bool)):
+            return None
+        return "%s is %s, not %s" % (where, _json_kind(value), _SHAPE_NAMES[shape])
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return "%s is %s, not an object" % (where, _json_kind(value))
+        for key, inner in shape.items():
+            name = key[1:] if key[0] == "!" else key
+            if name not in value:
+                if key[0] == "!":
+                    return "%s has no %r" % (where, name)
+                continue
+            problem = shape_problem(value[name], inner, "%s.%s" % (where, name))
+            if problem:
+                return problem
+        return None
+    kind, inner = shape
+    if kind == "opt":
+        return None if value is None else shape_problem(value, inner, where)
+    if kind == "map":
+        if not isinstance(value, dict):
+            return "%s is %s, not an object" % (where, _json_kind(value))
+        for key, item in value.items():
+            problem = shape_problem(item, inner, "%s[%s]" % (where, json_dumps(key)))
+            if problem:
+                return problem
+        return None
+    if not isinstance(value, list):
+        return "%s is %s, not a list" % (where, _json_kind(value))
+    if kind == "tuple":
+        if len(value) != len(inner):
+            return "%s has %d items, not %d" % (where, len(value), len(inner))
+        pairs = zip(value, inner)
+    else:
+        pairs = ((item, inner) for item in value)
+    for i, (item, item_shape) in enumerate(pairs):
+        problem = shape_problem(item, item_shape, "%s[%d]" % (where, i))
+        if problem:
+            return problem
+    return None
+
+
+CONFIG_SHAPE = {"schema_version": "int", "python": "str", "clients": ["list", "str"],
+                "cli": "str", "version": "str", "packet_budget": "int"}
+PERMIT_SHAPE = {"!id": "str", "!law": "str", "why": "str", "who": "str",
+                "!created": "num", "!expires": "num", "boot": "str", "uptime": "num"}
+PERMITS_SHAPE = {"schema_version": "int", "!permits": ["list", "any"]}
+
+
+def keep_damaged(path):
+    """Move a damaged estate file aside (<name>.damaged-<UTC time>) so the file
+    rebuilt in its place never hides it; returns the new path (None on failure)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = "%s.damaged-%s" % (path, stamp)
+    n = 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = "%s.damaged-%s-%d" % (path, stamp, n)
     try:
-        config = read_json_file(estate.path("config.json"), "config")
-    except NotrestError:
-        config = None
-    return config if isinstance(config, dict) else {}
+        os.rename(path, aside)
+    except OSError:
+        return None
+    return aside
+
+
+def load_config(estate):
+    """config.json as a dict; a broken or ill-typed one counts as empty (noted):
+    every key it holds has a default."""
+    path = estate.path("config.json")
+    try:
+        config = read_json_file(path, "config", SMALL_FILE_CAP)
+    except NotrestError as exc:
+        estate_note(str(exc))
+        return {}
+    if config is None:
+        return {}
+    problem = shape_problem(config, CONFIG_SHAPE, "config.json")
+    if problem:
+        estate_note("%s: %s; the defaults are used" % (path, problem))
+        return {}
+    return config
+
+
+LAWS_FILE_CAP = 4 * 1024 * 1024
 
 
 def load_lawbook(estate):
-    """The law book; a broken laws.json leaves the built-ins in force, loudly."""
+    """The law book. A broken laws.json keeps the built-in laws in force and every
+    project law that can still be read from it (salvaged whole objects), never
+    honours its `disable` list, and says so in book.problems."""
     path = estate.path("laws.json")
     try:
-        doc = read_json_file(path, "laws file")
+        doc = read_json_file(path, "laws file", LAWS_FILE_CAP)
     except NotrestError as exc:
-        book = build_lawbook(None)
-        book.problems.append(str(exc))
+        salvaged = salvage_laws(path)
+        book = build_lawbook(salvaged)
+        kept = [law.id for law in book.laws if law.source == "laws.json"]
+        book.problems = ["%s (%s): enforcing the built-in laws%s; its `disable` list "
+                         "is ignored until the file is fixed" % (
+                             exc.what, path, " and the %d project law(s) still readable "
+                             "(%s)" % (len(kept), ", ".join(kept)) if kept else "")] + [
+                                 "laws.json: %s" % p for p in book.problems]
+        activate_secret_patterns(book.secret_rules)
         return book
-    book = build_lawbook(doc)
-    book.problems = ["laws.json: %s" % p for p in book.problems]
+    listed = isinstance(doc, list)
+    book = build_lawbook({"laws": doc} if listed else doc)
+    book.problems = (["laws.json holds a list, not an object: its items are read as "
+                      "laws"] if listed else []) + ["laws.json: %s" % p
+                                                    for p in book.problems]
     activate_secret_patterns(book.secret_rules)
     return book
 
@@ -6420,9 +6821,8 @@ def use_project_secret_patterns(estate):
     """Make the secret_patterns of the estate's laws.json part of every redaction in
     this process. Cheap on every hook: the file is parsed only when it names some."""
     try:
-        with open(estate.path("laws.json"), "rb") as handle:
-            data = handle.read(1 << 20)
-    except OSError:
+        data = read_file_bytes(estate.path("laws.json"), LAWS_FILE_CAP) or b""
+    except (OSError, NotrestError):  # a FIFO, a folder, too big: load_lawbook says so
         data = b""
     rules = ()
     if b"secret_patterns" in data:
@@ -6434,6 +6834,64 @@ def use_project_secret_patterns(estate):
             rules = compile_secret_patterns(doc.get("secret_patterns"))[0]
     activate_secret_patterns(rules)
     return rules
+
+
+def salvage_laws(path):
+    """What a broken laws.json still says that can only add protection: the law
+    objects and protected lists that parse whole (a truncated file keeps the laws
+    before the cut). Never `disable`, never a bound."""
+    try:
+        fd, _st = open_regular(path)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, LAWS_FILE_CAP).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    doc = {}
+    for key in ("laws", "protected_branches", "protected_paths", "secret_patterns"):
+        items = _salvage_list(text, key)
+        if items:
+            doc[key] = items if key in ("laws", "secret_patterns") else [
+                i for i in items if isinstance(i, str)]
+    return doc
+
+
+def _salvage_list(text, key):
+    """The items of the list `"key": [...]` that parse whole, up to the first that
+    does not."""
+    mark = '"%s"' % key
+    start = text.find(mark)
+    while start >= 0:
+        i = start + len(mark)
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        if start and text[start - 1] != "\\" and text[i:i + 1] == ":":
+            i += 1
+            while i < len(text) and text[i] in " \t\r\n":
+                i += 1
+            if text[i:i + 1] == "[":
+                return _scan_items(text, i + 1)
+        start = text.find(mark, start + 1)
+    return []
+
+
+def _scan_items(text, i):
+    items = []
+    n = len(text)
+    while len(items) < 1000:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n or text[i] == "]":
+            break
+        try:
+            value, i = json_scan(text, i)
+        except ValueError:
+            break
+        items.append(value)
+    return items
 
 
 def cli_hint(estate, config=None):
@@ -6532,25 +6990,102 @@ def files_touched(event, root, home):
     return out
 
 
-def load_permits(estate, now):
-    path = estate.path("permits.json")
-    if not os.path.exists(path):
-        return []
+PERMIT_CLOCK_SLACK_S = 120
+
+
+def clock_reading():
+    """(boot id, seconds since boot): the clock a permit is made under, besides the
+    wall clock; ("", None) where the system names no boot."""
     try:
-        data = read_json_file(path, "permits")
-    except NotrestError:
+        fd = os.open("/proc/sys/kernel/random/boot_id", _OPEN_READ)
+        try:
+            boot = os.read(fd, 128).decode("ascii", "replace").strip()
+        finally:
+            os.close(fd)
+        return boot, time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (OSError, AttributeError, ValueError):
+        return "", None
+
+
+def permit_live(permit, now, boot="", uptime=None):
+    """Pure: whether a permit may still be used at wall time now. It was made in the
+    past (a permit from the future was made under a clock that ran ahead) and has
+    not expired by the wall clock, nor, on the boot it was made in, by the seconds
+    that have really elapsed since."""
+    created, expires = permit["created"], permit["expires"]
+    if not created - PERMIT_CLOCK_SLACK_S <= now < expires:
+        return False
+    if boot and uptime is not None and permit.get("boot") == boot and isinstance(
+            permit.get("uptime"), (int, float)):
+        elapsed = uptime - permit["uptime"]
+        return -PERMIT_CLOCK_SLACK_S <= elapsed < expires - created
+    return True
+
+
+def read_permits(estate):
+    """(every well-formed permit, problems) of permits.json; NotrestError when the
+    file cannot be read at all."""
+    path = estate.path("permits.json")
+    data = read_json_file(path, "permits file", SMALL_FILE_CAP)
+    if data is None:
+        return [], []
+    problem = shape_problem(data, PERMITS_SHAPE, "permits.json")
+    if problem:
+        raise NotrestError("the permits file is damaged (%s)" % problem, path,
+                           "move it aside; a person grants permits again with "
+                           "`notrest allow`")
+    good, problems = [], []
+    for i, permit in enumerate(data["permits"]):
+        problem = shape_problem(permit, PERMIT_SHAPE, "permit %d" % (i + 1))
+        if problem:
+            problems.append(problem)
+        else:
+            good.append(permit)
+    return good, problems
+
+
+def load_permits(estate, now):
+    """The permits that may be used now; a damaged file or entry grants nothing
+    (and is noted)."""
+    try:
+        permits, problems = read_permits(estate)
+    except NotrestError as exc:
+        estate_note(str(exc))
         return []
-    permits = data.get("permits", []) if isinstance(data, dict) else []
-    return [p for p in permits if isinstance(p, dict) and (p.get("expires") or 0) > now]
+    for problem in problems:
+        estate_note("%s: %s (skipped)" % (estate.path("permits.json"), problem))
+    if not permits:
+        return []
+    boot, uptime = clock_reading()
+    return [p for p in permits if permit_live(p, now, boot, uptime)]
 
 
 def consume_permits(estate, ids):
+    """Remove used permits under the lock; returns the ids really removed (a permit
+    another hook used first is not there any more). Entries it cannot read are
+    left as they are."""
     path = estate.path("permits.json")
     with _Lock(estate.path(".permits.lock")):
-        data = read_json_file(path, "permits") or {}
-        permits = [p for p in data.get("permits", []) if p.get("id") not in ids]
-        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
-                                        "permits": permits}))
+        data = read_json_file(path, "permits", SMALL_FILE_CAP) or {}
+        listed = data.get("permits") if isinstance(data, dict) else None
+        if not isinstance(listed, list):
+            return []
+        kept = [p for p in listed if not (isinstance(p, dict) and p.get("id") in ids)]
+        gone = [p.get("id") for p in listed if isinstance(p, dict) and p.get("id") in ids]
+        if gone:
+            write_atomic(path, json_pretty(dict(data, permits=kept)))
+        return gone
+
+
+def try_append(path, record):
+    """append_record, best effort: False (and noted) when the estate cannot take it."""
+    try:
+        append_record(path, record)
+        return True
+    except (OSError, NotrestError) as exc:
+        estate_note("cannot write %s (%s)" % (path, _os_error_text(exc) if isinstance(
+            exc, OSError) else exc.what))
+        return False
 
 
 def overrides_from_env(env):
@@ -6561,8 +7096,8 @@ def overrides_from_env(env):
 def current_branch(root):
     """The checked-out branch read from .git/HEAD (no subprocess), or None."""
     try:
-        with open(os.path.join(root, ".git", "HEAD"), "rb") as handle:
-            head = handle.read(512).decode("utf-8", "replace").strip()
+        head = (read_file_bytes(os.path.join(root, ".git", "HEAD"), 4096) or b"").decode(
+            "utf-8", "replace").strip()
     except OSError:
         return None
     if head.startswith("ref: refs/heads/"):
@@ -6588,22 +7123,53 @@ def gate_event(estate, event, book, env, now, journal=True, what=None):
             verdict.instead = verdict.instead.replace("{cli}", cli)
     permits = load_permits(estate, now) if any(
         v.action in ("deny", "ask", "block") for v in verdicts) else []
-    final, receipts, used = apply_overrides(verdicts, overrides_from_env(env), permits)
-    if journal and event.session:
-        path = estate.journal(event.session)
-        for receipt in receipts:
-            append_record(path, dict(_base(event, now), k="receipt", what=what,
-                                     **{k: v for k, v in receipt.items() if k != "t"}))
-        if final.action in ("deny", "ask", "block"):
-            append_record(path, dict(_base(event, now), k="deny", law=final.law,
-                                     action=final.action, what=what,
-                                     reason=final.reason))
-    if used and journal:
-        consume_permits(estate, used)
+    overrides = overrides_from_env(env)
+    final, receipts, used = apply_overrides(verdicts, overrides, permits)
+    if journal:
+        final, receipts = _authorised(estate, event, now, what, verdicts, overrides,
+                                      final, receipts, used)
+        if event.session and final.action in ("deny", "ask", "block"):
+            try_append(estate.journal(event.session), dict(
+                _base(event, now), k="deny", law=final.law, action=final.action,
+                what=what, reason=final.reason))
+    if book.problems:
+        estate_note(book.problems[0])
     if book.problems and final.action == "allow" and not final.message:
         final.message = "notrest: %s; the built-in laws are still enforced. Fix it " \
                         "(`notrest doctor` shows how)." % book.problems[0]
     return final
+
+
+def _authorised(estate, event, now, what, verdicts, overrides, final, receipts, used,
+                **bounds):
+    """(final, receipts) once the authority an override used is real: a permit is
+    consumed under the lock (another hook may have used it first) and every
+    override leaves its receipt in the journal. When either cannot be done, the
+    law's own verdict stands. bounds go to apply_overrides (the Stop bound)."""
+    lost = ""
+    if used:
+        try:
+            gone = consume_permits(estate, used)
+        except (OSError, NotrestError) as exc:
+            gone, lost = [], "the permit could not be used up (%s)" % (
+                _os_error_text(exc) if isinstance(exc, OSError) else exc.what)
+        if len(gone) < len(used) and not lost:
+            lost = "the permit was used up by another call"
+        if lost:
+            final, receipts, _used = apply_overrides(verdicts, overrides, [], **bounds)
+    path = estate.journal(event.session or "unknown")
+    for receipt in receipts:
+        if receipt.get("stop_allowed_after"):
+            continue  # the stop record itself says so
+        if not try_append(path, dict(_base(event, now), k="receipt", what=what, **{
+                k: v for k, v in receipt.items() if k != "t"})):
+            lost = "its receipt cannot be written to the journal, and an override " \
+                   "always leaves one"
+            final, receipts, _used = apply_overrides(verdicts, set(), [], **bounds)
+            break
+    if lost and final.action in ("deny", "ask", "block"):
+        final.reason = "%s (an override was not used: %s)" % (final.reason, lost)
+    return final, receipts
 
 
 def _base(event, now):
@@ -6617,7 +7183,8 @@ def _base(event, now):
 # Gates fail closed; journaling fails open; a hook never shows a traceback.
 
 def read_stdin(fd=0, cap=STDIN_CAP_BYTES, deadline=STDIN_DEADLINE_S):
-    """(bytes, complete): stdin up to cap bytes or until the deadline passes."""
+    """(bytes, complete): stdin read to EOF, however slowly it comes, unless it
+    passes cap bytes or the deadline (then complete is False)."""
     import select
     chunks, total, end = [], 0, time.monotonic() + deadline
     while total <= cap:
@@ -6631,14 +7198,83 @@ def read_stdin(fd=0, cap=STDIN_CAP_BYTES, deadline=STDIN_DEADLINE_S):
         if not ready:
             return b"".join(chunks), False
         try:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+        except BlockingIOError:
+            continue
         except OSError:
-            break
+            return b"".join(chunks), False
         if not chunk:
             return b"".join(chunks), True
         chunks.append(chunk)
         total += len(chunk)
     return b"".join(chunks), False
+
+
+# ---- payload validation: a gate judges only a payload it has read whole ------
+
+PAYLOAD_DEPTH_MAX = 64
+# What a gate reads from a payload must have these types; advisory events take
+# what they can (normalise coerces the rest).
+PAYLOAD_SHAPE = {"hook_event_name": "str", "session_id": "str", "cwd": "str",
+                 "transcript_path": "?str", "tool_name": "str", "tool_input": "any",
+                 "prompt": "str", "stop_hook_active": "?bool", "agent_id": "?str",
+                 "agent_type": "?str"}
+STRICT_EVENTS = ("PreToolUse", "PermissionRequest", "UserPromptSubmit")
+
+
+def _nested_deeper(value, limit):
+    """Whether value nests lists and objects deeper than limit (no recursion)."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            todo.extend((v, depth + 1) for v in item.values() if isinstance(v, (
+                dict, list)))
+        elif isinstance(item, list):
+            todo.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+    return False
+
+
+def parse_payload(raw, complete, event_name):
+    """(payload, problem): the JSON object on a hook's stdin, or why it cannot be
+    trusted: cut short, not JSON, nested too deep, ill-typed, or claiming another
+    event than the launcher that received it (the launcher's event holds)."""
+    if not complete:
+        return None, "the payload was cut (%d bytes read before %s)" % (
+            len(raw), "the %d-byte cap" % STDIN_CAP_BYTES if len(raw) > STDIN_CAP_BYTES
+            else "the read deadline")
+    if raw[:3] == b"\xef\xbb\xbf":
+        raw = raw[3:]
+    if not raw.strip():
+        return None, "no payload on stdin"
+    try:
+        payload = json_loads(raw.decode("utf-8", "replace"))
+    except ValueError as exc:
+        return None, "the payload is not JSON (%s)" % exc
+    if not isinstance(payload, dict):
+        return None, "the payload is %s, not a JSON object" % _json_kind(payload)
+    if event_name not in STRICT_EVENTS:
+        return payload, None
+    if _nested_deeper(payload, PAYLOAD_DEPTH_MAX):
+        return payload, "the payload nests deeper than %d levels" % PAYLOAD_DEPTH_MAX
+    problem = shape_problem(payload, PAYLOAD_SHAPE, "payload")
+    if problem:
+        return payload, problem.replace("payload.", "the payload's ", 1)
+    claimed = payload.get("hook_event_name")
+    if claimed and claimed != event_name:
+        return payload, "the payload claims to be %s but came to the %s hook" % (
+            clip(neutralise(claimed), 40), event_name)
+    if event_name == "UserPromptSubmit" and not isinstance(payload.get("prompt"), str):
+        return payload, "the payload carries no prompt"
+    if event_name in ("PreToolUse", "PermissionRequest"):
+        if not payload.get("tool_name"):
+            return payload, "the payload names no tool (tool_name)"
+        if not isinstance(payload.get("tool_input"), dict):
+            return payload, "the payload's tool_input is %s, not an object" % (
+                _json_kind(payload.get("tool_input")))
+    return payload, None
 
 
 def detect_client(payload, env):
@@ -6667,12 +7303,9 @@ def _valid_dir(value):
 def normalise(payload, event_name="", env=None, client=None):
     """One Event from a hook payload of either client."""
     env = os.environ if env is None else env
-    kind = payload.get("hook_event_name")
+    kind = event_name or payload.get("hook_event_name")
     if not isinstance(kind, str) or not kind or len(kind) > 64:
-        kind = event_name
-    if event_name and kind != event_name and event_name in HOOK_EVENTS and (
-            kind not in HOOK_EVENTS):
-        kind = event_name
+        kind = "unknown"
     tool_input = payload.get("tool_input")
     if not isinstance(tool_input, dict):
         tool_input = {} if tool_input is None else {"command": str(tool_input)}
@@ -6730,71 +7363,172 @@ def locate_root(event, env, code_dir):
     return os.getcwd()
 
 
+# ---- deadlines: a gate that cannot finish in time refuses -------------------
+
+SESSION_END_BUDGET_S = 0.8
+
+
+def hook_deadline(kind, env=None):
+    """Seconds a hook may take, well inside the timeout it is registered with (the
+    client goes ahead when that runs out); SessionEnd is killed at ~1-1.5 s.
+    $NOTREST_HOOK_DEADLINE may only shorten it (a shorter one refuses more)."""
+    if kind == "SessionEnd":
+        limit = SESSION_END_BUDGET_S
+    else:
+        timeout = HOOK_EVENTS.get(kind, ("", 10))[1]
+        limit = min(timeout * 0.75, timeout - 2.0)
+    try:
+        wanted = float((env or {}).get("NOTREST_HOOK_DEADLINE") or 0)
+    except ValueError:
+        wanted = 0
+    return wanted if 0 < wanted < limit else limit
+
+
+class HookDeadline(BaseException):
+    """Raised in the middle of whatever a hook is doing when its deadline passes
+    (a BaseException, so no `except Exception` on the way swallows it)."""
+
+
+_DEADLINE = [False]
+
+
+def _on_deadline(_signum, _frame):
+    if _DEADLINE[0]:
+        _DEADLINE[0] = False
+        raise HookDeadline()
+
+
+def arm_deadline(seconds):
+    """Start a hook's own deadline (SIGALRM by _signal: `signal` imports enum);
+    returns a function that stops it, or None where no timer can be set."""
+    try:
+        import _signal
+        previous = _signal.signal(_signal.SIGALRM, _on_deadline)
+        _DEADLINE[0] = True
+        _signal.setitimer(_signal.ITIMER_REAL, seconds)
+    except (ImportError, AttributeError, ValueError, OSError):
+        _DEADLINE[0] = False
+        return None
+
+    def disarm():
+        _DEADLINE[0] = False
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, previous)
+    return disarm
+
+
+def fault_answer(kind, why, payload=None, raw=b""):
+    """(stdout, stderr, 0) when a hook cannot do its work: a gate refuses with the
+    reason, Stop blocks once (never when the client says it already blocked), an
+    advisory hook lets the client go on; each names the fault and the fix."""
+    why = redact_clip(neutralise(why), 400)
+    fix = "ask a person to run `notrest doctor` (it names the fault and the fix)"
+    if kind in ("PreToolUse", "PermissionRequest"):
+        reason = ("notrest deny [gate-error]: the gate could not judge this call: %s; "
+                  "it was refused to stay safe. Instead: retry once; if it happens "
+                  "again, %s." % (why, fix))
+        if kind == "PreToolUse":
+            out = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                          "permissionDecision": "deny",
+                                          "permissionDecisionReason": reason}}
+        else:
+            out = {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                          "decision": {"behavior": "deny",
+                                                       "message": reason}}}
+        return json_dumps(out), "notrest: %s: %s; the call was refused" % (kind, why), 0
+    if kind == "UserPromptSubmit":
+        reason = ("notrest block [gate-error]: the prompt laws could not judge this "
+                  "prompt: %s; it was not sent. Fix: %s." % (why, fix))
+        return json_dumps({"decision": "block", "reason": reason}), reason, 0
+    if kind == "Stop":
+        active = payload.get("stop_hook_active") is True if isinstance(
+            payload, dict) else b'"stop_hook_active":true' in raw.replace(b" ", b"")
+        if not active and isinstance(payload, dict):
+            reason = ("notrest block [gate-error]: the stop laws could not be checked: "
+                      "%s. Bank a note if you changed files, tell the person about "
+                      "this fault (%s), then stop; the next stop is allowed." % (
+                          why, fix))
+            return json_dumps({"decision": "block", "reason": reason}), \
+                "notrest: Stop: %s" % why, 0
+    return "{}", "notrest: hook %s: %s; nothing was held up (`notrest doctor` shows " \
+        "why)" % (clip(neutralise(kind), 40), why), 0
+
+
 def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
-    """Entry point of the sh launchers. Never raises; returns the exit code."""
+    """Entry point of the sh launchers. Never raises; returns the exit code. Its
+    own deadline covers reading stdin and the work; every fault ends in an answer
+    (fault_answer), and journaling an allowed call is best effort."""
     env = os.environ if env is None else env
     out = out or sys.stdout
     err = err or sys.stderr
     started = time.perf_counter()
     event_name = argv[0] if argv else ""
-    client = None
-    if len(argv) >= 2 and argv[1] in ("claude", "codex"):
-        client = argv[1]
-    raw, complete = read_stdin(stdin_fd)
-    payload = None
-    if raw.strip():
-        try:
-            payload = json_loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            payload = None
-    if not isinstance(payload, dict):
-        if raw.strip():
-            err.write("notrest: hook %s: stdin held no JSON object (%d bytes%s); "
-                      "nothing to do\n" % (neutralise(event_name)[:40], len(raw),
-                                           "" if complete else ", cut at the cap"))
-        out.write("{}\n")
-        return 0
+    client = argv[1] if len(argv) >= 2 and argv[1] in ("claude", "codex") else None
+    del ESTATE_NOTES[:]
+    seen = {"raw": b"", "payload": None, "kind": event_name}
+    limit = hook_deadline(event_name, env)
+    disarm = arm_deadline(limit)
     try:
-        event = normalise(payload, event_name, env, client)
-        code_dir = os.path.dirname(os.path.abspath(__file__))
-        event.root = locate_root(event, env, code_dir)
-        if event.kind == "SessionStart" and "start_git_state" in globals():
-            event.facts["git"] = start_git_state(event.root)  # runs while we work
-        event.cwd = event.cwd or event.root
-        event.home = env.get("HOME") or os.path.expanduser("~")
-        answer, message, code = dispatch_hook(Estate(event.root), event, env,
-                                              started)
-    except Exception as exc:  # a hook never shows a traceback to the agent
-        kind = payload.get("hook_event_name") or event_name
-        if kind in ("PreToolUse", "PermissionRequest"):
-            reason = ("notrest deny [gate-error]: the gate failed (%s: %s), so the call "
-                      "was refused to stay safe. Instead: retry; if it persists, ask a "
-                      "person to run `notrest doctor`." % (type(exc).__name__,
-                                                           redact_clip(str(exc), 200)))
-            fake = Event(kind=kind, client=detect_client(payload, env))
-            answer, message, code = render_answer(fake, Verdict("deny", "gate-error",
-                                                                reason))
-            answer = json_dumps({"hookSpecificOutput": {
-                "hookEventName": kind, "permissionDecision": "deny",
-                "permissionDecisionReason": reason}}) if kind == "PreToolUse" else answer
-        else:
-            answer, message, code = "{}", "", 0
-        err.write("notrest: hook %s failed: %s: %s\n" % (neutralise(kind)[:40],
-                                                         type(exc).__name__,
-                                                         redact_clip(neutralise(exc),
-                                                                     300)))
+        answer, message, code = _hook_answer(seen, stdin_fd, env, client, started,
+                                             min(STDIN_DEADLINE_S, limit * 0.6))
+        _DEADLINE[0] = False  # answered: an alarm from here on changes nothing
+    except HookDeadline:
+        answer, message, code = fault_answer(
+            seen["kind"], "it ran past its own deadline of %.1f s" % limit,
+            seen["payload"], seen["raw"])
+    except BaseException as exc:  # a hook never shows a traceback to the agent
+        if disarm:
+            disarm()
+            disarm = None
+        answer, message, code = fault_answer(
+            seen["kind"], "it failed (%s: %s)" % (type(exc).__name__,
+                                                  redact_clip(str(exc), 200)),
+            seen["payload"], seen["raw"])
         if env.get("NOTREST_DEBUG"):
             import traceback
             traceback.print_exc(file=err)
-    out.write(answer + "\n")
-    if message:
-        err.write(message + "\n")
+    if disarm:
+        disarm()
+    if ESTATE_NOTES:
+        more = len(ESTATE_NOTES) - 2
+        message = ((message + "\n") if message else "") + "notrest: %s%s (the hook went " \
+            "on; `notrest doctor` shows the fix)" % ("; ".join(ESTATE_NOTES[:2]),
+                                                     " and %d more" % more if more > 0
+                                                     else "")
+    try:
+        out.write(answer + "\n")
+        if message:
+            err.write(message + "\n")
+        out.flush()
+    except (OSError, ValueError):
+        pass
     if "ensure_hot_cache" in globals():
         try:
             ensure_hot_cache(os.path.dirname(os.path.abspath(__file__)))
         except Exception:  # a cache is an optimisation: never a failure
             pass
     return code
+
+
+def _hook_answer(seen, stdin_fd, env, client, started, stdin_deadline):
+    event_name = seen["kind"]
+    raw, complete = read_stdin(stdin_fd, deadline=stdin_deadline)
+    seen["raw"] = raw
+    payload, problem = parse_payload(raw, complete, event_name)
+    seen["payload"] = payload
+    if not event_name and isinstance(payload, dict) and isinstance(
+            payload.get("hook_event_name"), str):
+        seen["kind"] = event_name = payload["hook_event_name"][:64]
+    if problem:
+        return fault_answer(event_name, problem, payload, raw)
+    event = normalise(payload, event_name, env, client)
+    code_dir = os.path.dirname(os.path.abspath(__file__))
+    event.root = locate_root(event, env, code_dir)
+    if event.kind == "SessionStart" and "start_git_state" in globals():
+        event.facts["git"] = start_git_state(event.root)  # runs while we work
+    event.cwd = event.cwd or event.root
+    event.home = env.get("HOME") or os.path.expanduser("~")
+    return dispatch_hook(Estate(event.root), event, env, started)
 
 
 HOT_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
@@ -6835,13 +7569,13 @@ def dispatch_hook(estate, event, env, started):
         if event.agent:
             record["agent"] = event.agent["id"]
         if kind == "PreToolUse":
-            append_record(journal, _stamp(record, started))
+            try_append(journal, _stamp(record, started))
             if verdict.action == "allow" and event.tool in SHELL_TOOLS and \
                     "apply_patch" in record["what"] and event.client != "claude":
-                append_record(journal, dict(base, k="tool", tool="apply_patch",
-                                            what=record["what"], ok=None,
-                                            files=files_touched(event, estate.root,
-                                                                event.home)))
+                try_append(journal, dict(base, k="tool", tool="apply_patch",
+                                         what=record["what"], ok=None,
+                                         files=files_touched(event, estate.root,
+                                                             event.home)))
         return render_answer(event, verdict)
     if kind in ("PostToolUse", "PostToolUseFailure"):
         record = dict(base, k="tool", tool=event.tool or "", what=summarise_call(event),
@@ -6850,7 +7584,7 @@ def dispatch_hook(estate, event, env, started):
             record["error"] = redact_clip(event.error, ERROR_TEXT_MAX)
         if event.agent:
             record["agent"] = event.agent["id"]
-        append_record(journal, _stamp(record, started))
+        try_append(journal, _stamp(record, started))
         if _hands_over_a_bank(event):
             cold_module().bank_deferred(estate, event, now)
         return "{}", "", 0
@@ -6862,9 +7596,9 @@ def dispatch_hook(estate, event, env, started):
         if kind == "SubagentStop":
             record["message"] = redact_clip(
                 str(event.raw.get("last_assistant_message") or ""), 500)
-        append_record(journal, _stamp(record, started))
+        try_append(journal, _stamp(record, started))
         return "{}", "", 0
-    append_record(journal, _stamp(dict(base, k="notice", message=redact_clip(
+    try_append(journal, _stamp(dict(base, k="notice", message=redact_clip(
         str(event.raw.get("message") or ""), 500)), started))
     return "{}", "", 0
 
@@ -6880,12 +7614,32 @@ def _hands_over_a_bank(event):
 
 
 def cold_module():
-    """The whole module: itself when loaded whole, else imported (a hot-path
-    launcher loaded only the part above the cold line)."""
-    if "dispatch_cold" in globals():
-        return sys.modules[__name__]
-    import notrest
-    return notrest
+    """The whole module: itself when loaded whole, else compiled from its source
+    (a hot-path launcher loaded only the part above the cold line)."""
+    module = sys.modules.get("notrest")
+    if module is None or not hasattr(module, "dispatch_cold"):
+        module = load_source_module(os.path.abspath(__file__))
+    return module
+
+
+def load_source_module(path):
+    """notrest.py compiled from its source, never from bytecode on disk (a .pyc is
+    a file the agent could have rewritten); registered as sys.modules["notrest"]."""
+    source = read_file_bytes(path, 16 * 1024 * 1024)
+    if source is None:
+        raise FileNotFoundError(2, "no such file", path)
+    module = type(sys)("notrest")
+    module.__file__ = path
+    code = compile(source, path, "exec", dont_inherit=True)
+    sys.modules["notrest"] = module
+    try:
+        exec(code, module.__dict__)
+        if not hasattr(module, "COMMANDS"):  # its last definition: a cut file lacks it
+            raise ImportError("notrest.py is incomplete (%s)" % path)
+    except BaseException:
+        del sys.modules["notrest"]
+        raise
+    return module
 
 
 # ==== cold =================================================================
@@ -6914,14 +7668,61 @@ def new_session_record(session):
             "hook_ms": {}, "transcript": "", "transcript_offset": 0}
 
 
+_STAMPED = {"t": "?num"}
+SESSION_RECORD_SHAPE = {
+    "schema_version": "int", "session": "str", "client": "str", "started": "?num",
+    "updated": "?num", "ended": "?num", "end_reason": "str", "journal_offset": "int",
+    "events": "int", "torn": "int", "note": "str", "next": "str", "note_t": "?num",
+    "changes": "int", "changed_since_note": ["list", "str"], "files": ["map", "?num"],
+    "failed": ["list", _STAMPED], "denied": ["list", _STAMPED],
+    "receipts": ["list", _STAMPED], "subagents": ["list", _STAMPED],
+    "actions": ["list", "str"], "pending": ["opt", _STAMPED], "prompts": "int",
+    "tools": "int", "stop_blocks": "int", "bank_blocks": "int",
+    "check_blocks": ["map", "int"], "checks": ["map", {"changes": "any"}],
+    "stop_allowed": ["list", _STAMPED], "client_pid": "?int", "client_start": "?int",
+    "source": "str", "compactions": "int", "compact_pending": "bool",
+    "last_prompt": "str", "opened": ["list", "str"], "closed": ["list", "str"],
+    "hook_ms": ["map", ["tuple", ["int", "num", "num"]]], "transcript": "str",
+    "transcript_offset": "int"}
+INDEX_ENTRY_SHAPE = {"!session": "str", "client": "?str", "started": "?num",
+                     "updated": "?num", "ended": "?num", "note": "?str", "pid": "?int",
+                     "pid_start": "?int"}
+THREAD_SHAPE = {"!id": "str", "kind": "?str", "text": "?str", "status": "?str",
+                "session": "?str", "t": "?num", "law": "?str"}
+# The fields of journal records that folds and readers use, whatever the kind.
+JOURNAL_FIELDS = {
+    "k": "str", "t": "?num", "c": "?str", "e": "?str", "ms": "?num", "v": "?int",
+    "transcript": "?str", "pid": "?int", "pid_start": "?int", "source": "?str",
+    "text": "?str", "what": "str", "tool": "?str", "ok": "?bool", "error": "?str",
+    "files": ["opt", ["list", ["tuple", ["str", "str"]]]], "law": "?str",
+    "action": "?str", "by": "?str", "decision": "?str", "laws": ["opt", ["list", "str"]],
+    "allowed_after": "?int", "tail": "?str", "cmd": "?str", "changes": "?int",
+    "note": "?str", "next": "?str", "open": ["opt", ["list", "str"]],
+    "close": ["opt", ["list", "str"]], "agent": "?str", "agent_type": "?str",
+    "message": "?str", "phase": "?str", "cursor": "?int", "reason": "?str",
+    "items": ["opt", ["list", {"what": "?str", "error": "?str"}]]}
+
+
+def journal_record_problem(record):
+    """What makes a journal record unusable (a field of the wrong type), or None."""
+    if not isinstance(record.get("k"), str):
+        return "a record without a kind"
+    for key, value in record.items():
+        shape = JOURNAL_FIELDS.get(key)
+        if shape is not None:
+            problem = shape_problem(value, shape, key)
+            if problem:
+                return problem
+    return None
+
+
 def migrate_session_record(data, session):
-    """A record of any known schema version, completed with today's fields."""
+    """A well-formed record of any known schema version, completed with today's
+    fields (check it with shape_problem first)."""
     record = new_session_record(session)
-    if isinstance(data, dict) and isinstance(data.get("schema_version"), int):
-        for key, value in data.items():
-            if key in record and (record[key] is None or isinstance(value, type(
-                    record[key]))):
-                record[key] = value
+    for key, value in data.items():
+        if key in record:
+            record[key] = value
     record["schema_version"] = SCHEMA_VERSION
     return record
 
@@ -7040,8 +7841,11 @@ def fold_event(rec, ev):
     return rec
 
 
-def fold_journal(estate, session, rec=None, limit_bytes=None):
-    """Bring a session record up to date with its journal (reads new lines only)."""
+def fold_journal(estate, session, rec=None, limit_bytes=None, deadline=None):
+    """Bring a session record up to date with its journal (reads new lines only).
+    A line that is torn or ill-typed is skipped and counted. With a deadline
+    (perf_counter), it stops at a line boundary when that passes: the offset it
+    reached is kept, and the rest waits for the next fold."""
     if rec is None:
         rec = new_session_record(session)
     path = estate.journal(session)
@@ -7053,25 +7857,42 @@ def fold_journal(estate, session, rec=None, limit_bytes=None):
     if size < offset:
         rec = new_session_record(session)
         offset = 0
+    clock = time.perf_counter
     for record, _lineno, end in read_records(path, offset, limit_bytes):
-        if record is None:
+        if record is None or journal_record_problem(record):
             rec["torn"] += 1
         else:
             fold_event(rec, record)
         offset = end
+        if deadline is not None and clock() > deadline:
+            break
     rec["journal_offset"] = offset
     return rec
 
 
-def load_session_record(estate, session):
-    """The stored record of a session (None when absent or unreadable)."""
+def read_session_record(estate, session):
+    """(record or None, problem or None) of sessions/<session>.json: None and no
+    problem when it is absent; None and the problem when it is damaged."""
     try:
         data = read_json_file(estate.record(session), "session record")
-    except NotrestError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    return migrate_session_record(data, session)
+    except NotrestError as exc:
+        return None, exc.what
+    if data is None:
+        return None, None
+    problem = shape_problem(data, SESSION_RECORD_SHAPE, "the record")
+    if problem:
+        return None, problem
+    return migrate_session_record(data, session), None
+
+
+def load_session_record(estate, session):
+    """The stored record of a session (None when absent or damaged: noted, and the
+    journal is folded instead)."""
+    rec, problem = read_session_record(estate, session)
+    if problem:
+        estate_note("%s is damaged (%s): read from the journal instead" % (
+            estate.record(session), problem))
+    return rec
 
 
 def current_session_record(estate, session, limit_bytes=None):
@@ -7087,17 +7908,56 @@ def _index_entry(rec):
             "pid_start": rec["client_start"]}
 
 
-def load_index(estate):
-    """Index entries newest first; a broken or missing index falls back to the
-    newest session files (bounded), and says so."""
+def read_index(estate):
+    """(entries or None when index.json is absent or unreadable, problems)."""
     path = estate.path("index.json")
     try:
         data = read_json_file(path, "index")
-    except NotrestError:
-        data = "broken"
-    if isinstance(data, dict) and isinstance(data.get("sessions"), list):
-        return [e for e in data["sessions"] if isinstance(e, dict) and
-                isinstance(e.get("session"), str)]
+    except NotrestError as exc:
+        return None, [str(exc)]
+    if data is None:
+        return None, []
+    problem = shape_problem(data, {"schema_version": "int", "!sessions": ["list", "any"]},
+                            "index.json")
+    if problem:
+        return None, ["%s: %s" % (path, problem)]
+    entries, problems = [], []
+    for i, entry in enumerate(data["sessions"]):
+        if _index_entry_ok(entry):
+            entries.append(entry)
+        else:
+            problems.append("%s: %s (skipped)" % (path, shape_problem(
+                entry, INDEX_ENTRY_SHAPE, "entry %d" % (i + 1))))
+    return entries, problems
+
+
+_NUMBER_TYPES = (int, float)
+
+
+def _index_entry_ok(entry):
+    """INDEX_ENTRY_SHAPE, checked fast (up to 500 entries at every session start)."""
+    if type(entry) is not dict or type(entry.get("session")) is not str:
+        return False
+    for key, value in entry.items():
+        kind = _INDEX_TYPES.get(key)
+        if kind is not None and value is not None and type(value) not in kind:
+            return False
+    return True
+
+
+_INDEX_TYPES = {"started": _NUMBER_TYPES, "updated": _NUMBER_TYPES,
+                "ended": _NUMBER_TYPES, "pid": (int,), "pid_start": (int,),
+                "client": (str,), "note": (str,)}
+
+
+def load_index(estate):
+    """Index entries newest first; a broken or missing index falls back to the
+    newest journals (bounded), and a damaged entry is skipped; both are noted."""
+    entries, problems = read_index(estate)
+    for problem in problems[:3]:
+        estate_note(problem)
+    if entries is not None:
+        return entries
     entries = []
     folder = estate.path("journal")
     try:
@@ -7118,25 +7978,28 @@ def load_index(estate):
 
 
 def update_index(estate, rec):
-    """Put one session's summary at its place in the bounded, newest-first index."""
+    """Put one session's summary at its place in the bounded, newest-first index. An
+    unreadable index is left as it is (`notrest rebuild` remakes it); one with
+    damaged entries is kept beside the cleaned one."""
     path = estate.path("index.json")
     with _Lock(estate.path(".index.lock")):
-        try:
-            data = read_json_file(path, "index")
-        except NotrestError:
-            sys.stderr.write("notrest: index.json is broken; it was left as it is: run "
-                             "`notrest rebuild`\n")
+        sessions, problems = read_index(estate)
+        if sessions is None and problems:
+            estate_note("%s; it was left as it is: run `notrest rebuild`" % problems[0])
             return
-        sessions = data.get("sessions", []) if isinstance(data, dict) else []
+        sessions = sessions or []
         entry = _index_entry(rec)
-        same = [e for e in sessions if isinstance(e, dict) and e.get("session") ==
-                rec["session"]]
-        if same and dict(same[0], updated=0) == dict(entry, updated=0):
+        same = [e for e in sessions if e.get("session") == rec["session"]]
+        if same and not problems and dict(same[0], updated=0) == dict(entry, updated=0):
             return  # a resume or a compaction: nothing the index shows changed
-        sessions = [e for e in sessions if isinstance(e, dict) and e.get("session") !=
-                    rec["session"]]
+        sessions = [e for e in sessions if e.get("session") != rec["session"]]
         sessions.append(entry)
         sessions.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        if problems:
+            aside = keep_damaged(path)
+            estate_note("%s had %d damaged entr%s (%s): kept it as %s, wrote %s without "
+                        "them" % (path, len(problems), "y" if len(problems) == 1 else
+                                  "ies", problems[0].split(": ", 1)[-1], aside, path))
         write_atomic(path, json_dumps({"schema_version": SCHEMA_VERSION,
                                        "sessions": sessions[:INDEX_MAX_SESSIONS]}) + "\n",
                      durable=False)
@@ -7267,8 +8130,12 @@ def _journal_mtime(estate, session):
 def load_threads(estate):
     """{id: thread} folded from threads.jsonl (a status change is a new record)."""
     threads = {}
-    for record, _lineno, _end in read_records(estate.path("threads.jsonl")):
-        if not record or not isinstance(record.get("id"), str):
+    path = estate.path("threads.jsonl")
+    for record, lineno, _end in read_records(path):
+        problem = "a damaged line" if not record else shape_problem(
+            record, THREAD_SHAPE, "the record")
+        if problem:
+            estate_note("%s line %d: %s (skipped)" % (path, lineno, problem))
             continue
         item = threads.setdefault(record["id"], {"id": record["id"], "kind": "thread",
                                                  "text": "", "status": "open"})
@@ -7333,13 +8200,18 @@ def run_command(argv, cwd=None, timeout=10.0, input_bytes=None, env=None):
         out, err = proc.communicate(input_bytes, timeout=timeout)
         return proc.returncode, out, err
     except subprocess.TimeoutExpired:
-        import signal
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, 9)
         except OSError:
             pass
         out, err = proc.communicate()
         return 124, out, err + b"\n(timed out after %ds)" % int(timeout)
+    except BaseException:  # a hook's deadline: leave no process behind
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            pass
+        raise
 
 
 class Spawned:
@@ -7420,7 +8292,7 @@ def _last_commit_subject(root):
     """The subject of the last commit, read from the HEAD reflog (no second call)."""
     path = os.path.join(root, ".git", "logs", "HEAD")
     try:
-        with open(path, "rb") as handle:
+        with open_plain(path) as handle:
             handle.seek(0, 2)
             size = handle.tell()
             handle.seek(max(0, size - 4096))
@@ -7676,25 +8548,53 @@ def bank_session(estate, session, note="", next_step="", open_items=(), close_id
     return refresh_session(estate, session, force_index=True)
 
 
-def refresh_session(estate, session, force_index=False, index=True):
-    """Fold new journal lines into sessions/<id>.json; update the index when what it
-    shows changed. A damaged record is rebuilt from the journal, and said so."""
+def refresh_session(estate, session, force_index=False, index=True, deadline=None):
+    """Fold new journal lines into sessions/<id>.json under the session's lock;
+    update the index when what it shows changed. A damaged record is kept beside
+    the one rebuilt from the journal. With a deadline the fold may stop short: what
+    it reached is saved, the index is left alone, the rest waits for the next fold."""
     with _Lock(estate.path("sessions", ".%s.lock" % session)):
         path = estate.record(session)
-        before = None
-        if os.path.exists(path):
-            before = load_session_record(estate, session)
-            if before is None:
-                sys.stderr.write("notrest: %s was damaged; rebuilt it from the journal\n"
-                                 % path)
-        rec = fold_journal(estate, session, copy_record(before))
-        if rec["client"] == "codex" and rec["transcript"]:
+        before, problem = read_session_record(estate, session)
+        if problem:
+            aside = keep_damaged(path)
+            estate_note("%s was damaged (%s): %s; rebuilt it from the journal" % (
+                path, problem, "kept it as %s" % aside if aside else
+                "it could not be moved aside"))
+        rec = fold_journal(estate, session, copy_record(before), deadline=deadline)
+        if rec["client"] == "codex" and rec["transcript"] and deadline is None:
             _fold_codex_exits(estate, rec)
         save_session(estate, rec)
+    if deadline is not None and rec["journal_offset"] < _journal_stat(estate, session)[0]:
+        return rec
     if index and (force_index or before is None or _index_entry(before) != dict(
             _index_entry(rec), updated=before.get("updated"))):
         update_index(estate, rec)
     return rec
+
+
+def end_session(estate, session, now, deadline):
+    """SessionEnd's bank, within its budget: fold what fits; when the journal is too
+    long for that, the index entry is only marked ended (its note and the rest stay
+    as the last full fold left them) and the fold waits for Stop or `rebuild`."""
+    rec = refresh_session(estate, session, force_index=True, deadline=deadline)
+    if rec["ended"] is None:
+        mark_index_ended(estate, rec, now)
+    return rec
+
+
+def mark_index_ended(estate, rec, ended):
+    with _Lock(estate.path(".index.lock")):
+        sessions, problems = read_index(estate)
+        if sessions is None:
+            return
+        entry = next((e for e in sessions if e["session"] == rec["session"]), None)
+        entry = dict(entry or _index_entry(rec), ended=round(ended, 3))
+        sessions = [e for e in sessions if e["session"] != rec["session"]] + [entry]
+        sessions.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        write_atomic(estate.path("index.json"), json_dumps({
+            "schema_version": SCHEMA_VERSION, "sessions": sessions[:INDEX_MAX_SESSIONS]})
+            + "\n", durable=False)
 
 
 ROLLOUT_READ_MAX = 8 * 1024 * 1024
@@ -7809,7 +8709,7 @@ def run_stop_checks(estate, book, rec, now, session, client):
                   "cmd": law.check if isinstance(law.check, str) else " ".join(law.check),
                   "changes": rec["changes"]}
         results[law.id] = result
-        append_record(estate.journal(session), dict(
+        try_append(estate.journal(session), dict(
             {"v": SCHEMA_VERSION, "t": round(now, 3), "k": "check", "law": law.id,
              "c": client}, **result))
     return results
@@ -7828,8 +8728,21 @@ def run_check_command(law, root):
 # The events that are not on every tool call: start, prompt, stop, compaction,
 # end. They need the session records, the packet and learning.
 
+def best_effort(work, *args, **kwargs):
+    """work(*args) for a session hook's advisory part: an estate that cannot be
+    written or read is noted (one stderr line, a doctor finding), never fatal."""
+    try:
+        return work(*args, **kwargs)
+    except (OSError, NotrestError) as exc:
+        estate_note("%s skipped (%s)" % (work.__name__.replace("_", " "), str(exc)[
+            len("notrest: "):] if isinstance(exc, NotrestError) else "%s%s" % (
+                _os_error_text(exc), ": %s" % exc.filename if exc.filename else "")))
+        return None
+
+
 def dispatch_cold(estate, event, env, started):
-    """Act on a session event; (stdout, stderr, exit code)."""
+    """Act on a session event; (stdout, stderr, exit code). Only the laws decide a
+    block; whatever else these hooks write or read is best effort."""
     now = time.time()
     kind, session = event.kind, event.session
     journal = estate.journal(session)
@@ -7843,17 +8756,17 @@ def dispatch_cold(estate, event, env, started):
 
     if kind == "SessionStart":
         git = event.facts.pop("git", None) or start_git_state(estate.root)
-        notice = integrity_on_hook(estate, event, now)
+        notice = integrity_notice(estate, event, now)
         pid, pid_start = client_process()
-        register_session(estate, session, event.client, pid, pid_start, now)
-        append_record(journal, stamp(dict(base, k="start", source=event.source,
-                                          pid=pid, pid_start=pid_start,
-                                          transcript=event.transcript or "",
-                                          model=str(event.raw.get("model") or ""))))
+        best_effort(register_session, estate, session, event.client, pid, pid_start,
+                    now)
+        try_append(journal, stamp(dict(base, k="start", source=event.source, pid=pid,
+                                       pid_start=pid_start,
+                                       transcript=event.transcript or "",
+                                       model=str(event.raw.get("model") or ""))))
         _export_session_id(env, session)
-        packet = build_packet(gather_snapshot(estate, session, now, config=config,
-                                              git=git), _packet_budget(config))
-        consume_pending(estate, event, now)
+        packet = start_packet(estate, session, now, config, git)
+        best_effort(consume_pending, estate, event, now)
         return render_answer(event, Verdict("allow", message=notice), context=packet)
     if kind == "UserPromptSubmit":
         book = load_lawbook(estate)
@@ -7861,39 +8774,85 @@ def dispatch_cold(estate, event, env, started):
         if verdict.action in ("deny", "block", "ask"):
             verdict.reason += ". The prompt was not sent to the model and not journaled"
             return render_answer(event, verdict)
-        append_record(journal, stamp(dict(base, k="prompt",
-                                          text=redact_clip(event.prompt or "",
-                                                           JOURNAL_TEXT_MAX))))
         context = None
-        rec = current_session_record(estate, session)
-        if rec.get("compact_pending"):
-            append_record(journal, dict(base, k="start", source="compact",
-                                        pid=rec.get("client_pid"),
-                                        pid_start=rec.get("client_start"),
-                                        via="UserPromptSubmit"))
-            context = build_packet(gather_snapshot(estate, session, now, book=book,
-                                                   config=config),
-                                   _packet_budget(config))
+        try:
+            context = _prompt_journal(estate, event, base, stamp, now, book, config)
+        except Exception as exc:  # the prompt passed its laws: nothing else holds it
+            estate_note("the prompt's journaling failed (%s: %s)" % (
+                type(exc).__name__, clip(str(exc), 200)))
         return render_answer(event, verdict, context=context)
     if kind == "Stop":
         return stop_hook(estate, event, env, now, config, stamp)
     if kind in ("PreCompact", "PostCompact"):
-        append_record(journal, stamp(dict(base, k="compact", phase="pre" if kind ==
-                                          "PreCompact" else "post",
-                                          trigger=str(event.raw.get("trigger") or ""))))
-        refresh_session(estate, session)
+        try_append(journal, stamp(dict(base, k="compact", phase="pre" if kind ==
+                                       "PreCompact" else "post",
+                                       trigger=str(event.raw.get("trigger") or ""))))
+        best_effort(refresh_session, estate, session)
         return "{}", "", 0
     if kind == "SessionEnd":
-        append_record(journal, stamp(dict(base, k="end",
-                                          reason=str(event.raw.get("reason") or ""))))
-        refresh_session(estate, session, force_index=True)
+        try_append(journal, stamp(dict(base, k="end",
+                                       reason=str(event.raw.get("reason") or ""))))
+        best_effort(end_session, estate, session, now,
+                    started + SESSION_END_BUDGET_S * 0.6)
         return "{}", "", 0
-    append_record(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
+    try_append(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
     return "{}", "", 0
 
 
+def integrity_notice(estate, event, now):
+    """Ring 3's check at SessionStart and Stop (integrity_on_hook), advisory here:
+    when it cannot run, the packet and the stop laws still answer (noted)."""
+    try:
+        return integrity_on_hook(estate, event, now)
+    except Exception as exc:
+        estate_note("the integrity check was skipped (%s: %s)" % (
+            type(exc).__name__, clip(str(exc), 200)))
+        return None
+
+
+def _prompt_journal(estate, event, base, stamp, now, book, config):
+    """Journal an allowed prompt; the packet again when a compaction is waiting for
+    one (returned as context)."""
+    session = event.session
+    journal = estate.journal(session)
+    try_append(journal, stamp(dict(base, k="prompt", text=redact_clip(
+        event.prompt or "", JOURNAL_TEXT_MAX))))
+    rec = current_session_record(estate, session)
+    if not rec.get("compact_pending"):
+        return None
+    try_append(journal, dict(base, k="start", source="compact",
+                             pid=rec.get("client_pid"), pid_start=rec.get("client_start"),
+                             via="UserPromptSubmit"))
+    return build_packet(gather_snapshot(estate, session, now, book=book, config=config),
+                        _packet_budget(config))
+
+
+def start_packet(estate, session, now, config, git=None):
+    """The packet from whatever the estate lets us read; when even that fails, the
+    laws alone and a line that says why."""
+    try:
+        return build_packet(gather_snapshot(estate, session, now, config=config,
+                                            git=git), _packet_budget(config))
+    except Exception as exc:  # a packet with the laws beats no packet
+        estate_note("the start packet could not read the estate (%s: %s)" % (
+            type(exc).__name__, clip(str(exc), 200)))
+    book = load_lawbook(estate)
+    cli = cli_hint(estate, config)
+    snapshot = {"project": os.path.basename(estate.root) or estate.root,
+                "session": session, "cli": cli,
+                "laws": [{"id": law.id, "text": format_law_text(law.text, cli),
+                          "action": law.action} for law in book.active()],
+                "law_problems": list(book.problems) + [
+                    "the estate could not be read for this packet: run `%s doctor`"
+                    % cli]}
+    return build_packet(snapshot, _packet_budget(config))
+
+
 def stop_hook(estate, event, env, now, config, stamp):
-    notice = integrity_on_hook(estate, event, now)
+    """The stop laws. Whatever they decide is answered; when the block cannot be
+    journaled (so the bound could never count it), the client's own flag
+    (stop_hook_active) bounds it instead."""
+    notice = integrity_notice(estate, event, now)
     session = event.session
     rec = current_session_record(estate, session)
     book = load_lawbook(estate)
@@ -7903,18 +8862,15 @@ def stop_hook(estate, event, env, now, config, stamp):
     facts["check_blocks"] = rec["check_blocks"]
     facts["checks"] = run_stop_checks(estate, book, rec, now, session, event.client)
     verdicts = decide(book, event)
+    overrides = overrides_from_env(env)
+    bounds = {"stop_blocks": rec["stop_blocks"], "bound": book.stop_block_bound,
+              "kind": "Stop"}
     final, receipts, used = apply_overrides(
-        verdicts, overrides_from_env(env), load_permits(estate, now) if verdicts else [],
-        stop_blocks=rec["stop_blocks"], bound=book.stop_block_bound, kind="Stop")
+        verdicts, overrides, load_permits(estate, now) if verdicts else [], **bounds)
+    final, receipts = _authorised(estate, event, now, "stop", verdicts, overrides, final,
+                                  receipts, used, **bounds)
     journal = estate.journal(session)
     base = _base(event, now)
-    for receipt in receipts:
-        if receipt.get("stop_allowed_after"):
-            continue
-        append_record(journal, dict(base, k="receipt", what="stop",
-                                    **{k: v for k, v in receipt.items() if k != "t"}))
-    if used:
-        consume_permits(estate, used)
     blocked = final.action in ("deny", "block", "ask")
     laws = [final.law] if blocked else sorted({r["law"] for r in receipts if r.get(
         "stop_allowed_after")})
@@ -7925,14 +8881,17 @@ def stop_hook(estate, event, env, now, config, stamp):
     record = dict(base, k="stop", decision="block" if blocked else "allow", laws=laws)
     if not blocked and laws:
         record["allowed_after"] = rec["stop_blocks"]
-    append_record(journal, stamp(record))
-    refresh_session(estate, session)
+    if not try_append(journal, stamp(record)) and blocked and event.stop_hook_active:
+        final = Verdict("allow", final.law, message="notrest: stop allowed although %s "
+                        "is unmet: the estate cannot record the block, so it would never "
+                        "end (`notrest doctor` shows why)." % final.law)
+        blocked = False
+    best_effort(refresh_session, estate, session)
     if not blocked:
         try:
             learn_on_stop(estate, now, session)
         except Exception as exc:  # learning is advisory: it never blocks a stop
-            sys.stderr.write("notrest: learning skipped: %s\n" % clip(neutralise(exc),
-                                                                     200))
+            estate_note("learning skipped: %s" % clip(neutralise(exc), 200))
     return with_system_message(render_answer(event, final), notice)
 
 
@@ -8190,11 +9149,14 @@ def _restore_file(root, store, rel, item, manifest=None):
 
 
 def whole_module():
-    """The whole module, also from a hook's warm part (which ends before doctor)."""
+    """The whole module, also from a hook's warm part (which ends before doctor):
+    compiled from notrest.py's source there, never imported from a .pyc."""
     if "build_parser" in globals():
         return sys.modules[__name__]
-    import notrest
-    return notrest
+    module = sys.modules.get("notrest")
+    if module is None or not hasattr(module, "build_parser"):
+        module = load_source_module(os.path.abspath(__file__))
+    return module
 
 
 def _judge_file(root, store, manifest, rel, repair):
@@ -8868,12 +9830,89 @@ def _learn_paths(estate):
             estate.path("learned", "decisions.json"))
 
 
-def _load_learn_json(path, default):
+_EVIDENCE = ["list", ["tuple", ["str", "int"]]]
+CANDIDATE_SHAPE = {"!id": "str", "!kind": "str", "status": "str", "!sessions": "int",
+                   "!occurrences": "int", "text": "?str", "pattern": ["list", "str"],
+                   "evidence": ["list", {"session": "any", "line": "any"}],
+                   "varying": ["list", {"!slot": "int", "!examples": ["list", "str"]}],
+                   "slots": ["list", ["list", "str"]], "law": "?str"}
+LEARN_SHAPES = {
+    "state.json": {
+        "schema_version": "int",
+        "ngrams": ["map", {"!n": "int", "!s": ["list", "int"],
+                           "!ev": ["list", ["tuple", ["int", "int"]]],
+                           "!vals": ["list", ["list", "str"]], "!ex": ["list", "str"],
+                           "more": "int"}],
+        "tails": ["map", ["list", ["tuple", ["str", ["list", "str"], "str", "int"]]]],
+        "denials": ["map", {"!n": "int", "!s": ["list", "str"], "!ev": _EVIDENCE,
+                            "!ex": ["list", "str"]}],
+        "fixes": ["map", {"!n": "int", "!s": ["list", "str"], "!ev": _EVIDENCE}],
+        "pending": ["map", ["tuple", ["str", "?str", "int"]]], "sids": ["list", "str"]},
+    "cursors.json": ["map", ["tuple", ["int", "int"]]],
+    "candidates.json": {"schema_version": "int", "!candidates": ["list", CANDIDATE_SHAPE]},
+    "decisions.json": ["map", "str"],
+}
+_DAMAGED_LEARN = set()
+
+
+def learn_file_problem(path):
+    """(value, problem) of one learned/*.json file: value None when it is absent or
+    damaged (problem then says how)."""
     try:
         data = read_json_file(path, "learning file")
-    except NotrestError:
-        data = None
-    return data if isinstance(data, dict) else default
+    except NotrestError as exc:
+        return None, exc.what
+    if data is None:
+        return None, None
+    name = os.path.basename(path)
+    if name == "state.json" and _learn_state_ok(data):
+        return data, None
+    problem = shape_problem(data, LEARN_SHAPES.get(name, "any"), name)
+    return (None, problem) if problem else (data, None)
+
+
+_INT_TYPES, _STR_TYPES = frozenset((int,)), frozenset((str,))
+_STATE_REST = {key: shape for key, shape in LEARN_SHAPES["state.json"].items()
+               if key != "ngrams"}
+
+
+def _ngram_ok(entry):
+    """One ngram entry of the learning state, checked fast (thousands at a stop)."""
+    if type(entry) is not dict or type(entry.get("n")) is not int or type(entry.get(
+            "more", 0)) is not int:
+        return False
+    s, ev, vals, ex = entry.get("s"), entry.get("ev"), entry.get("vals"), entry.get("ex")
+    return (type(s) is list and set(map(type, s)) <= _INT_TYPES and type(ev) is list
+            and all(type(p) is list and len(p) == 2 and set(map(type, p)) <= _INT_TYPES
+                    for p in ev)
+            and type(vals) is list and all(type(v) is list and set(map(type, v)) <=
+                                           _STR_TYPES for v in vals)
+            and type(ex) is list and set(map(type, ex)) <= _STR_TYPES)
+
+
+def _learn_state_ok(data):
+    return (type(data) is dict and type(data.get("ngrams", {})) is dict
+            and all(map(_ngram_ok, data.get("ngrams", {}).values()))
+            and _fits(data, _STATE_REST))
+
+
+def _load_learn_json(path, default):
+    """A learned file's value; default when absent or damaged (noted, and kept aside
+    before anything is written in its place)."""
+    data, problem = learn_file_problem(path)
+    if problem:
+        _DAMAGED_LEARN.add(path)
+        estate_note("%s is damaged (%s): learning starts it afresh" % (path, problem))
+    return default if data is None else data
+
+
+def write_learn_json(path, text):
+    """Write a learned file; a damaged one there is kept beside it first."""
+    if path in _DAMAGED_LEARN and os.path.lexists(path):
+        aside = keep_damaged(path)
+        estate_note("kept the damaged %s as %s" % (path, aside))
+    _DAMAGED_LEARN.discard(path)
+    write_atomic(path, text, durable=False)
 
 
 def _note_ngram(state, key, values, sid, line, commands):
@@ -9062,8 +10101,8 @@ def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
     _prune_state(state)
     if read_lines or not os.path.exists(state_path):
         state.pop("_sid_index", None)
-        write_atomic(state_path, json_dumps(state) + "\n", durable=False)
-        write_atomic(cursor_path, json_dumps(cursors) + "\n", durable=False)
+        write_learn_json(state_path, json_dumps(state) + "\n")
+        write_learn_json(cursor_path, json_dumps(cursors) + "\n")
         candidates = write_candidates(estate, state)
     else:
         candidates = load_candidates(estate)
@@ -9152,12 +10191,11 @@ def write_candidates(estate, state):
     path = _learn_paths(estate)[2]
     text = json_pretty({"schema_version": SCHEMA_VERSION, "candidates": candidates})
     try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == text:
-                return candidates
+        if read_file_bytes(path) == text.encode("utf-8"):
+            return candidates
     except OSError:
         pass
-    write_atomic(path, text, durable=False)
+    write_learn_json(path, text)
     return candidates
 
 
@@ -9177,7 +10215,7 @@ def decide_candidate(estate, candidate_id, verdict, now=None):
                     kind="lesson", extra={"evidence": candidate["evidence"][:3],
                                           "law": candidate.get("law")})
     decisions[candidate_id] = verdict
-    write_atomic(_learn_paths(estate)[3], json_pretty(decisions))
+    write_learn_json(_learn_paths(estate)[3], json_pretty(decisions))
     state = _load_learn_json(_learn_paths(estate)[0], new_learn_state())
     write_candidates(estate, state)
     return candidate
@@ -9238,13 +10276,21 @@ def load_compiled(estate):
     except OSError:
         return out
     for slug in names:
+        path = os.path.join(_compiled_root(estate), slug, "meta.json")
         try:
-            meta = read_json_file(os.path.join(_compiled_root(estate), slug, "meta.json"),
-                                  "compiled tool")
-        except NotrestError:
-            meta = None
-        out[slug] = meta if isinstance(meta, dict) else {}
+            meta = read_json_file(path, "compiled tool")
+            problem = shape_problem(meta, COMPILED_META_SHAPE, "meta.json")
+        except NotrestError as exc:
+            meta, problem = None, exc.what
+        if problem:
+            estate_note("%s: %s (skipped)" % (path, problem))
+        out[slug] = meta if not problem else {}
     return out
+
+
+COMPILED_META_SHAPE = {"schema_version": "int", "candidate": "str", "slug": "str",
+                       "pattern": ["list", "str"], "args": ["list", "str"],
+                       "evidence": ["list", "any"]}
 
 
 def slug_for(pattern):
@@ -9337,7 +10383,7 @@ def compile_candidate(estate, candidate_id):
         write_atomic(path, skill)
     decisions = load_decisions(estate)
     decisions[candidate_id] = "compiled"
-    write_atomic(_learn_paths(estate)[3], json_pretty(decisions))
+    write_learn_json(_learn_paths(estate)[3], json_pretty(decisions))
     write_candidates(estate, _load_learn_json(_learn_paths(estate)[0], new_learn_state()))
     return slug, meta
 
@@ -9370,7 +10416,7 @@ def remove_compiled(estate, slug):
     if candidate:
         decisions = load_decisions(estate)
         decisions.pop(candidate, None)
-        write_atomic(_learn_paths(estate)[3], json_pretty(decisions))
+        write_learn_json(_learn_paths(estate)[3], json_pretty(decisions))
 
 
 def compiled_findings(estate):
@@ -9567,47 +10613,120 @@ def _command_target_ok(command, root):
     return os.path.isfile(target)
 
 
+ESTATE_ENTRIES = {
+    "config.json": "a file", "laws.json": "a file", "index.json": "a file",
+    "permits.json": "a file", "threads.jsonl": "a file", "install.json": "a file",
+    "notrest.py": "a file", "notrest": "a file", ".index.lock": "a file",
+    ".permits.lock": "a file", ".threads.lock": "a file", "journal": "a folder",
+    "sessions": "a folder", "learned": "a folder", "compiled": "a folder",
+    "hooks": "a folder", "__pycache__": "a folder"}
+ESTATE_FOLDERS = {"journal": ".jsonl", "sessions": ".json", "learned": ".json"}
+ESTATE_FREE_MIN_BYTES = 10 * 1024 * 1024
+INSTALL_SHAPE = {"schema_version": "int", "clients": ["list", "str"],
+                 "created": ["list", "str"]}
+_MOVE_ASIDE = "move it aside (`mv %s %s.bad`); notrest rebuilds views (`notrest " \
+              "rebuild`), install.sh rewrites config and code"
+
+
+def _aside_fix(path):
+    return _MOVE_ASIDE % (_quote_arg(path), _quote_arg(path))
+
+
 def _estate_findings(estate):
+    """What the hooks would meet in the estate: the folder's owner, whether it can be
+    written and has room, what stands at each path, the shape of every file and
+    line, and the signatures of the hooks' caches."""
     findings = []
-    for name in ("config.json", "laws.json", "index.json", "permits.json"):
-        path = estate.path(name)
+    uid = os.getuid()
+
+    def fail(what, fix):
+        findings.append(Finding(False, what, fix))
+
+    try:
+        top = os.stat(estate.dir)
+    except OSError as exc:
+        return [Finding(False, "the estate %s cannot be read (%s)" % (
+            estate.dir, _os_error_text(exc)), "check its owner and permissions")]
+    if top.st_uid != uid:
+        fail("%s belongs to uid %d, not to you (uid %d): hooks cannot rely on writing "
+             "it" % (estate.dir, top.st_uid, uid),
+             "`chown -R %d %s` (as its owner or root)" % (uid, _quote_arg(estate.dir)))
+    findings += _writable_findings(estate)
+    findings += _entry_findings(estate, uid)
+    findings += _shape_findings(estate)
+    findings += _cache_findings(estate)
+    if all(f.ok for f in findings):
+        findings.append(Finding(True, "estate writable, owned by you, every file in "
+                                "shape (%s)" % estate.dir))
+    return findings
+
+
+def _writable_findings(estate):
+    findings = []
+    folder = estate.path("journal") if os.path.isdir(estate.path("journal")) else \
+        estate.dir
+    probe = os.path.join(folder, ".doctor-probe-%d" % os.getpid())
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            read_json_file(path)
-        except NotrestError as exc:
-            findings.append(Finding(False, str(exc), exc.fix))
-    torn_total, files = 0, 0
-    for folder, suffix in (("journal", ".jsonl"), ("sessions", ".json")):
+            os.write(fd, b"\0" * 65536)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        findings.append(Finding(False, "the estate cannot be written (%s: %s): hooks "
+                                "journal nothing, and gates still answer" % (
+                                    folder, _os_error_text(exc)),
+                                os_error_advice(exc).split(": ", 2)[-1]))
+    finally:
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
+    try:
+        vfs = os.statvfs(estate.dir)
+        free = vfs.f_bavail * vfs.f_frsize
+        if free < ESTATE_FREE_MIN_BYTES or (vfs.f_files and vfs.f_favail < 100):
+            findings.append(Finding(False, "only %d KB (%d inodes) free where the estate "
+                                    "lives (%s): journaling stops when it runs out" % (
+                                        free // 1024, vfs.f_favail, estate.dir),
+                                    "free some space on that file system"))
+    except (OSError, AttributeError):
+        pass
+    return findings
+
+
+def _entry_findings(estate, uid):
+    """Each known path holds what belongs there (a file, a folder), owned by you."""
+    findings = []
+    paths = [(estate.path(name), kind) for name, kind in ESTATE_ENTRIES.items()]
+    for folder in ESTATE_FOLDERS:
         try:
             names = sorted(os.listdir(estate.path(folder)))
         except OSError:
             continue
-        for name in names:
-            if not name.endswith(suffix) or name.startswith("."):
-                continue
-            path = estate.path(folder, name)
-            files += 1
-            if suffix == ".json":
-                try:
-                    read_json_file(path, "session record")
-                except NotrestError as exc:
-                    findings.append(Finding(False, str(exc), "run `notrest rebuild`"))
-                continue
-            torn = [lineno for rec, lineno, _ in read_records(path) if rec is None]
-            if torn:
-                torn_total += len(torn)
-                findings.append(Finding(False, "%s: %d damaged line(s) at line %s "
-                                        "(skipped on read)" % (path, len(torn), ", ".join(
-                                            map(str, torn[:5]))),
-                                        "nothing is lost beyond those lines; leave them, "
-                                        "or move the file aside and run `notrest rebuild`"))
+        paths += [(estate.path(folder, name), "a file") for name in names
+                  if ".damaged-" not in name and ".tmp." not in name]
     try:
-        load_threads(estate)
-    except Exception as exc:
-        findings.append(Finding(False, "threads.jsonl unreadable: %s" % exc,
-                                "move it aside"))
-    if not torn_total:
-        findings.append(Finding(True, "estate parses (%d journal and record files)" %
-                                files))
+        slugs = sorted(os.listdir(estate.path("compiled")))
+    except OSError:
+        slugs = []
+    paths += [(estate.path("compiled", slug, "meta.json"), "a file") for slug in slugs]
+    for path, kind in paths:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            findings.append(Finding(False, "%s cannot be looked at (%s)" % (
+                path, _os_error_text(exc)), "check its owner and permissions"))
+            continue
+        if file_kind(st.st_mode) != kind:
+            findings.append(Finding(False, "%s is %s where %s belongs: hooks skip it" % (
+                path, file_kind(st.st_mode), kind), _aside_fix(path)))
+        elif st.st_uid != uid:
+            findings.append(Finding(False, "%s belongs to uid %d, not to you (uid %d)" % (
+                path, st.st_uid, uid), "`chown %d %s`" % (uid, _quote_arg(path))))
     return findings
 
 
@@ -9773,7 +10892,7 @@ def codex_rollouts(root, env=None, limit=ROLLOUT_SCAN_MAX):
     roots, out = {root, os.path.realpath(root)}, []
     for path in sorted(paths, reverse=True)[:limit]:
         try:
-            with open(path, "rb") as handle:
+            with open_plain(path) as handle:
                 first = handle.readline(1 << 20)
             meta = json_loads(first.decode("utf-8", "replace")).get("payload") or {}
             if meta.get("cwd") in roots:
@@ -9786,7 +10905,7 @@ def codex_rollouts(root, env=None, limit=ROLLOUT_SCAN_MAX):
 def rollout_profile(path, lines=400):
     """The permission profile a Codex session ran with (its first turn context)."""
     try:
-        with open(path, "rb") as handle:
+        with open_plain(path) as handle:
             for _ in range(lines):
                 raw = handle.readline(4 << 20)
                 if not raw:
@@ -9853,6 +10972,166 @@ def canary_findings(estate, config, env=None, now=None):
     return findings
 
 
+def _json_finding(path, what, shape, cap=ESTATE_FILE_CAP):
+    try:
+        data = read_json_file(path, what, cap)
+    except NotrestError as exc:
+        return Finding(False, str(exc)[len("notrest: "):], exc.fix)
+    if data is None:
+        return None
+    problem = shape_problem(data, shape, os.path.basename(path))
+    if problem:
+        return Finding(False, "%s: %s" % (path, problem), "fix it by hand, or move it "
+                       "aside and run `notrest rebuild` (views) or install.sh (config)")
+    return None
+
+
+def _shape_findings(estate):
+    findings = []
+
+    def add(finding):
+        if finding is not None:
+            findings.append(finding)
+
+    add(_json_finding(estate.path("config.json"), "config", CONFIG_SHAPE, SMALL_FILE_CAP))
+    add(_json_finding(estate.path("install.json"), "install record", INSTALL_SHAPE,
+                      SMALL_FILE_CAP))
+    _entries, problems = read_index(estate)
+    for problem in problems:
+        findings.append(Finding(False, problem[len("notrest: "):] if problem.startswith(
+            "notrest: ") else problem, "run `notrest rebuild` (the damaged index is kept "
+            "beside the new one)"))
+    try:
+        _permits, problems = read_permits(estate)
+    except NotrestError as exc:
+        problems = [exc.what]
+    for problem in problems:
+        findings.append(Finding(False, "%s: %s: no permit in it is honoured" % (
+            estate.path("permits.json"), problem), "a person grants permits again with "
+            "`notrest allow`; move the file aside first"))
+    for name in _listing(estate.path("sessions"), ".json"):
+        _rec, problem = read_session_record(estate, name[:-5])
+        if problem:
+            findings.append(Finding(False, "%s: %s" % (estate.path("sessions", name),
+                                                       problem),
+                                    "run `notrest rebuild` (it keeps the damaged record "
+                                    "beside the rebuilt one)"))
+    for name in _listing(estate.path("learned"), ".json"):
+        _value, problem = learn_file_problem(estate.path("learned", name))
+        if problem:
+            findings.append(Finding(False, "%s: %s" % (estate.path("learned", name),
+                                                       problem),
+                                    "move it aside and run `notrest learn` (it starts "
+                                    "the file afresh)"))
+    for slug in _listing(estate.path("compiled"), ""):
+        add(_json_finding(estate.path("compiled", slug, "meta.json"), "compiled tool",
+                          COMPILED_META_SHAPE))
+    paths = [estate.path("threads.jsonl")] + [estate.path("journal", name) for name in
+                                              _listing(estate.path("journal"), ".jsonl")]
+    for path in paths:
+        findings += _lines_findings(path, THREAD_SHAPE if path.endswith(
+            "threads.jsonl") else None)
+    return findings
+
+
+def _listing(folder, suffix):
+    try:
+        return sorted(n for n in os.listdir(folder) if n.endswith(suffix) and not
+                      n.startswith(".") and ".damaged-" not in n)
+    except OSError:
+        return []
+
+
+def _lines_findings(path, shape):
+    torn, bad = [], []
+    for record, lineno, _end in read_records(path):
+        if record is None:
+            torn.append(lineno)
+            continue
+        problem = shape_problem(record, shape, "the record") if shape else \
+            journal_record_problem(record)
+        if problem:
+            bad.append((lineno, problem))
+    findings = []
+    if torn:
+        findings.append(Finding(False, "%s: %d damaged line(s) at line %s (skipped on "
+                                "read)" % (path, len(torn), ", ".join(map(str, torn[:5]))),
+                                "nothing is lost beyond those lines; leave them, or move "
+                                "the file aside and run `notrest rebuild`"))
+    if bad:
+        findings.append(Finding(False, "%s: %d ill-typed record(s), line %d: %s (skipped "
+                                "on read)" % (path, len(bad), bad[0][0], bad[0][1]),
+                                "leave them (they are skipped), or move the file aside "
+                                "and run `notrest rebuild`"))
+    return findings
+
+
+def _cache_findings(estate):
+    """The hooks' signed caches, the key that signs them, the CLI's bytecode."""
+    findings = []
+    key = cache_key_path()
+    try:
+        st = os.stat(key)
+        if file_kind(st.st_mode) != "a file" or st.st_uid != os.getuid() or \
+                st.st_mode & 0o077 or read_cache_key() is None:
+            findings.append(Finding(False, "the cache key %s is not fit to trust (%s, "
+                                    "mode %o, uid %d): hooks compile from source each "
+                                    "time" % (key, file_kind(st.st_mode),
+                                              st.st_mode & 0o777, st.st_uid),
+                                    "remove it if you did not make it; install.sh makes "
+                                    "a new one"))
+    except FileNotFoundError:
+        findings.append(Finding(False, "no cache key at %s: the hooks' bytecode caches "
+                                "cannot be signed, so every hook compiles notrest.py" %
+                                key, "run install.sh again (it makes the key)"))
+    except OSError as exc:
+        findings.append(Finding(False, "the cache key %s cannot be read (%s)" % (
+            key, _os_error_text(exc)), "check its owner and permissions"))
+    if os.path.isfile(estate.path("notrest.py")):
+        for part in CACHE_CUTS:
+            status = cache_status(estate.dir, part)
+            if status != "ok":
+                findings.append(Finding(False, "the %s cache %s is %s: %s" % (
+                    part, hot_cache_path(estate.dir, part), status, {
+                        "bad-signature": "it was changed by something other than "
+                                         "notrest, and is never run",
+                        "stale": "notrest.py changed since; the next hook rebuilds it",
+                        "missing": "hooks compile notrest.py until one is built",
+                        "no-key": "nothing can sign it"}[status]),
+                    "run install.sh again (or any hook: it rebuilds the cache)"))
+        problem = pyc_problem(estate.path("notrest.py"))
+        if problem:
+            findings.append(Finding(False, problem, "run install.sh again (it writes "
+                                    "hash-checked bytecode)"))
+    return findings
+
+
+def pyc_problem(source):
+    """Why the CLI's bytecode of source cannot be trusted to match it, or None."""
+    import importlib.util
+    pyc = importlib.util.cache_from_source(source)
+    try:
+        data = read_file_bytes(pyc, 1 << 25)
+        text = read_file_bytes(source, 1 << 25)
+        st = os.stat(source)
+    except OSError as exc:
+        return "the bytecode %s cannot be read (%s)" % (pyc, _os_error_text(exc))
+    if data is None or text is None or len(data) < 16:
+        return None
+    if data[:4] != importlib.util.MAGIC_NUMBER:
+        return "the bytecode %s was written by another Python" % pyc
+    flags = int.from_bytes(data[4:8], "little")
+    if flags & 1:
+        if not flags & 2:
+            return "the bytecode %s is never checked against its source" % pyc
+        if data[8:16] != importlib.util.source_hash(text):
+            return "the bytecode %s is stale (notrest.py changed since)" % pyc
+        return None
+    if (int.from_bytes(data[8:12], "little"), int.from_bytes(data[12:16], "little")) != (
+            int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF):
+        return "the bytecode %s is stale (notrest.py changed since)" % pyc
+    return "the bytecode %s is checked by time and size only: an edit within the " \
+           "same second goes unseen" % pyc
 # ==== gate readers ========================================================
 # What the gate reads to judge a call that runs more than the line shows: inline
 # code, makefiles, package.json scripts, archives, diffs, the git index and git's
@@ -10405,7 +11684,7 @@ AGENTS_INSTEAD = ("edit AGENTS.md outside the notrest block (the lines from %s t
 
 def _bounded_text(path, limit):
     try:
-        with open(path, "rb") as handle:
+        with open_plain(path) as handle:
             return handle.read(limit).decode("utf-8", "replace")
     except OSError:
         return None
@@ -11871,7 +13150,7 @@ def archive_member_names(path):
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode) or info.st_size > ARCHIVE_READ_MAX:
             return None
-        with open(path, "rb") as handle:
+        with open_plain(path) as handle:
             magic = handle.read(4)
         if magic[:2] == b"PK":
             import zipfile
@@ -11944,7 +13223,7 @@ def git_dirs(root):
     if os.path.isdir(dot):
         return top, dot
     try:
-        with open(dot, "rb") as handle:
+        with open_plain(dot) as handle:
             line = handle.read(4096).decode("utf-8", "replace").strip()
     except OSError:
         return None
@@ -11957,7 +13236,7 @@ def git_index_entries(git_dir, wanted=None):
     """[(path, mode, size, mtime_s, mtime_ns, sha1 hex)] of a git index (versions 2
     to 4), only those whose path `wanted(path)` accepts; None when unreadable."""
     try:
-        with open(os.path.join(git_dir, "index"), "rb") as handle:
+        with open_plain(os.path.join(git_dir, "index")) as handle:
             data = handle.read(GIT_INDEX_READ_MAX + 1)
     except OSError:
         return None
@@ -12023,7 +13302,7 @@ def git_worktree_differs(top, entry):
         if int(info.st_mtime) == mtime_s and info.st_mtime_ns % 1000000000 == mtime_ns:
             return False
         try:
-            with open(full, "rb") as handle:
+            with open_plain(full) as handle:
                 data = handle.read(GIT_INDEX_READ_MAX)
         except OSError:
             return True
@@ -12214,7 +13493,7 @@ def _git_rev(root, cwd, word):
     git_dir = dirs[1]
     common = git_dir
     try:
-        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
+        with open_plain(os.path.join(git_dir, "commondir")) as handle:
             common = os.path.normpath(os.path.join(git_dir, handle.read(4096).decode(
                 "utf-8", "replace").strip()))
     except OSError:
@@ -12223,7 +13502,7 @@ def _git_rev(root, cwd, word):
         if os.path.exists(os.path.join(common, ref + word)):
             return True
     try:
-        with open(os.path.join(common, "packed-refs"), "rb") as handle:
+        with open_plain(os.path.join(common, "packed-refs")) as handle:
             packed = handle.read(GIT_INDEX_READ_MAX).decode("utf-8", "replace")
         if any(line.endswith(("/" + word, " refs/heads/" + word)) for line in
                packed.splitlines()):
@@ -12326,58 +13605,153 @@ __pycache__/
 *.lock
 .*.lock
 *.tmp.*
+*.damaged-*
 """
 CLI_WRAPPER = """#!/bin/sh
 # notrest command line for this project: `.notrest/notrest packet`, `... bank`.
-# Written by install.sh; the interpreter below was recorded at install time.
+# Written by install.sh; the interpreter below was recorded at install time
+# (python3 on PATH is the fallback). Exit 3 when no Python or no loadable
+# notrest.py is there, with what to do.
 py='%(python)s'
 case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
-[ -x "$py" ] || py=python3
-exec "$py" -I -S -c 'import sys; sys.path.insert(0, sys.argv[1]); import notrest; sys.exit(notrest.main(sys.argv[2:]))' "$dir" --root "$dir/.." "$@"
+{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null) || py=
+if [ -z "$py" ]; then
+  printf '%%s\\n' 'notrest: %(no_python)s' >&2
+  exit 3
+fi
+exec "$py" -I -S -c 'import sys, os
+d = sys.argv[1]
+sys.path.insert(0, d)
+if not os.access(d + "/__pycache__" if os.path.isdir(d + "/__pycache__") else d, os.W_OK):
+    sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
+try:
+    if not os.path.isfile(d + "/notrest.py"):
+        raise OSError("it is missing or not a regular file")
+    import notrest
+except BaseException as exc:
+    sys.stderr.write("notrest: cannot load %%s/notrest.py (%%s: %%s): reinstall notrest (sh install.sh) or put the file back\\n" %% (d, type(exc).__name__, exc))
+    sys.exit(3)
+sys.exit(notrest.main(sys.argv[2:]))' "$dir" --root "$dir/.." "$@"
 """
 LAUNCHER = """#!/bin/sh
 # notrest hook launcher: %(event)s (%(role)s).
 # Called by Claude Code or Codex CLI with the event's JSON payload on stdin;
 # the optional first argument names the client. It answers one JSON object on
-# stdout and exits 0 (a deny or a block is inside that JSON). It never blocks on
-# its own failure, except the PreToolUse gate, which fails closed.
+# stdout and exits 0 (a deny or a block is inside that JSON). Whatever fails,
+# the gates (PreToolUse, PermissionRequest, the prompt and stop laws) still
+# answer a refusal; the other hooks let the client go on.
 case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
 set -- %(part)s %(event)s "$@"
 # shellcheck source=/dev/null
 . "$dir/launch.sh"
 """
-# The common tail of every launcher. It loads the part of notrest.py its event needs
-# from a bytecode cache when the cache matches the interpreter and the file (size,
-# mtime), else the whole module; it leaves with os._exit once the answer is out.
+# The common tail of every launcher. The boot loads the part of notrest.py its event
+# needs from a bytecode cache whose MAC checks (see build_hot_cache), else compiles
+# notrest.py from source; when even that fails, the launcher answers.
 LAUNCH_TAIL = """# notrest: the common tail of the hook launchers (sourced by them, never run).
 # Arguments: the part of notrest.py to load (hot or warm), the event, the client.
-# It execs the interpreter recorded at install time (python3 on PATH is the
-# fallback) with -I -S, loading that part from a bytecode cache when fresh, else
-# the whole module.
+# It runs the interpreter recorded at install time (python3 on PATH is the
+# fallback) with -I -S. When no interpreter can be found, or the gate process
+# dies before it answers (notrest.py unloadable, a crash), it answers by itself:
+# PreToolUse and PermissionRequest refuse the call, UserPromptSubmit blocks the
+# prompt, Stop blocks once (not when the payload says stop_hook_active), every
+# other event lets the client go on. Exit 2 is a refusal in both clients.
 # shellcheck disable=SC2154  # dir is set by the launcher that sources this
 py='%(python)s'
-[ -x "$py" ] || py=python3
-exec "$py" -I -S -c '%(boot)s' "$dir/.." "$@"
+{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null) || py=
+boot='%(boot)s'
+if [ -z "$py" ]; then
+  why='%(no_python)s'
+  case $2 in
+  PreToolUse)
+    printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"notrest deny [gate-error]: %%s"}}\\n' "$why" ;;
+  PermissionRequest)
+    printf '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"notrest deny [gate-error]: %%s"}}}\\n' "$why" ;;
+  UserPromptSubmit)
+    printf '{"decision":"block","reason":"notrest block [gate-error]: %%s"}\\n' "$why"
+    printf 'notrest: %%s\\n' "$why" >&2 ;;
+  Stop)
+    case $(dd bs=4096 count=16 2>/dev/null | tr -d ' \\t\\r\\n') in
+    *'"stop_hook_active":true'*)
+      printf '{}\\n'
+      printf 'notrest: %%s\\n' "$why" >&2 ;;
+    *)
+      printf '{"decision":"block","reason":"notrest block [gate-error]: %%s Bank a note if you changed files and tell the person; the next stop is allowed."}\\n' "$why" ;;
+    esac ;;
+  *)
+    printf '{}\\n'
+    printf 'notrest: %%s\\n' "$why" >&2 ;;
+  esac
+  exit 0
+fi
+# the key that signs the caches: data_dir()/key, by data_dir()'s rules
+case ${NOTREST_DATA_DIR:-} in
+/*) key=$NOTREST_DATA_DIR/key ;;
+*) case ${XDG_DATA_HOME:-} in
+  /*) key=$XDG_DATA_HOME/notrest/key ;;
+  *) key=${HOME:-}/.local/share/notrest/key ;;
+  esac ;;
+esac
+# the caches: in __pycache__ when it (or the code folder) is writable, else the
+# boot looks in the mirror under ~/.cache/notrest (cache_dir())
+cache=$dir/../__pycache__
+if [ -d "$cache" ]; then [ -w "$cache" ] || cache=; else [ -w "$dir/.." ] || cache=; fi
+case $2 in
+PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
+  "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"
+  rc=$?
+  [ "$rc" -eq 0 ] && exit 0
+  if [ "$2" = Stop ]; then
+    case $(dd bs=4096 count=16 2>/dev/null | tr -d ' \\t\\r\\n') in
+    *'"stop_hook_active":true'*)
+      printf '{}\\n'
+      exit 0 ;;
+    esac
+  fi
+  printf 'notrest %%s [gate-error]: the hook process (%%s) ended with exit %%s before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\\n' "$2" "$py" "$rc" >&2
+  exit 2 ;;
+esac
+exec "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"
 """
+# The boot: Python that the launcher passes with -c (no single quote may appear in
+# it; it is compiled at every launch, so it stays short: the launcher finds the key
+# and the cache folder). Arguments: code dir, key path, cache dir ("" for the
+# ~/.cache/notrest mirror), part, event, client. A cache runs only when its header
+# matches this interpreter and this notrest.py (size, mtime, ctime, inode) and its
+# MAC (keyed SipHash, the person's key) checks; else notrest.py is compiled from
+# source, never from a .pyc on disk. A failure on the way: one stderr line, then
+# "{}" for an advisory event, or exit 3 for a gate (the launcher refuses).
 BOOT_CACHED = """import sys, os
-d = os.path.abspath(sys.argv[1])
-sys.path.insert(0, d)
-c = d + "/__pycache__"
-if not os.access(c if os.path.isdir(c) else d, os.W_OK):
-    c = os.path.expanduser("~/.cache/notrest") + d
-    sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
+a = sys.argv
 try:
-    s = os.stat(d + "/notrest.py")
-    with open("%s/notrest.%s.%s.bin" % (c, sys.argv[2], sys.implementation.cache_tag), "rb") as f:
-        b = f.read()
-    if b[:20] != sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + s.st_mtime_ns.to_bytes(8, "little") + s.st_size.to_bytes(8, "little"):
-        raise OSError("stale")
-    g = {"__name__": "notrest_hot", "__file__": d + "/notrest.py", "__builtins__": __builtins__}
-    exec(__import__("marshal").loads(b[20:]), g)
-except Exception:
-    import notrest
-    g = vars(notrest)
-g["exit_now"](g["hook_main"](sys.argv[3:]))"""
+    d = os.path.abspath(a[1])
+    f = d + "/notrest.py"
+    g = None
+    try:
+        s = os.stat(f)
+        h = os.open(a[2], 2048)
+        t = os.fstat(h)
+        q = os.read(h, 64)
+        os.close(h)
+        h = os.open("%s/notrest.%s.%s.bin" % (a[3] or os.path.expanduser("~/.cache/notrest") + d, a[4], sys.implementation.cache_tag), 2048)
+        u = os.fstat(h)
+        b = os.read(h, u.st_size + 1) if u.st_mode >> 12 == 8 and u.st_size < 33554432 else b""
+        os.close(h)
+        v = int(q[:16], 16)
+        m = memoryview(b)
+        if t.st_mode >> 12 == 8 and t.st_uid == os.getuid() and not t.st_mode & 63 and b[:44] == b"NRC\\2" + a[4].encode().ljust(4, b"\\0") + sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + b"".join((n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for n in (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)) and sys.modules["_imp"].source_hash(v - (v >> 63 << 64), m[:-8]) == b[-8:]:
+            g = {"__name__": "notrest_hot", "__file__": f, "__builtins__": __builtins__}
+            exec(sys.modules["marshal"].loads(m[44:-8]), g)
+    except Exception:
+        g = None
+    if g is None:
+        exec("h = os.open(f, 2048)\\nu = os.fstat(h)\\nif u.st_mode >> 12 != 8 or u.st_size >> 24:\\n    raise OSError(f + \\": no regular file of a sane size\\")\\nb = os.read(h, u.st_size + 1)\\nos.close(h)\\ng = sys.modules[\\"notrest\\"] = type(sys)(\\"notrest\\")\\ng.__file__ = f\\ng = vars(g)\\nexec(compile(b, f, \\"exec\\", dont_inherit=True), g)\\ng[\\"COMMANDS\\"]")
+    g["exit_now"](g["hook_main"](a[5:]))
+except BaseException as x:
+    os.write(2, ("notrest: the hook could not load notrest.py from %s (%r). Fix: reinstall notrest (sh install.sh DIR) or run notrest doctor\\n" % (a[1:2], x)).encode("utf-8", "replace"))
+    x = a[5:6] and a[5] in "PreToolUse PermissionRequest UserPromptSubmit Stop"
+    x or os.write(1, b"{}\\n")
+    os._exit(3 if x else 0)"""
 HOOK_ROLES = {
     "SessionStart": "journal the start, inject the start packet",
     "UserPromptSubmit": "prompt laws, journal the prompt",
@@ -12404,42 +13778,72 @@ def render_launcher(event):
                        "part": "hot" if event in HOT_EVENTS else "warm"}
 
 
+def _plain_text(text):
+    """Text safe inside a JSON string, a sh single-quoted word and a printf
+    argument: letters, digits and a little punctuation."""
+    return "".join(ch if ch.isalnum() and ch.isascii() or ch in " .,:;_-/()[]=+@"
+                   else " " for ch in text)
+
+
+def _no_python_text(python):
+    return _plain_text("no Python to run the hook: the recorded interpreter %s is gone "
+                       "and python3 is not on PATH. Fix: install Python 3.9+ and run "
+                       "install.sh again (sh install.sh DIR), then notrest doctor"
+                       % (python or "(none)"))
+
+
 def render_launch_tail(python=""):
-    return LAUNCH_TAIL % {"python": python, "boot": BOOT_CACHED}
+    return LAUNCH_TAIL % {"python": _sh_quoted(python), "boot": BOOT_CACHED,
+                          "no_python": _no_python_text(python)}
+
+
+def render_cli_wrapper(python):
+    return CLI_WRAPPER % {"python": _sh_quoted(python),
+                          "no_python": _no_python_text(python)}
+
+
+def _sh_quoted(text):
+    """text for the inside of a sh single-quoted word."""
+    return text.replace("'", "'\\''")
 
 
 
 
-def cache_dir(code_dir):
-    """Where the bytecode caches of notrest.py live: its __pycache__, or, when that
-    is not writable (a read-only checkout), a mirror under ~/.cache/notrest; the
-    launchers look in the same place."""
-    code_dir = os.path.abspath(code_dir)
-    pycache = os.path.join(code_dir, "__pycache__")
-    if os.access(pycache if os.path.isdir(pycache) else code_dir, os.W_OK):
-        return pycache
-    return os.path.expanduser("~/.cache/notrest") + code_dir
+def ensure_cache_key(env=None):
+    """The key, made when there is none (random, mode 0600, in data_dir()); a key
+    file that is there but not fit to trust is never replaced (doctor says why)."""
+    key = read_cache_key(env)
+    path = cache_key_path(env)
+    if key is not None or os.path.lexists(path):
+        return key
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(
+        os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.write(fd, (os.urandom(32).hex() + "\n").encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return read_cache_key(env)
 
 
-def hot_cache_path(code_dir, part="hot"):
-    return os.path.join(cache_dir(code_dir), "notrest.%s.%s.bin" % (
-        part, sys.implementation.cache_tag))
-
-
-def hot_cache_header(source):
-    import importlib.util
-    stat = os.stat(source)
-    return (importlib.util.MAGIC_NUMBER + stat.st_mtime_ns.to_bytes(8, "little") +
-            stat.st_size.to_bytes(8, "little"))
-
-
-def build_hot_cache(source):
+def build_hot_cache(source, env=None):
     """Compile the hot and warm parts of notrest.py for this interpreter and cache
-    them next to the module's own bytecode. Returns the cache paths."""
+    them next to the module, signed (cache_header, cache_mac) with the key in
+    data_dir(), made when absent. Returns the cache paths."""
     import marshal
-    with open(source, encoding="utf-8") as handle:
-        text = handle.read()
-    header = hot_cache_header(source)
+    key = ensure_cache_key(env)
+    if key is None:
+        raise NotrestError("no key fit to sign the bytecode caches", cache_key_path(env),
+                           "remove it if you did not make it (`notrest doctor` says "
+                           "why it is refused) and run install.sh again")
+    fd, st = open_regular(source)
+    try:
+        text = os.read(fd, st.st_size + 1).decode("utf-8")
+    finally:
+        os.close(fd)
+    code_dir = os.path.dirname(os.path.abspath(source))
     paths = []
     for part, mark in CACHE_CUTS.items():
         cut = text.find(mark)
@@ -12447,47 +13851,47 @@ def build_hot_cache(source):
             raise NotrestError("notrest.py has no %r line" % mark.strip(), source,
                                "reinstall notrest")
         code = compile(text[:cut + 1], source, "exec", dont_inherit=True, optimize=2)
-        path = hot_cache_path(os.path.dirname(os.path.abspath(source)), part)
+        signed = cache_header(part, st) + marshal.dumps(code)
+        path = hot_cache_path(code_dir, part)
         _ensure_dir(os.path.dirname(path))
         tmp = "%s.tmp.%d" % (path, os.getpid())
-        with open(tmp, "wb") as handle:
-            handle.write(header + marshal.dumps(code))
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(
+            os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            data = memoryview(signed + cache_mac(key, signed))
+            while data:
+                data = data[os.write(out, data):]
+        finally:
+            os.close(out)
         os.replace(tmp, path)
         paths.append(path)
     return paths
 
 
 def precompile_here(source):
-    """The module's own bytecode (in __pycache__, or under ~/.cache/notrest/pycache
-    as the launchers' sys.pycache_prefix when __pycache__ is not writable) and its
-    hot and warm caches, compiled by the interpreter running this."""
+    """The module's own bytecode for the CLI (hash-checked: a same-size edit within
+    the mtime's second is seen; in __pycache__, or under ~/.cache/notrest/pycache
+    when __pycache__ is not writable) and the signed hot and warm caches of the
+    hooks, compiled by the interpreter running this."""
     import py_compile
     code_dir = os.path.dirname(os.path.abspath(source))
     if cache_dir(code_dir) != os.path.join(code_dir, "__pycache__"):
         sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
     import importlib.util
     py_compile.compile(source, cfile=importlib.util.cache_from_source(source),
-                       doraise=True)
+                       doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
     build_hot_cache(source)
 
 
 def ensure_hot_cache(code_dir):
-    """Rebuild the hot cache when it is missing or stale and the folder is writable
-    (a launcher fell back to the whole module: make the next call fast again)."""
-    source = os.path.join(code_dir, "notrest.py")
+    """Rebuild the caches when one is not "ok" and a key can be had (a launcher
+    fell back to the source: make the next call fast again, and signed)."""
+    if all(cache_status(code_dir, part) == "ok" for part in CACHE_CUTS):
+        return False
     try:
-        header = hot_cache_header(source)
-        fresh = True
-        for part in CACHE_CUTS:
-            with open(hot_cache_path(code_dir, part), "rb") as handle:
-                fresh = fresh and handle.read(20) == header
-        if fresh:
-            return False
-    except OSError:
-        pass
-    try:
-        build_hot_cache(source)
-    except (OSError, SyntaxError, NotrestError):
+        build_hot_cache(os.path.join(code_dir, "notrest.py"))
+    except (OSError, SyntaxError, ValueError, NotrestError):
         return False
     return True
 
@@ -12680,10 +14084,23 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     root = os.path.abspath(target)
     if not os.path.isdir(root):
         raise NotrestError("no such folder", root, "create it or name another", code=2)
+    try:
+        root.encode("utf-8")
+    except UnicodeEncodeError:
+        raise NotrestError("the project path is not valid UTF-8: the hook settings are "
+                           "JSON, which cannot name it", ascii(os.fsencode(root))[1:],
+                           "rename the folder to a UTF-8 name and run install.sh again",
+                           code=3)
     source = source or os.path.abspath(__file__)
     python = python or sys.executable
     estate = Estate(root)
     report, created = [], []
+    for name, shape in (("install.json", INSTALL_SHAPE), ("config.json", CONFIG_SHAPE)):
+        damaged = _json_finding(estate.path(name), name, shape, SMALL_FILE_CAP)
+        if damaged is not None:  # never rewritten silently: kept beside the new one
+            aside = keep_damaged(estate.path(name))
+            report.append("%s was damaged (%s): kept it as %s, wrote a new one" % (
+                name, damaged.what, aside))
     install_state = read_json_file(estate.path("install.json"), "install record") or {}
     created_before = list(install_state.get("created", []))
     _ensure_dir(estate.dir)
@@ -12700,7 +14117,7 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     _write_if_changed(estate.path("hooks", LAUNCH_FILE), render_launch_tail(python),
                       report, created, ".notrest/hooks/%s" % LAUNCH_FILE)
     wrapper = estate.path("notrest")
-    _write_if_changed(wrapper, CLI_WRAPPER % {"python": python}, report, created,
+    _write_if_changed(wrapper, render_cli_wrapper(python), report, created,
                       ".notrest/notrest")
     os.chmod(wrapper, 0o755)
     _write_if_changed(estate.path(".gitignore"), ESTATE_GITIGNORE, report, created,
@@ -13387,6 +14804,7 @@ def main(argv=None):
         return hook_main(argv[1:])
     args = build_parser().parse_args(argv)
     handler = COMMANDS[args.verb]
+    del ESTATE_NOTES[:]
     try:
         return handler(args)
     except NotrestError as exc:
@@ -13394,6 +14812,44 @@ def main(argv=None):
         return exc.code
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the estate cannot be read or written: say where, how
+        if not exc.filename:
+            exc.filename = os.path.join(args.root or find_root(os.getcwd()) or ".",
+                                        ESTATE_DIR)
+        sys.stderr.write("%s\n" % os_error_advice(exc, args.verb))
+        return 3
+    except MemoryError:
+        sys.stderr.write("notrest: out of memory while running `%s`: an estate file may "
+                         "be far too large; run `notrest doctor`\n" % args.verb)
+        return 3
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a damaged estate that got past the checks
+        if os.environ.get("NOTREST_DEBUG"):
+            raise
+        sys.stderr.write("notrest: `%s` failed (%s: %s); the estate may be damaged: run "
+                         "`notrest doctor` (NOTREST_DEBUG=1 shows the traceback)\n" % (
+                             args.verb, type(exc).__name__, clip(neutralise(exc), 300)))
+        return 3
+    finally:
+        for note in ESTATE_NOTES[:5]:
+            sys.stderr.write("notrest: warning: %s\n" % note)
+
+
+def os_error_advice(exc, verb=""):
+    """One line for an OSError: what failed, where, and the fix."""
+    import errno
+    where = exc.filename or ""
+    fix = {errno.ENOSPC: "the disk is full: free some space, then run it again",
+           errno.EDQUOT: "the disk quota is used up: free some space",
+           errno.EROFS: "the file system is read-only: remount it writable or work on "
+                        "a copy",
+           errno.EACCES: "check the owner and permissions (`ls -ld %s`)" % _quote_arg(
+               where or "."),
+           errno.EPERM: "check the owner and permissions (`ls -ld %s`)" % _quote_arg(
+               where or ".")}.get(exc.errno, "run `notrest doctor`")
+    return str(NotrestError("`%s` failed: %s" % (verb, _os_error_text(exc)) if verb else
+                            _os_error_text(exc), where, fix))
 
 
 def _estate(args, must_exist=False):
@@ -13437,7 +14893,8 @@ def cmd_gate(args):
         if not isinstance(payload, dict):
             raise NotrestError("the payload on stdin is not a JSON object", "",
                                "pass one hook payload", code=2)
-        event = normalise(payload, "PreToolUse", env)
+        kind = payload.get("hook_event_name")
+        event = normalise(payload, kind if kind in GATE_EVENTS else "PreToolUse", env)
     else:
         tool = args.tool or ("Bash" if args.command is not None else (
             "Read" if args.read else "Write"))
@@ -13661,18 +15118,31 @@ def cmd_allow(args):
     import getpass
     who = env_user() or getpass.getuser()
     path = estate.path("permits.json")
+    boot, uptime = clock_reading()
     with _Lock(estate.path(".permits.lock")):
-        data = read_json_file(path, "permits") or {}
-        permits = [p for p in data.get("permits", []) if (p.get("expires") or 0) > now]
-        number = max([int(str(p.get("id", "p-0"))[2:] or 0) for p in permits if str(
-            p.get("id", "")).startswith("p-") and str(p.get("id"))[2:].isdigit()] + [0])
+        try:
+            permits, _problems = read_permits(estate)
+            data = read_json_file(path, "permits", SMALL_FILE_CAP) or {}
+            kept = [p for p in data.get("permits") or [] if p not in permits]
+        except NotrestError as exc:
+            aside = keep_damaged(path)
+            if aside is None:
+                raise
+            sys.stderr.write("notrest: %s; kept it as %s and started a new %s\n" % (
+                exc.what, aside, path))
+            permits, kept = [], []
+        permits = [p for p in permits if permit_live(p, now, boot, uptime)]
+        number = max([int(p["id"][2:]) for p in permits if p["id"].startswith("p-")
+                      and p["id"][2:].isdigit()] + [0])
         permit = {"id": "p-%d" % (number + 1), "law": law.id,
-                  "why": redact_clip(args.why, 300),
-                  "who": who, "created": round(now, 3),
+                  "why": redact_clip(args.why, 300), "who": who,
+                  "created": round(now, 3),
                   "expires": round(now + max(1, args.minutes) * 60, 3)}
+        if boot:
+            permit.update(boot=boot, uptime=round(uptime, 3))
         permits.append(permit)
         write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
-                                        "permits": permits}))
+                                        "permits": kept + permits}))
     sys.stdout.write("permit %s: the next call that %s denies passes, once, within %d "
                      "minutes; its receipt goes to the journal.\n" % (
                          permit["id"], law.id, args.minutes))
@@ -13781,34 +15251,57 @@ def cmd_status(args):
 
 def cmd_rebuild(args):
     estate = _estate(args, must_exist=True)
-    records, torn = rebuild_estate(estate)
+    records, torn, kept = rebuild_estate(estate)
     sys.stdout.write("rebuilt %d session record(s) and the index from the journals%s\n" % (
         records, "; %d damaged line(s) skipped" % torn if torn else ""))
+    for path, aside in kept:
+        sys.stdout.write("kept the damaged %s as %s\n" % (path, aside))
     return 0
 
 
 def rebuild_estate(estate):
-    """Recreate every session record and the index by streaming the journals."""
+    """Recreate every session record and the index by streaming the journals.
+    Each session is refolded under its own lock, and the index is written under
+    its lock from the records as they are saved at that moment, so a bank or a
+    SessionEnd that runs meanwhile is folded in, never lost. A damaged record or
+    index is kept beside the rebuilt one. Returns (journals, damaged lines
+    skipped, [(damaged path, where it was kept)])."""
     try:
         names = sorted(n for n in os.listdir(estate.path("journal")) if n.endswith(
             ".jsonl"))
     except OSError:
         names = []
-    entries, torn = [], 0
+    sessions, torn, kept = [], 0, []
     for name in names:
         session = name[:-6]
         if sanitize_session_id(session) != session:
             continue
-        rec = fold_journal(estate, session, new_session_record(session))
+        with _Lock(estate.path("sessions", ".%s.lock" % session)):
+            _old, problem = read_session_record(estate, session)
+            if problem:
+                aside = keep_damaged(estate.record(session))
+                if aside:
+                    kept.append((estate.record(session), aside))
+            rec = fold_journal(estate, session, new_session_record(session))
+            save_session(estate, rec)
         torn += rec["torn"]
-        save_session(estate, rec)
-        entries.append(_index_entry(rec))
-    entries.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        sessions.append(session)
     with _Lock(estate.path(".index.lock")):
+        entries = []
+        for session in sessions:
+            rec, _problem = read_session_record(estate, session)
+            if rec is not None:
+                entries.append(_index_entry(rec))
+        entries.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        _entries, problems = read_index(estate)
+        if problems:
+            aside = keep_damaged(estate.path("index.json"))
+            if aside:
+                kept.append((estate.path("index.json"), aside))
         write_atomic(estate.path("index.json"), json_dumps(
             {"schema_version": SCHEMA_VERSION, "sessions": entries[:INDEX_MAX_SESSIONS]})
             + "\n", durable=False)
-    return len(names), torn
+    return len(names), torn, kept
 
 
 def cmd_learn(args):

@@ -1,27 +1,94 @@
 # notrest: the common tail of the hook launchers (sourced by them, never run).
 # Arguments: the part of notrest.py to load (hot or warm), the event, the client.
-# It execs the interpreter recorded at install time (python3 on PATH is the
-# fallback) with -I -S, loading that part from a bytecode cache when fresh, else
-# the whole module.
+# It runs the interpreter recorded at install time (python3 on PATH is the
+# fallback) with -I -S. When no interpreter can be found, or the gate process
+# dies before it answers (notrest.py unloadable, a crash), it answers by itself:
+# PreToolUse and PermissionRequest refuse the call, UserPromptSubmit blocks the
+# prompt, Stop blocks once (not when the payload says stop_hook_active), every
+# other event lets the client go on. Exit 2 is a refusal in both clients.
 # shellcheck disable=SC2154  # dir is set by the launcher that sources this
 py=''
-[ -x "$py" ] || py=python3
-exec "$py" -I -S -c 'import sys, os
-d = os.path.abspath(sys.argv[1])
-sys.path.insert(0, d)
-c = d + "/__pycache__"
-if not os.access(c if os.path.isdir(c) else d, os.W_OK):
-    c = os.path.expanduser("~/.cache/notrest") + d
-    sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
+{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null) || py=
+boot='import sys, os
+a = sys.argv
 try:
-    s = os.stat(d + "/notrest.py")
-    with open("%s/notrest.%s.%s.bin" % (c, sys.argv[2], sys.implementation.cache_tag), "rb") as f:
-        b = f.read()
-    if b[:20] != sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + s.st_mtime_ns.to_bytes(8, "little") + s.st_size.to_bytes(8, "little"):
-        raise OSError("stale")
-    g = {"__name__": "notrest_hot", "__file__": d + "/notrest.py", "__builtins__": __builtins__}
-    exec(__import__("marshal").loads(b[20:]), g)
-except Exception:
-    import notrest
-    g = vars(notrest)
-g["exit_now"](g["hook_main"](sys.argv[3:]))' "$dir/.." "$@"
+    d = os.path.abspath(a[1])
+    f = d + "/notrest.py"
+    g = None
+    try:
+        s = os.stat(f)
+        h = os.open(a[2], 2048)
+        t = os.fstat(h)
+        q = os.read(h, 64)
+        os.close(h)
+        h = os.open("%s/notrest.%s.%s.bin" % (a[3] or os.path.expanduser("~/.cache/notrest") + d, a[4], sys.implementation.cache_tag), 2048)
+        u = os.fstat(h)
+        b = os.read(h, u.st_size + 1) if u.st_mode >> 12 == 8 and u.st_size < 33554432 else b""
+        os.close(h)
+        v = int(q[:16], 16)
+        m = memoryview(b)
+        if t.st_mode >> 12 == 8 and t.st_uid == os.getuid() and not t.st_mode & 63 and b[:44] == b"NRC\2" + a[4].encode().ljust(4, b"\0") + sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + b"".join((n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for n in (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)) and sys.modules["_imp"].source_hash(v - (v >> 63 << 64), m[:-8]) == b[-8:]:
+            g = {"__name__": "notrest_hot", "__file__": f, "__builtins__": __builtins__}
+            exec(sys.modules["marshal"].loads(m[44:-8]), g)
+    except Exception:
+        g = None
+    if g is None:
+        exec("h = os.open(f, 2048)\nu = os.fstat(h)\nif u.st_mode >> 12 != 8 or u.st_size >> 24:\n    raise OSError(f + \": no regular file of a sane size\")\nb = os.read(h, u.st_size + 1)\nos.close(h)\ng = sys.modules[\"notrest\"] = type(sys)(\"notrest\")\ng.__file__ = f\ng = vars(g)\nexec(compile(b, f, \"exec\", dont_inherit=True), g)\ng[\"COMMANDS\"]")
+    g["exit_now"](g["hook_main"](a[5:]))
+except BaseException as x:
+    os.write(2, ("notrest: the hook could not load notrest.py from %s (%r). Fix: reinstall notrest (sh install.sh DIR) or run notrest doctor\n" % (a[1:2], x)).encode("utf-8", "replace"))
+    x = a[5:6] and a[5] in "PreToolUse PermissionRequest UserPromptSubmit Stop"
+    x or os.write(1, b"{}\n")
+    os._exit(3 if x else 0)'
+if [ -z "$py" ]; then
+  why='no Python to run the hook: the recorded interpreter (none) is gone and python3 is not on PATH. Fix: install Python 3.9+ and run install.sh again (sh install.sh DIR), then notrest doctor'
+  case $2 in
+  PreToolUse)
+    printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"notrest deny [gate-error]: %s"}}\n' "$why" ;;
+  PermissionRequest)
+    printf '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"notrest deny [gate-error]: %s"}}}\n' "$why" ;;
+  UserPromptSubmit)
+    printf '{"decision":"block","reason":"notrest block [gate-error]: %s"}\n' "$why"
+    printf 'notrest: %s\n' "$why" >&2 ;;
+  Stop)
+    case $(dd bs=4096 count=16 2>/dev/null | tr -d ' \t\r\n') in
+    *'"stop_hook_active":true'*)
+      printf '{}\n'
+      printf 'notrest: %s\n' "$why" >&2 ;;
+    *)
+      printf '{"decision":"block","reason":"notrest block [gate-error]: %s Bank a note if you changed files and tell the person; the next stop is allowed."}\n' "$why" ;;
+    esac ;;
+  *)
+    printf '{}\n'
+    printf 'notrest: %s\n' "$why" >&2 ;;
+  esac
+  exit 0
+fi
+# the key that signs the caches: data_dir()/key, by data_dir()'s rules
+case ${NOTREST_DATA_DIR:-} in
+/*) key=$NOTREST_DATA_DIR/key ;;
+*) case ${XDG_DATA_HOME:-} in
+  /*) key=$XDG_DATA_HOME/notrest/key ;;
+  *) key=${HOME:-}/.local/share/notrest/key ;;
+  esac ;;
+esac
+# the caches: in __pycache__ when it (or the code folder) is writable, else the
+# boot looks in the mirror under ~/.cache/notrest (cache_dir())
+cache=$dir/../__pycache__
+if [ -d "$cache" ]; then [ -w "$cache" ] || cache=; else [ -w "$dir/.." ] || cache=; fi
+case $2 in
+PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
+  "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"
+  rc=$?
+  [ "$rc" -eq 0 ] && exit 0
+  if [ "$2" = Stop ]; then
+    case $(dd bs=4096 count=16 2>/dev/null | tr -d ' \t\r\n') in
+    *'"stop_hook_active":true'*)
+      printf '{}\n'
+      exit 0 ;;
+    esac
+  fi
+  printf 'notrest %s [gate-error]: the hook process (%s) ended with exit %s before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\n' "$2" "$py" "$rc" >&2
+  exit 2 ;;
+esac
+exec "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"

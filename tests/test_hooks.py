@@ -178,6 +178,8 @@ BAD_INPUTS = {
 @pytest.mark.parametrize("event", sorted(notrest.HOOK_EVENTS))
 @pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
 def test_bad_input_never_breaks_a_hook(proj, event, kind):
+    """Gates refuse what they cannot read (the client would run the call on any
+    other answer); advisory hooks and Stop let the client go on."""
     result = proj.hook(event, None, raw=BAD_INPUTS[kind])
     assert result.code == 0
     assert result.seconds < 2.0
@@ -185,8 +187,19 @@ def test_bad_input_never_breaks_a_hook(proj, event, kind):
     answer = result.answer
     assert isinstance(answer, dict)
     specific = answer.get("hookSpecificOutput") or {}
-    assert specific.get("permissionDecision") != "deny"
-    assert answer.get("decision") != "block"
+    if event == "PreToolUse":
+        assert specific.get("permissionDecision") == "deny", answer
+        assert "gate-error" in specific["permissionDecisionReason"]
+    elif event == "PermissionRequest":
+        assert specific["decision"]["behavior"] == "deny", answer
+    elif event == "UserPromptSubmit":
+        assert answer.get("decision") == "block", answer
+    else:
+        assert specific.get("permissionDecision") != "deny"
+        assert answer.get("decision") != "block"
+    assert result.stderr.count("\n") <= 2
+    if kind in ("empty", "brace", "list", "junk-10MB"):
+        assert "notrest" in result.stderr  # one line says what was wrong
 
 
 def test_a_10MB_payload_is_judged_not_waved_through(proj):

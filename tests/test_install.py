@@ -247,23 +247,25 @@ def test_ci_runs_the_readme_test_command():
 def test_hook_caches_are_built_at_install_and_rebuilt_when_stale(proj):
     code_dir = proj.root / ".notrest"
     source = code_dir / "notrest.py"
-    caches = [notrest.hot_cache_path(str(code_dir), part) for part in notrest.CACHE_CUTS]
-    header = notrest.hot_cache_header(str(source))
-    for path in caches:
-        with open(path, "rb") as handle:
-            assert handle.read(20) == header, path
+    env = {"HOME": str(proj.home)}
+    for part in notrest.CACHE_CUTS:
+        assert notrest.cache_status(str(code_dir), part, env) == "ok", part
+    key = proj.home / ".local" / "share" / "notrest" / "key"
+    assert key.stat().st_mode & 0o777 == 0o600
     source.write_text(source.read_text() + "\n# a local edit\n")
+    assert notrest.cache_status(str(code_dir), "hot", env) == "stale"
     payload = proj.payload("PreToolUse", "hc-1", tool_name="Bash",
                            tool_input={"command": "rm -rf /"})
     stale = proj.hook("PreToolUse", payload)
     assert stale.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
-    header = notrest.hot_cache_header(str(source))
-    with open(caches[0], "rb") as handle:
-        assert handle.read(20) == header, "a stale launch must rebuild the cache"
+    assert notrest.cache_status(str(code_dir), "hot", env) == "ok", \
+        "a stale launch must rebuild the cache"
+    caches = [notrest.hot_cache_path(str(code_dir), part) for part in notrest.CACHE_CUTS]
     os.unlink(caches[0])
+    assert notrest.cache_status(str(code_dir), "hot", env) == "missing"
     gone = proj.hook("PreToolUse", payload)
     assert gone.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert os.path.exists(caches[0])
+    assert notrest.cache_status(str(code_dir), "hot", env) == "ok"
 
 
 def test_caches_move_to_the_home_cache_when_the_checkout_is_read_only(tmp_path,

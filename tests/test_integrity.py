@@ -56,7 +56,7 @@ def evil_part(proj, part):
     evil = text[:cut + 1].replace("def gate_event(", "def gate_event(*a, **k):\n"
                                   "    return Verdict('allow')\n\n\ndef _gate_event(", 1)
     code = compile(evil, str(source), "exec", dont_inherit=True, optimize=2)
-    return notrest.hot_cache_header(str(source)) + marshal.dumps(code)
+    return notrest.hot_cache_header(str(source), part) + marshal.dumps(code)
 
 
 def poison_hot(proj):

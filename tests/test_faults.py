@@ -1,0 +1,688 @@
+"""Issue #10: every fault fails in the right direction. Faults are injected into an
+installed project the way they happen on real machines, and the installed sh hooks
+are driven as the clients run them. For each: what the client does with the answer
+(faultlib.refused / goes_on), whether anything journaled was lost, and that no
+traceback reached anyone. Gates fail closed; advisory hooks fail open, quietly."""
+import fcntl
+import json
+import marshal
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import REPO, HookResult, Project
+from faultlib import (answer_of, can_mount, clean, doctor_text, fill_disk, goes_on,
+                      no_python_path, pad_to_page, reason, records, refused, remount,
+                      tmpfs, tool_payload)
+import notrest
+
+SECRET = "sk-ant-api03-" + "Q7w8E9r0T1y2U3i4" * 4
+MOUNTS = can_mount()
+needs_mount = pytest.mark.skipif(not MOUNTS, reason="needs root and mount (tmpfs)")
+
+
+def setup_project(root, home, clients="both"):
+    """A git project at root (which may be a mount point) with notrest installed."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True, env=env)
+    (root / "README.txt").write_text("hello\n")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "first"], cwd=root, check=True, env=env)
+    proc = subprocess.run(["sh", str(REPO / "install.sh"), "--client", clients, str(root)],
+                          capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return Project(root, home)
+
+
+def seed_session(proj, session):
+    """A session that changed a file and banked nothing: the Stop gate has work."""
+    proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
+    proj.hook("UserPromptSubmit", proj.payload("UserPromptSubmit", session,
+                                               prompt="write a.py"))
+    proj.hook("PostToolUse", proj.payload(
+        "PostToolUse", session, tool_name="Write",
+        tool_input={"file_path": str(proj.root / "a.py"), "content": "1"},
+        tool_response={}))
+    return records(proj, session)
+
+
+def assert_unwritable_contract(proj, session, before, fault):
+    """What every hook does on an estate it cannot write (disk full, read-only,
+    owned by another user): gates still decide, advisory hooks go on quietly."""
+    deny = proj.hook("PreToolUse", tool_payload(proj, session, "rm -rf ~"))
+    assert refused(deny, "PreToolUse") and "no-destroy" in reason(deny), (fault,
+                                                                          deny.stdout)
+    allow = proj.hook("PreToolUse", tool_payload(proj, session, "rm FILL"))
+    assert goes_on(allow, "PreToolUse"), (fault, allow.stdout, allow.stderr)
+    assert allow.stderr.count("\n") <= 1 and "notrest" in allow.stderr, allow.stderr
+    perm = proj.hook("PermissionRequest", tool_payload(proj, session, "rm -rf ~",
+                                                       "PermissionRequest"))
+    assert refused(perm, "PermissionRequest"), (fault, perm.stdout)
+    secret = proj.hook("UserPromptSubmit", proj.payload(
+        "UserPromptSubmit", session, prompt="use %s now" % SECRET))
+    assert refused(secret, "UserPromptSubmit") and "secret-in-prompt" in reason(secret)
+    prompt = proj.hook("UserPromptSubmit", proj.payload("UserPromptSubmit", session,
+                                                        prompt="run the tests"))
+    assert goes_on(prompt, "UserPromptSubmit"), (fault, prompt.stdout, prompt.stderr)
+    post = proj.hook("PostToolUse", proj.payload(
+        "PostToolUse", session, tool_name="Bash", tool_input={"command": "ls"},
+        tool_response={"stdout": ""}))
+    assert goes_on(post, "PostToolUse") and post.stderr.count("\n") <= 1
+    start = proj.hook("SessionStart", proj.payload("SessionStart", "next-" + session,
+                                                   source="startup"))
+    text = answer_of(start)["hookSpecificOutput"]["additionalContext"]
+    assert "Laws in force" in text and session[:8] in text and "a.py" in text, (
+        fault, text)
+    stop = proj.hook("Stop", proj.payload("Stop", session, stop_hook_active=False))
+    assert refused(stop, "Stop") and "bank-before-stop" in reason(stop), (fault,
+                                                                          stop.stdout)
+    again = proj.hook("Stop", proj.payload("Stop", session, stop_hook_active=True))
+    assert goes_on(again, "Stop"), "a block the estate cannot count must not loop"
+    end = proj.hook("SessionEnd", proj.payload("SessionEnd", session, reason="other"))
+    assert goes_on(end, "SessionEnd")
+    for result in (deny, allow, perm, secret, prompt, post, start, stop, again, end):
+        assert clean(result) and result.seconds < 5, (fault, result.stderr)
+    assert records(proj, session)[:len(before)] == before, "journaled lines were lost"
+    bank = proj.cli("bank", "--session", session, "--note", "done")
+    assert clean(bank), (fault, bank.stderr)
+    if bank.code == 0:  # a shell that cannot write hands the note to the hooks
+        assert "notrest-bank-deferred" in bank.stderr and "read-only" in bank.stdout
+    else:
+        assert bank.code == 3 and str(proj.root / ".notrest") in bank.stderr, (
+            fault, bank.stderr)
+    cli = proj.cli("rebuild")
+    assert cli.code == 3 and clean(cli), (fault, cli.stderr)
+    assert str(proj.root / ".notrest") in cli.stderr and "notrest:" in cli.stderr
+
+
+# ---- the estate cannot be written -------------------------------------------------
+
+@needs_mount
+def test_a_full_disk_keeps_the_gates_and_frees_itself(tmp_path):
+    home = tmp_path / "home"
+    root = home / "project"
+    root.mkdir(parents=True)
+    with tmpfs(root, "6m"):
+        proj = setup_project(root, home)
+        before = seed_session(proj, "full-1")
+        pad_to_page(proj.estate.journal("full-1"))
+        before = records(proj, "full-1")
+        fill_disk(str(root))
+        assert_unwritable_contract(proj, "full-1", before, "full disk")
+        text, _ = doctor_text(proj.estate)
+        assert "cannot be written" in text and "KB" in text and "free" in text, text
+        os.unlink(root / "FILL")
+        os.unlink(root / "FILL2")
+        after = proj.hook("PostToolUse", proj.payload(
+            "PostToolUse", "full-1", tool_name="Bash", tool_input={"command": "rm FILL"},
+            tool_response={"stdout": ""}))
+        assert goes_on(after, "PostToolUse") and after.stderr == ""
+        assert records(proj, "full-1")[-1]["what"] == "rm FILL"
+
+
+@needs_mount
+def test_a_read_only_estate_keeps_the_gates_and_the_packet(tmp_path):
+    home = tmp_path / "home"
+    root = home / "project"
+    root.mkdir(parents=True)
+    with tmpfs(root, "16m"):
+        proj = setup_project(root, home)
+        before = seed_session(proj, "ro-1")
+        remount(root, "ro")
+        try:
+            assert_unwritable_contract(proj, "ro-1", before, "read-only")
+            text, _ = doctor_text(proj.estate)
+            assert "cannot be written" in text and "read-only" in text, text
+        finally:
+            remount(root, "rw")
+
+
+def test_an_estate_owned_by_another_user(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the hooks as another user")
+    base = tempfile.mkdtemp(prefix="nr-owner-", dir="/tmp")
+    os.chmod(base, 0o755)
+    try:
+        home = os.path.join(base, "home")
+        os.makedirs(home)
+        os.chmod(home, 0o777)
+        proj = setup_project(__import__("pathlib").Path(base) / "project",
+                             __import__("pathlib").Path(home))
+        before = seed_session(proj, "own-1")
+        subprocess.run(["chown", "-R", "65534:65534", str(proj.root / ".notrest")],
+                       check=True)
+        subprocess.run(["chmod", "-R", "go-w", str(proj.root / ".notrest")], check=True)
+        original = subprocess.run
+
+        def as_user(argv, **kw):  # the person's hooks and CLI run as uid 1000
+            kw.setdefault("user", 1000)
+            kw.setdefault("group", 1000)
+            kw.setdefault("extra_groups", [])
+            return original(argv, **kw)
+
+        subprocess.run = as_user
+        try:
+            assert_unwritable_contract(proj, "own-1", before, "owned by another user")
+            doctor = proj.cli("doctor")
+            assert "belongs to uid 65534" in doctor.stdout, doctor.stdout
+            assert "cannot be written" in doctor.stdout and clean(doctor)
+        finally:
+            subprocess.run = original
+    finally:
+        subprocess.run(["rm", "-rf", base])
+
+
+# ---- no interpreter, an unloadable module ---------------------------------------
+
+def test_no_interpreter_at_all_gates_answer_by_themselves(proj, tmp_path):
+    tail = proj.root / ".notrest" / "hooks" / notrest.LAUNCH_FILE
+    text = tail.read_text()
+    recorded = text.split("py='", 1)[1].split("'", 1)[0]
+    tail.write_text(text.replace("py='%s'" % recorded, "py='/gone/python3'", 1))
+    path = no_python_path(tmp_path)
+    session = "nopy-1"
+    results = {}
+    for event in notrest.HOOK_EVENTS:
+        payload = tool_payload(proj, session, "ls", event) if event in (
+            "PreToolUse", "PermissionRequest") else proj.payload(event, session,
+                                                                 prompt="hi")
+        results[event] = proj.hook(event, payload, PATH=path)
+    for event, result in results.items():
+        assert result.code == 0 and clean(result), (event, result.stderr)
+        assert answer_of(result) is not None, (event, result.stdout)
+        words = reason(result)
+        assert "python3 is not on PATH" in words and "install.sh" in words, (event, words)
+        if event in notrest.GATE_EVENTS:
+            assert refused(result, event), (event, result.stdout)
+        else:
+            assert goes_on(result, event) and result.stderr.count("\n") == 1
+    active = proj.hook("Stop", proj.payload("Stop", session, stop_hook_active=True),
+                       PATH=path)
+    assert goes_on(active, "Stop"), "the second stop in a row must pass (no loop)"
+    wrapper = proj.root / ".notrest" / "notrest"
+    wrapper.write_text(wrapper.read_text().replace("py='%s'" % recorded,
+                                                   "py='/gone/python3'", 1))
+    cli = subprocess.run(["sh", str(wrapper), "status"], capture_output=True,
+                         env=dict(proj.env(), PATH=path))
+    assert cli.returncode == 3 and b"python3 is not on PATH" in cli.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncated", "import-error", "missing", "fifo"])
+def test_an_unloadable_module_fails_gates_closed_and_the_rest_open(proj, damage):
+    source = proj.root / ".notrest" / "notrest.py"
+    text = source.read_text()
+    source.unlink()
+    if damage == "truncated":
+        source.write_text(text[:len(text) // 2])  # a half-copied upgrade
+    elif damage == "import-error":
+        source.write_text("import notrest_helpers_that_are_not_there\n" + text)
+    elif damage == "fifo":
+        os.mkfifo(source)
+    session = "mod-" + damage
+    for event in ("PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop"):
+        payload = tool_payload(proj, session, "ls", event) if "Tool" in event or \
+            "Permission" in event else proj.payload(event, session, prompt="hi")
+        result = proj.hook(event, payload, timeout=10)
+        assert refused(result, event) and clean(result), (damage, event, result.stderr)
+        assert "notrest doctor" in result.stderr and "install" in result.stderr
+    stop = proj.hook("Stop", proj.payload("Stop", session, stop_hook_active=True))
+    assert goes_on(stop, "Stop")
+    for event in ("PostToolUse", "SessionStart", "SessionEnd"):
+        result = proj.hook(event, proj.payload(event, session, tool_name="Bash",
+                                               tool_input={"command": "ls"}))
+        assert goes_on(result, event) and clean(result), (damage, event, result.stderr)
+        assert result.stderr.count("\n") == 1 and result.seconds < 5
+    cli = proj.cli("status")
+    assert cli.code == 3 and clean(cli) and "notrest.py" in cli.stderr, cli.stderr
+
+
+def test_a_gate_process_that_dies_is_a_refusal(proj):
+    """A crash past every guard (here: the interpreter is killed) is exit 2."""
+    tail = proj.root / ".notrest" / "hooks" / notrest.LAUNCH_FILE
+    text = tail.read_text()
+    recorded = text.split("py='", 1)[1].split("'", 1)[0]
+    crasher = proj.root / "crash-python"
+    crasher.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    crasher.chmod(0o755)
+    tail.write_text(text.replace("py='%s'" % recorded, "py='%s'" % crasher, 1))
+    result = proj.hook("PreToolUse", tool_payload(proj, "seg-1", "ls"))
+    assert result.code == 2 and refused(result, "PreToolUse") and clean(result)
+    assert "before it could judge" in result.stderr
+    post = proj.hook("PostToolUse", tool_payload(proj, "seg-1", "ls", "PostToolUse"))
+    assert post.code != 2  # advisory: the client goes on whatever the exit code
+
+
+# ---- signed caches ----------------------------------------------------------------
+
+def _stub_code_dir(tmp_path, env=None):
+    """A harness whose notrest.py is a stub that says it ran from source, with a hot
+    cache that holds the real hot part, signed for the stub's identity."""
+    home = tmp_path / "home"
+    code = home / "p" / ".notrest"
+    (code / "hooks").mkdir(parents=True)
+    (code / "hooks" / notrest.LAUNCH_FILE).write_text(
+        notrest.render_launch_tail(sys.executable))
+    (code / "hooks" / "pre-tool-use.sh").write_text(notrest.render_launcher("PreToolUse"))
+    deny = json.dumps({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": "stub: compiled from source"}})
+    (code / "notrest.py").write_text(
+        "import os, sys\n\ndef hook_main(argv):\n    sys.stdin.read()\n"
+        "    sys.stdout.write(%r + '\\n')\n    return 0\n\n"
+        "def exit_now(code):\n    sys.stdout.flush()\n    os._exit(code)\n\n"
+        "COMMANDS = {}\n" % deny)
+    env = dict(env or {}, HOME=str(home))
+    key = notrest.ensure_cache_key(env)
+    real = (REPO / "notrest.py").read_text()
+    hot = real[:real.find(notrest.CACHE_CUTS["hot"]) + 1]
+    body = marshal.dumps(compile(hot, str(code / "notrest.py"), "exec",
+                                 dont_inherit=True, optimize=2))
+    signed = notrest.cache_header("hot", os.stat(code / "notrest.py")) + body
+    path = notrest.hot_cache_path(str(code), "hot")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return code, path, signed + notrest.cache_mac(key, signed), env
+
+
+def test_random_flips_in_a_signed_cache_are_never_executed(tmp_path):
+    code, path, pristine, env = _stub_code_dir(tmp_path)
+    launcher = str(code / "hooks" / "pre-tool-use.sh")
+    payload = json.dumps({"session_id": "flip", "cwd": str(code.parent),
+                          "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "rm -rf ~"}}).encode()
+    run_env = {"PATH": os.environ.get("PATH", ""), "HOME": env["HOME"]}
+
+    def run():
+        proc = subprocess.run(["sh", launcher, "claude"], input=payload,
+                              capture_output=True, env=run_env, timeout=20)
+        return proc
+
+    with open(path, "wb") as handle:
+        handle.write(pristine)
+    assert notrest.cache_status(str(code), "hot", env) == "ok"
+    signed = run()
+    assert b"no-destroy" in signed.stdout, "the signed cache itself must run"
+    rng = random.Random(20261201)
+    started, runs = time.monotonic(), 0
+    while runs < 300 and time.monotonic() - started < 20:
+        data = bytearray(pristine)
+        for _ in range(rng.randint(1, 3)):
+            data[rng.randrange(len(data))] ^= rng.randint(1, 255)
+        with open(path, "wb") as handle:
+            handle.write(bytes(data))
+        proc = run()
+        runs += 1
+        assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+        answer = json.loads(proc.stdout)
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert "stub: compiled from source" in proc.stdout.decode(), \
+            "a corrupted cache was executed (run %d)" % runs
+    assert runs >= 150, "only %d runs in the time box" % runs
+
+
+@pytest.mark.parametrize("where", ["NOTREST_DATA_DIR", "XDG_DATA_HOME", "HOME",
+                                   "relative NOTREST_DATA_DIR"])
+def test_the_launcher_finds_the_key_where_data_dir_says(tmp_path, where):
+    env = {"NOTREST_DATA_DIR": {"NOTREST_DATA_DIR": str(tmp_path / "dd") + "/"},
+           "XDG_DATA_HOME": {"XDG_DATA_HOME": str(tmp_path / "xdg")},
+           "HOME": {}, "relative NOTREST_DATA_DIR": {"NOTREST_DATA_DIR": "rel/dir",
+                                                     "XDG_DATA_HOME": "also/rel"}}[where]
+    code, path, pristine, env = _stub_code_dir(tmp_path, env)
+    assert os.path.exists(notrest.cache_key_path(env))
+    with open(path, "wb") as handle:
+        handle.write(pristine)
+    payload = json.dumps({"session_id": "k", "cwd": str(code.parent),
+                          "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "rm -rf ~"}}).encode()
+    proc = subprocess.run(["sh", str(code / "hooks" / "pre-tool-use.sh"), "claude"],
+                          input=payload, capture_output=True, timeout=20,
+                          env=dict(env, PATH=os.environ.get("PATH", "")))
+    assert b"no-destroy" in proc.stdout, (where, proc.stdout, proc.stderr)
+
+
+def test_a_rewritten_cache_in_an_installed_project_is_refused_and_rebuilt(proj):
+    code = str(proj.root / ".notrest")
+    env = {"HOME": str(proj.home)}
+    path = notrest.hot_cache_path(code, "hot")
+    pristine = open(path, "rb").read()
+    real = (REPO / "notrest.py").read_text()
+    hot = real[:real.find(notrest.CACHE_CUTS["hot"]) + 1].replace(
+        'def hook_main(argv,', 'def _real_hook_main(argv,')
+    poisoned = hot + "\ndef hook_main(argv, *a, **k):\n    print('{}')\n    return 0\n"
+    body = marshal.dumps(compile(poisoned, code + "/notrest.py", "exec", optimize=2))
+    with open(path, "wb") as handle:  # what an agent could write: the header, no key
+        handle.write(pristine[:notrest.CACHE_HEADER_BYTES] + body + b"\0" * 8)
+    assert notrest.cache_status(code, "hot", env) == "bad-signature"
+    text, _ = doctor_text(proj.estate)
+    assert "hot cache" in text and "bad-signature" in text
+    result = proj.hook("PreToolUse", tool_payload(proj, "poison", "rm -rf ~"))
+    assert refused(result, "PreToolUse") and "no-destroy" in reason(result)
+    assert notrest.cache_status(code, "hot", env) == "ok", "rebuilt after the answer"
+    rng = random.Random(7)
+    for run in range(8):
+        data = bytearray(open(path, "rb").read())
+        data[rng.randrange(len(data))] ^= 0xFF
+        open(path, "wb").write(bytes(data))
+        result = proj.hook("PreToolUse", tool_payload(proj, "poison", "rm -rf ~"))
+        assert refused(result, "PreToolUse") and clean(result), run
+    (proj.home / ".local" / "share" / "notrest" / "key").unlink()
+    assert notrest.cache_status(code, "hot", env) == "no-key"
+    result = proj.hook("PreToolUse", tool_payload(proj, "poison", "rm -rf ~"))
+    assert refused(result, "PreToolUse")
+    assert notrest.cache_status(code, "hot", env) == "ok", "a new key, a new signature"
+
+
+def test_a_same_size_edit_within_the_second_reaches_the_cli(proj):
+    source = proj.root / ".notrest" / "notrest.py"
+    text = source.read_text()
+    stat = source.stat()
+    edited = text.replace('__version__ = "1.0.0"', '__version__ = "9.9.9"')
+    assert len(edited) == len(text)
+    source.write_text(edited)
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert proj.cli("--version").stdout.strip() == "9.9.9"
+
+
+# ---- stdin: slow, cut, oversized, odd ------------------------------------------
+
+def _launch(proj, event="PreToolUse", **env):
+    name = notrest.HOOK_EVENTS[event][0]
+    return subprocess.Popen(["sh", str(proj.root / ".notrest" / "hooks" / name),
+                             "claude"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=proj.env(**env))
+
+
+def test_a_slow_writer_is_read_to_the_end(proj):
+    for command, denied in (("rm -rf ~", True), ("ls -la", False)):
+        data = json.dumps(tool_payload(proj, "slow-1", command)).encode()
+        proc = _launch(proj)
+        proc.stdin.write(data[:40])
+        proc.stdin.flush()
+        time.sleep(2.0)
+        proc.stdin.write(data[40:])
+        proc.stdin.close()
+        out, err = proc.stdout.read(), proc.stderr.read()
+        proc.wait(timeout=20)
+        answer = json.loads(out)
+        decision = answer.get("hookSpecificOutput", {}).get("permissionDecision")
+        assert (decision == "deny") == denied, (command, out, err)
+        if denied:
+            assert "no-destroy" in out.decode(), "judged whole, not refused as cut"
+
+
+def test_a_writer_that_stalls_past_the_deadline_is_refused(proj):
+    data = json.dumps(tool_payload(proj, "stall-1", "ls")).encode()
+    proc = _launch(proj, NOTREST_HOOK_DEADLINE="2")
+    proc.stdin.write(data[:30])
+    proc.stdin.flush()
+    started = time.monotonic()
+    out = proc.stdout.read()  # the writer keeps stdin open, never finishing
+    assert time.monotonic() - started < 6
+    proc.stdin.close()
+    proc.wait(timeout=10)
+    answer = json.loads(out)
+    specific = answer["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny" and "cut" in specific[
+        "permissionDecisionReason"]
+
+
+BAD_PAYLOADS = {
+    "cut at the cap": None,  # streamed from a file: see below
+    "truncated": lambda p: json.dumps(p).encode()[:-20],
+    "nested too deep": lambda p: json.dumps(dict(p, tool_input={
+        "command": "ls", "x": json.loads("[" * 100 + "]" * 100)})).encode(),
+    "nested past the parser": lambda p: b"[" * 200000 + b"]" * 200000,
+    "tool_input a list": lambda p: json.dumps(dict(p, tool_input=["ls"])).encode(),
+    "tool_input a string": lambda p: json.dumps(dict(p, tool_input="ls")).encode(),
+    "tool_name a number": lambda p: json.dumps(dict(p, tool_name=7)).encode(),
+    "no tool_name": lambda p: json.dumps({k: v for k, v in p.items()
+                                          if k != "tool_name"}).encode(),
+    "session_id a list": lambda p: json.dumps(dict(p, session_id=["a"])).encode(),
+    "cwd a number": lambda p: json.dumps(dict(p, cwd=3)).encode(),
+    "another event": lambda p: json.dumps(dict(p, hook_event_name="PostToolUse")).encode(),
+    "not an object": lambda p: json.dumps([p]).encode(),
+    "empty": lambda p: b"",
+}
+
+
+def _hook_from_file(proj, event, path):
+    """A hook fed from a file (a payload too big to hold in the test process)."""
+    name = notrest.HOOK_EVENTS[event][0]
+    started = time.monotonic()
+    with open(path, "rb") as handle:
+        proc = subprocess.run(["sh", str(proj.root / ".notrest" / "hooks" / name),
+                               "claude"], stdin=handle, capture_output=True, timeout=30,
+                              cwd=str(proj.root), env=proj.env())
+    return HookResult(proc, time.monotonic() - started)
+
+
+def test_a_payload_the_gate_cannot_trust_is_refused(proj, tmp_path):
+    payload = tool_payload(proj, "bad-1", "ls")
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:  # past the 32 MiB cap, written in pieces
+        handle.write(b'{"hook_event_name": "PreToolUse", "x": "')
+        for _ in range(notrest.STDIN_CAP_BYTES // (1 << 20) + 1):
+            handle.write(b"a" * (1 << 20))
+        handle.write(b'"}')
+    for case in sorted(BAD_PAYLOADS):
+        for event in ("PreToolUse", "PermissionRequest"):
+            if case == "cut at the cap":
+                result = _hook_from_file(proj, event, big)
+                assert "cap" in reason(result), reason(result)
+            else:
+                data = BAD_PAYLOADS[case](dict(payload, hook_event_name=event))
+                if case == "another event":
+                    data = json.dumps(dict(payload, hook_event_name="PostToolUse")
+                                      ).encode()
+                result = proj.hook(event, None, raw=data, timeout=30)
+            assert refused(result, event) and result.code == 0 and clean(result), (
+                case, event, result.stdout[:300], result.stderr)
+            assert "gate-error" in reason(result), (case, reason(result))
+            assert result.seconds < 8
+    assert not any(r.get("k") == "call" for r in records(proj, "bad-1")), \
+        "an untrusted payload must not be journaled as a call"
+
+
+def test_a_bom_prefixed_payload_is_judged(proj):
+    for command, denied in (("rm -rf ~", True), ("ls", False)):
+        data = b"\xef\xbb\xbf" + json.dumps(tool_payload(proj, "bom-1", command)).encode()
+        result = proj.hook("PreToolUse", None, raw=data)
+        assert refused(result, "PreToolUse") == denied, result.stdout
+        if denied:
+            assert "no-destroy" in reason(result) and "gate-error" not in reason(result)
+
+
+def test_a_prompt_the_laws_cannot_read_is_not_sent(proj):
+    payload = proj.payload("UserPromptSubmit", "ups-1", prompt="use %s" % SECRET)
+    for data in (json.dumps(payload).encode()[:-30], json.dumps(dict(payload, prompt=5))
+                 .encode()):
+        result = proj.hook("UserPromptSubmit", None, raw=data)
+        assert refused(result, "UserPromptSubmit") and "gate-error" in result.stderr
+    journal = proj.root / ".notrest" / "journal" / "ups-1.jsonl"
+    assert not journal.exists() or SECRET not in journal.read_text()
+
+
+# ---- deadlines and locks ----------------------------------------------------------
+
+def test_a_gate_stuck_on_a_lock_refuses_at_its_deadline(proj):
+    granted = proj.cli("allow", "no-destroy", "--once", "--why", "clean up")
+    assert granted.code == 0
+    lock = os.open(str(proj.root / ".notrest" / ".permits.lock"), os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # a stuck process holds the permits
+    try:
+        result = proj.hook("PreToolUse", tool_payload(proj, "dl-1", "rm -rf ~"),
+                           NOTREST_HOOK_DEADLINE="1.5")
+    finally:
+        os.close(lock)
+    assert refused(result, "PreToolUse") and "deadline" in reason(result)
+    assert result.seconds < 6
+    permits = json.loads((proj.root / ".notrest" / "permits.json").read_text())
+    assert len(permits["permits"]) == 1, "the permit was not used"
+
+
+def test_session_end_never_waits_past_its_budget(proj):
+    session = "end-1"
+    proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
+    (proj.root / ".notrest" / "sessions").mkdir(exist_ok=True)
+    lock = os.open(str(proj.root / ".notrest" / "sessions" / (".%s.lock" % session)),
+                   os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        result = proj.hook("SessionEnd", proj.payload("SessionEnd", session,
+                                                      reason="exit"))
+    finally:
+        os.close(lock)
+    assert goes_on(result, "SessionEnd") and result.seconds < 3
+    assert records(proj, session)[-1]["k"] == "end", "the end itself is journaled"
+
+
+def test_session_end_folds_a_huge_journal_only_as_far_as_its_budget(proj):
+    session = "huge-1"
+    proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
+    line = notrest.encode_line({"v": 1, "t": time.time(), "c": "claude", "k": "tool",
+                                "e": "PostToolUse", "tool": "Bash", "ok": True,
+                                "what": "make test " + "x" * 200, "files": []})
+    journal = proj.estate.journal(session)
+    with open(journal, "a") as handle:
+        for _ in range(80):
+            handle.write(line * 1000)
+    proj.cli("bank", "--session", session, "--note", "the big one")
+    os.unlink(proj.estate.record(session))  # the record is lost
+    result = proj.hook("SessionEnd", proj.payload("SessionEnd", session, reason="exit"))
+    assert goes_on(result, "SessionEnd") and result.seconds < 3, result.seconds
+    rec = json.loads(open(proj.estate.record(session)).read())
+    assert rec["journal_offset"] < os.path.getsize(journal), "it folded everything"
+    index = json.loads((proj.root / ".notrest" / "index.json").read_text())
+    entry = [e for e in index["sessions"] if e["session"] == session][0]
+    assert entry["ended"], "the index knows it ended"
+    assert proj.cli("rebuild").code == 0
+    rec = json.loads(open(proj.estate.record(session)).read())
+    assert rec["events"] >= 80000 and rec["note"] == "the big one" and rec["ended"]
+
+
+def test_a_rebuild_racing_banks_and_ends_loses_nothing(proj):
+    line = notrest.encode_line({"v": 1, "t": time.time(), "c": "claude", "k": "tool",
+                                "e": "PostToolUse", "tool": "Bash", "ok": True,
+                                "what": "make " + "y" * 150, "files": []})
+    (proj.root / ".notrest" / "journal").mkdir(exist_ok=True)
+    for n in range(6):
+        with open(proj.estate.journal("bulk-%d" % n), "a") as handle:
+            for _ in range(6):
+                handle.write(line * 1000)
+    for run in range(4):
+        session = "race-%d" % run
+        proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
+        rebuild = subprocess.Popen([str(proj.root / ".notrest" / "notrest"), "rebuild"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=proj.env(), cwd=str(proj.root))
+        time.sleep(0.15 + 0.1 * run)
+        bank = proj.cli("bank", "--session", session, "--note", "note %d" % run)
+        end = proj.hook("SessionEnd", proj.payload("SessionEnd", session, reason="exit"))
+        out, err = rebuild.communicate(timeout=120)
+        assert rebuild.returncode == 0 and bank.code == 0, (err, bank.stderr)
+        assert goes_on(end, "SessionEnd")
+        index = json.loads((proj.root / ".notrest" / "index.json").read_text())
+        entry = [e for e in index["sessions"] if e["session"] == session][0]
+        assert entry["note"] == "note %d" % run and entry["ended"], (run, entry)
+
+
+# ---- laws.json broken, permits and the clock -------------------------------------
+
+def test_a_truncated_laws_file_still_enforces_what_it_can_read(proj):
+    laws = proj.root / ".notrest" / "laws.json"
+    doc = {"schema_version": 1, "disable": ["no-destroy"], "laws": [
+        {"id": "no-npm-publish", "text": "Never publish to npm.", "on": ["PreToolUse"],
+         "program": ["npm"], "command": "publish", "instead": "ask a person"},
+        {"id": "no-curl", "text": "No curl.", "on": ["PreToolUse"], "program": ["curl"]}]}
+    text = json.dumps(doc, indent=2)
+    laws.write_text(text[:text.index('"no-curl"') + 8])  # cut mid-law
+    publish = proj.hook("PreToolUse", tool_payload(proj, "laws-1", "npm publish"))
+    assert refused(publish, "PreToolUse") and "no-npm-publish" in reason(publish)
+    destroy = proj.hook("PreToolUse", tool_payload(proj, "laws-1", "rm -rf ~"))
+    assert refused(destroy, "PreToolUse"), "an unreadable disable list switches nothing off"
+    allowed = proj.hook("PreToolUse", tool_payload(proj, "laws-1", "ls"))
+    assert goes_on(allowed, "PreToolUse")
+    assert "laws.json" in answer_of(allowed)["systemMessage"] and "laws.json" in \
+        allowed.stderr, "loudly: to the person and on stderr"
+    text, _ = doctor_text(proj.estate)
+    assert "laws.json" in text and "no-npm-publish" in text
+    for junk in ("", "\0\0\0", "[", '{"laws": 5, "disable": "no-destroy"}'):
+        laws.write_text(junk)
+        destroy = proj.hook("PreToolUse", tool_payload(proj, "laws-1", "rm -rf ~"))
+        assert refused(destroy, "PreToolUse") and clean(destroy), junk
+
+
+def test_permits_expire_by_the_clock_they_were_made_under():
+    now, year = 1_800_000_000.0, 365 * 86400
+    boot = "b1"
+    ahead = {"created": now + year, "expires": now + year + 3600, "boot": boot,
+             "uptime": 500.0}
+    assert not notrest.permit_live(ahead, now, boot, 800.0), "made a year ahead"
+    assert not notrest.permit_live(ahead, now, "", None), "no boot clock: wall checks"
+    set_back = {"created": now, "expires": now + 3600, "boot": boot, "uptime": 100.0}
+    assert notrest.permit_live(set_back, now + 60, boot, 160.0)
+    assert not notrest.permit_live(set_back, now + 60, boot, 100.0 + 7200), \
+        "the wall clock was set back; two hours really passed"
+    assert notrest.permit_live(set_back, now + 60, "other-boot", 5.0)
+    assert not notrest.permit_live(set_back, now + 3601, "other-boot", 5.0)
+
+
+def test_a_permit_from_a_clock_a_year_ahead_is_not_honoured(proj):
+    path = proj.root / ".notrest" / "permits.json"
+    push = "git push --force origin main"
+    year = 365 * 86400
+    boot, uptime = notrest.clock_reading()
+    for permit in ({"id": "p-1", "law": "no-force-push", "who": "a", "why": "x",
+                    "created": time.time() + year, "expires": time.time() + year + 3600},
+                   {"id": "p-2", "law": "no-force-push", "who": "a", "why": "x",
+                    "created": time.time(), "expires": time.time() + 3600,
+                    "boot": boot, "uptime": (uptime or 0) - 7200},
+                   {"id": "p-3", "law": "no-force-push", "who": "a", "why": "x",
+                    "created": "yesterday", "expires": "never"}):
+        if permit["id"] == "p-2" and not boot:
+            continue  # no boot clock here: only the wall clock is checked
+        path.write_text(json.dumps({"schema_version": 1, "permits": [permit]}))
+        result = proj.hook("PreToolUse", tool_payload(proj, "clock-1", push))
+        assert refused(result, "PreToolUse") and clean(result), permit["id"]
+        assert "no-force-push" in reason(result)
+    granted = proj.cli("allow", "no-force-push", "--once", "--why", "real")
+    assert granted.code == 0 and clean(granted)
+    data = json.loads(path.read_text())
+    assert data["permits"][0]["created"] == "yesterday", "a bad entry is never rewritten"
+    assert data["permits"][-1].get("boot") == (boot or None)
+    first = proj.hook("PreToolUse", tool_payload(proj, "clock-1", push))
+    assert goes_on(first, "PreToolUse"), reason(first)
+    second = proj.hook("PreToolUse", tool_payload(proj, "clock-1", push))
+    assert refused(second, "PreToolUse"), "used once"
+
+
+# ---- install and the CLI ----------------------------------------------------------
+
+def test_install_into_a_path_that_is_not_utf8_says_so(tmp_path):
+    target = os.path.join(os.fsencode(str(tmp_path)), b"proj\xffect")
+    os.mkdir(target)
+    proc = subprocess.run([b"sh", os.fsencode(str(REPO / "install.sh")), target],
+                          capture_output=True, env={"PATH": os.environ["PATH"],
+                                                    "HOME": str(tmp_path)})
+    assert proc.returncode == 3 and b"Traceback" not in proc.stderr
+    assert b"not valid UTF-8" in proc.stderr and b"rename" in proc.stderr
+    assert not os.path.exists(os.path.join(target, b".notrest"))
+
+
+def test_the_cli_names_the_path_and_the_fix_instead_of_a_traceback(proj):
+    journal = proj.root / ".notrest" / "journal"
+    journal.mkdir(exist_ok=True)
+    (journal / "cli-x.jsonl").write_text("")
+    (proj.root / ".notrest" / "sessions").write_text("not a folder")
+    for verb in (["bank", "--session", "cli-x", "--note", "n"], ["rebuild"]):
+        result = proj.cli(*verb)
+        assert result.code == 3 and clean(result), result.stderr
+        assert str(proj.root / ".notrest" / "sessions") in result.stderr
+        assert "move it aside" in result.stderr
