@@ -4834,8 +4834,8 @@ PACKS = (
                   "kafka-delete-records.sh", "kafka-consumer-groups",
                   "kafka-consumer-groups.sh", "kafka-acls", "kafka-acls.sh",
                   "kafka-configs", "kafka-configs.sh", "rpk", "nats", "rabbitmqctl",
-                  "rabbitmqadmin", "pulsar-admin", "python", "python3", "php") +
-                 tuple(RUNNERS),
+                  "rabbitmqadmin", "pulsar-admin", "python", "python3", "php", "node",
+                  "ruby", "deno", "bun") + tuple(RUNNERS),
      "text": "Never destroy stored data: DROP, TRUNCATE, DELETE/UPDATE without WHERE "
              "(psql -c, mysql -e, heredocs, piped files), dropdb, FLUSHALL, mongo "
              "drop(), index DELETEs, Kafka/NATS/RabbitMQ deletes.",
@@ -4857,7 +4857,7 @@ PACKS = (
      "programs": ("aws", "gcloud", "gsutil", "az", "azcopy", "doctl", "mc", "wrangler",
                   "fly", "flyctl", "heroku", "vercel", "netlify", "firebase", "s3cmd",
                   "s5cmd", "b2", "hcloud", "linode-cli", "oci", "ibmcloud", "scw",
-                  "rclone") + tuple(RUNNERS),
+                  "rclone", "nsupdate") + tuple(RUNNERS),
      "text": "Never delete cloud resources: buckets and objects (aws s3 rm/rb, "
              "gsutil rm, rclone purge/sync), instances, databases, stacks, projects "
              "(delete-*/terminate-*, gcloud/az ... delete).",
@@ -5153,6 +5153,9 @@ def git_discard_plan(argv):
 _HTTP = ("curl", "wget", "http", "https", "xh", "curlie")
 _SQL_AS_COMMAND = ("DROP", "drop", "Drop", "TRUNCATE", "truncate", "DELETE", "delete",
                    "Delete", "UPDATE", "ALTER", "alter")
+_SDK_STEMS = ("deleteindex(", "clearobjects(", "dropdatabase(", "drop_database(",
+              "flushall(", "flushdb(", "delete_index(", "indices.delete(",
+              ".drop_collection(", "droptable(", "drop_table(")
 _DATA_STEMS = ("drop", "trunc", "delet", "del ", "updat", "alter", "flush", "remov",
                "purge", "reset", "clear", "clean", "forget", "db:", "migrate:", " rm",
                "trim-prefix", ".sql", ".js", ".cql", ".redis", ".read", "source ",
@@ -5168,12 +5171,14 @@ _INPUT_CLIENTS = frozenset(("psql", "mysql", "mariadb", "sqlite3", "sqlite", "du
 PACK_TRIGGERS = {
     "databases": (frozenset(_SQL_AS_COMMAND + ("dropdb", "pg_restore", "mongorestore")),
                   _INPUT_CLIENTS, dict({p: ("delete", "clear") for p in _HTTP},
-                             python=("manage.py", "django-admin"),
-                             python3=("manage.py", "django-admin"), php=("artisan",),
+                             python=("manage.py", "django-admin") + _SDK_STEMS,
+                             python3=("manage.py", "django-admin") + _SDK_STEMS,
+                             php=("artisan",), node=_SDK_STEMS, ruby=_SDK_STEMS,
+                             deno=_SDK_STEMS, bun=_SDK_STEMS,
                              **{"*": _DATA_STEMS})),
     "containers": (frozenset(), frozenset(), {"*": ("prune", " rm", "rmi", "delet", "uninst",
                                               "reset", "down", "remov", " un", " del")}),
-    "cloud": (frozenset(), frozenset(), {"*": (
+    "cloud": (frozenset(), frozenset(("nsupdate",)), {"*": (
         "delet", "termin", "remov", "purge", "dereg", "destroy", " rm", " rb", "sync",
         "close-", "schedule-key", "unsubscribe", "untag", "undeploy", "rollback",
         "mirror", "admin", "reset", "wipe", "move", " del", "cleanup", "dedupe",
@@ -9484,9 +9489,24 @@ def _database_argv_hit(argv, cmd):
         if len(words) > 1 and words[1] in ("delete", "clear"):
             return "%s the Algolia %s" % (words[1] + "s", words[0])
         return None
-    if prog in ("python", "python3", "php") and len(argv) > 1:
+    if prog in ("python", "python3", "php", "node", "ruby", "deno", "bun") and \
+            len(argv) > 1:
+        for code in _inline_code(argv):
+            low = code.lower()
+            for call in _SDK_STEMS:
+                if call in low:
+                    return "runs %s) in a database client library" % call
         return _migration_danger(_prog_name(argv[1]), argv[1:])
     return _migration_danger(prog, argv)
+
+
+def _inline_code(argv):
+    """The code an interpreter is given on its command line (-c/-e/--eval)."""
+    out = []
+    for i, arg in enumerate(argv[1:-1], 1):
+        if arg in ("-c", "-e", "--eval", "-p", "--print", "-r"):
+            out.append(argv[i + 1])
+    return out
 
 
 def _migration_danger(prog, argv):
@@ -9801,6 +9821,15 @@ def _cloud_danger(argv, cmd=None, ctx=None):
                                                          "disable", "unset"}:
             return "removes MinIO buckets, users or policies"
         return None
+    if prog == "nsupdate":
+        script = "\n".join(filter(None, [_stdin_text(cmd) if cmd is not None else None] +
+                                   [_read_small(a, cmd.cwd) for a in _words(argv, values=(
+                                       "-k", "-y", "-p", "-t", "-u", "-r"))
+                                    if cmd is not None]))
+        if any(line.split()[:1] == ["delete"] or line.split()[1:2] == ["delete"] for line
+               in script.lower().splitlines()):
+            return "deletes DNS records"
+        return None
     if prog == "rclone":
         words = _words(argv, limit=1)
         head = words[0] if words else ""
@@ -10061,21 +10090,35 @@ def _remote_danger(argv, cmd=None, ctx=None):
     if prog == "ssh-keygen" and _flag(argv, "R"):
         return "removes a host key from known_hosts"
     if prog == "ssh":
-        words = _words(argv, values=("-i", "-p", "-l", "-o", "-F", "-J", "-L", "-R",
-                                     "-D", "-b", "-c", "-e", "-m", "-O", "-Q", "-S", "-W",
-                                     "-w", "-E", "-B", "-I"), limit=64)
-        if len(words) < 2:
+        host, remote = _ssh_parts(argv)
+        if not remote:
             return None
-        for inner in parse_shell(" ".join(words[1:]), "/", {"HOME": "~"}):
+        for inner in parse_shell(" ".join(remote), "/", {"HOME": "~"}):
             if _remote_destroys(inner.argv):
-                return "runs `%s` on %s" % (clip(inner.text(), 60), words[0])
+                return "runs `%s` on %s" % (clip(inner.text(), 60), host)
     return None
+
+
+_SSH_VALUES = frozenset(("-i", "-p", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b",
+                         "-c", "-e", "-m", "-O", "-Q", "-S", "-W", "-w", "-E", "-B",
+                         "-I"))
+
+
+def _ssh_parts(argv):
+    """(host, the remote command's words) of an ssh command line."""
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _SSH_VALUES else 1
+    if i >= len(argv):
+        return "", []
+    return argv[i], argv[i + 1:]
 
 
 def _remote_destroys(argv):
     prog = _prog_name(argv[0]) if argv else ""
-    if prog in ("rm", "shred", "srm"):
-        return _flag(argv, "rRf", ("--recursive", "--force"))
+    if prog in ("rm", "shred", "srm", "unlink"):
+        return _flag(argv, "rRf", ("--recursive", "--force")) or any(
+            a.startswith(_SYSTEM_WRITE_DIRS) for a in argv[1:])
     if prog == "find":
         return "-delete" in argv or any(_prog_name(a) == "rm" for a in argv)
     if prog == "git":

@@ -43,6 +43,11 @@ PEERS = os.path.join(HERE, "peers")
 SESSION = "0b7c2b43-7a54-4e8a-9c3e-peers0000001"
 BRANCHES_WITH_WORK = ("feature", "feature-branch", "old-feature", "fix", "experiment",
                       "test", "branch", "topic")
+# words of git cases that name refs, options' values or modes, not files
+NOT_PATHS = frozenset(BRANCHES_WITH_WORK + (
+    "main", "master", "develop", "merged-branch", "new-branch", "-", "@", "3",
+    "checkout", "on-demand", "direct", "inherit", "merge", "diff3", "ours", "theirs",
+    "unterminated", "'unterminated", "stash@{0}", "HEAD~1", "HEAD~5", "file`name"))
 
 
 def load_cases(which):
@@ -75,10 +80,10 @@ def _named_paths(notrest, cases):
             if not plan or plan[0] not in ("tracked", "untracked", "ignored"):
                 continue
             for path in plan[2]:
-                if ("." in path[1:] or path.endswith("/")) and not path.startswith((
-                        "/", "-", "~", ":", "$", "origin/", "HEAD")) and \
+                if path not in NOT_PATHS and not path.startswith((
+                        "/", "--", "~", ":", "$", "origin/", "HEAD")) and \
                         ".." not in path and not any(c in path for c in "*?[{}@") and \
-                        len(path) < 80:
+                        len(path) < 80 and path.strip("./"):
                     names.add(path.rstrip("/"))
     return sorted(names)
 
@@ -266,6 +271,17 @@ def main(argv=None):
     results["safety-net"] = []
     times = {"notrest": [], "safety-net": []}
     lines = []
+    extra = ["cases: %d safety-net (default mode), %d dcg; world %s" % (
+        sum(c == "safety-net" for c, _ in cases), sum(c == "dcg" for c, _ in cases),
+        args.world)]
+    if args.safety_net:
+        with open(os.path.join(args.safety_net, "node_modules", "cc-safety-net",
+                               "package.json")) as handle:
+            extra.append("safety-net: cc-safety-net %s (npm), hook -cc" %
+                         json.load(handle)["version"])
+    header = "# in-process (--pure), %s world" % args.world if args.pure else \
+        benchlib.machine_header("notrest and its peers on the peers' cases", python,
+                                os.path.join(source, "notrest.py"), extra)
     try:
         if args.pure:
             for every, mode in ((False, modes[0]), (True, modes[1])):
@@ -297,9 +313,7 @@ def main(argv=None):
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    print(benchlib.machine_header("notrest vs its peers' cases (%s world)" % args.world,
-                                  python, os.path.join(source, "notrest.py")) if
-          not args.pure else "# in-process (--pure), %s world" % args.world)
+    print(header)
     rows = []
     for label in modes + ("safety-net",):
         table = score(results[label])
