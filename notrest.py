@@ -5196,7 +5196,7 @@ PACK_TRIGGERS = {
         "*": ("delet", "remov", " rm", "destroy", "purge", "archive", "kill", "roll",
               "reset", "uninst", "sync", "clean", "clear")})),
     "remote": (frozenset(("scp", "ssh-keygen", "rsync")), frozenset(), {"*": (
-        "rm", "find", "git", "dd", "mkfs", "wipefs", "shred")}),
+        "rm", "find", "git", "dd", "mkfs", "wipefs", "shred", "unlink")}),
     "system": (frozenset(PACKS[PACK_IDS.index("system")]["programs"]) - frozenset((
         "echo", "printf", "cat")), frozenset(("echo", "printf", "cat")), {}),
     "packages": (frozenset(), frozenset(), {"*": ("publish", "yank", "upload", "deploy",
@@ -9189,12 +9189,13 @@ def _read_small(path, cwd, cap=PACK_FILE_CAP):
 
 # ---- git-discard ----------------------------------------------------------------
 
-def _spawn_capture(argv, timeout):
+def _spawn_capture(argv, timeout, extra_env=None):
     """(exit code, stdout) of a program started without the subprocess module and
     without a shell; 124 when it outlived the timeout, 127 when it did not start."""
     read_fd, write_fd = os.pipe()
     devnull = os.open(os.devnull, os.O_RDWR)
     env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env.update(extra_env or {})
     try:
         pid = os.posix_spawnp(argv[0], argv, env, file_actions=[
             (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
@@ -9232,6 +9233,9 @@ def _spawn_capture(argv, timeout):
     return (124 if timed_out else code), b"".join(chunks)
 
 
+_GIT_PLACE_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
+
+
 def git_work_at_risk(cmd, plan, timeout=GIT_PROBE_TIMEOUT_S):
     """What the planned discard would lose, from ONE read-only git call made where
     the command runs: (lost, detail). lost is True, False, or None when git could
@@ -9264,7 +9268,10 @@ def git_work_at_risk(cmd, plan, timeout=GIT_PROBE_TIMEOUT_S):
         if kind == "ignored":
             probe.append("--ignored")
         probe += ["--"] + [n for n in names if n] if names else []
-    code, out = _spawn_capture(probe, timeout)
+    where = {k: v for k, v in cmd.env.items() if k in _GIT_PLACE_VARS and isinstance(
+        v, str) and v and "\0" not in v}
+    code, out = _spawn_capture(probe, timeout, where) if where else _spawn_capture(
+        probe, timeout)
     if code in (124, 127):
         return None, ("git took longer than %gs to answer" % timeout if code == 124
                       else "git could not be started")

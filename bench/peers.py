@@ -167,7 +167,7 @@ def blocked_by(sample):
     decision = specific.get("permissionDecision")
     reason = specific.get("permissionDecisionReason") or ""
     if decision in ("deny", "ask") or sample.code == 2:
-        return True, reason.split("\n\n")[1] if "\n\n" in reason else reason
+        return True, reason
     return False, ""
 
 
@@ -224,6 +224,18 @@ def judge_pure(notrest, root, home, every):
         strict = [v for v in notrest.decide(book, event) if v.action in ("deny", "ask")]
         return bool(strict), (strict[0].law + ": " + strict[0].reason) if strict else ""
     return judge
+
+
+def _law_of(why):
+    """The law (notrest) or rule (safety-net) a blocking answer names."""
+    if why.startswith("notrest ") and "[" in why:
+        return why.split("[", 1)[1].split("]", 1)[0]
+    if ": " in why and why.split(": ", 1)[0].replace("-", "").isalnum():
+        return why.split(": ", 1)[0]
+    for line in why.splitlines():
+        if line.startswith("Rule: "):
+            return line[6:].strip()
+    return "?"
 
 
 def score(results):
@@ -323,6 +335,21 @@ def main(argv=None):
                 rows.append([label, corpus + "'s cases", pct(caught, deny),
                              pct(false, allow)])
     print(benchlib.table(["judge", "cases", "caught", "false blocks"], rows))
+    print()
+    brows = []
+    for label in modes + ("safety-net",):
+        for corpus in ("safety-net", "dcg"):
+            counts = {}
+            for who, where, case, hit, why in lines:
+                if who == label and where == corpus and hit and case["expect"] == "allow":
+                    law = _law_of(why)
+                    counts[law] = counts.get(law, 0) + 1
+            if counts:
+                brows.append([label, corpus + "'s cases", ", ".join(
+                    "%s %d" % kv for kv in sorted(counts.items(), key=lambda kv: -kv[1]))])
+    if brows:
+        print(benchlib.table(["judge", "cases", "false blocks by law or rule"], brows))
+        print()
     if times["notrest"]:
         print()
         trows = [[who, "%.1f" % statistics.median(ms), "%.1f" % sorted(ms)[
@@ -336,7 +363,8 @@ def main(argv=None):
                 if wrong:
                     handle.write("%s\t%s\t%s\t%s\t%s\t%s\n" % (
                         label, corpus, case["expect"], case["id"],
-                        case["command"].replace("\n", "\\n")[:200], why[:160]))
+                        case["command"].replace("\n", "\\n")[:200],
+                        why.replace("\n", " ")[:160]))
     return 0
 
 
