@@ -9167,17 +9167,22 @@ def _stdin_text(cmd, cap=PACK_FILE_CAP):
 
 
 def _read_small(path, cwd, cap=PACK_FILE_CAP):
-    """The start of a regular file named in a command (never a FIFO or device), or None."""
+    """The start of a regular file named in a command, or None: never a FIFO, a
+    device or a secret file (the gate reads SQL scripts, not credentials)."""
     if not isinstance(path, str) or not path or "\0" in path or path.startswith("$"):
         return None
-    full = os.path.join(cwd or "/", path)
+    full = os.path.normpath(os.path.join(cwd or "/", os.path.expanduser(path)))
+    if is_secret_path(full, os.environ.get("HOME", "")):
+        return None
     try:
+        import stat
+        if not stat.S_ISREG(os.stat(full).st_mode):
+            return None
         fd = os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) |
                      getattr(os, "O_NOCTTY", 0))
     except (OSError, ValueError):
         return None
     try:
-        import stat
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         return os.read(fd, cap).decode("utf-8", "replace")

@@ -424,3 +424,73 @@ def test_git_discard_through_the_hook_clean_then_dirty(proj):
     (proj.root / "README.txt").write_text("changed\n")
     assert decision("git checkout -- README.txt") == "deny"
     assert decision("git stash push") not in ("deny", "ask")
+
+
+# ---- faults: what the packs read can be strange -----------------------------------
+
+def _sql_verdict(world, command, cwd="PROJECT"):
+    case = {"client": "claude", "tool": "Bash", "command": command, "cwd": cwd}
+    return [v.law for v in judge(world, case) if v.action in STRICT]
+
+
+def test_a_fifo_named_as_sql_file_never_blocks_the_gate(world):
+    fifo = world.root / "pipe.sql"
+    os.mkfifo(str(fifo))
+    try:
+        import time
+        start = time.monotonic()
+        assert "databases" not in _sql_verdict(world, "psql -f pipe.sql")
+        assert "databases" not in _sql_verdict(world, "psql app < pipe.sql")
+        assert time.monotonic() - start < 5
+    finally:
+        fifo.unlink()
+
+
+def test_sql_files_are_read_through_symlinks_but_not_secret_files(world, monkeypatch):
+    link = world.root / "db" / "link.sql"
+    link.symlink_to(world.root / "db" / "schema.sql")
+    env = world.root / ".env"
+    env.write_text("DROP TABLE users;\n")
+    try:
+        assert "databases" in _sql_verdict(world, "psql -f db/link.sql")
+        monkeypatch.setenv("HOME", str(world.home))
+        assert notrest._read_small(".env", str(world.root)) is None
+        assert "databases" not in _sql_verdict(world, "psql -f .env")
+    finally:
+        link.unlink()
+        env.unlink()
+
+
+def test_garbage_and_huge_sql_files_are_bounded(world):
+    junk = world.root / "junk.sql"
+    noise = bytes(b for b in os.urandom(8192) if b not in b"'\"`[$-/;")[:4096]
+    junk.write_bytes(noise + b";\nDROP TABLE users;\n")
+    big = world.root / "big.sql"
+    big.write_text("SELECT 1;\n" * 40000 + "DROP TABLE users;\n")
+    try:
+        assert "databases" in _sql_verdict(world, "psql -f junk.sql")
+        # past the cap the rest of a file is not read: a bound, said in the README
+        assert "databases" not in _sql_verdict(world, "psql -f big.sql")
+    finally:
+        junk.unlink()
+        big.unlink()
+
+
+def test_no_git_on_path_counts_as_something_to_lose(world, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    verdicts = judge(world, {"client": "claude", "tool": "Bash",
+                             "command": "git clean -fd", "cwd": "CLEAN"})
+    assert verdicts and verdicts[0].law == "git-discard"
+    assert "could not be started" in verdicts[0].reason
+
+
+def test_an_override_lets_one_pack_through_with_a_receipt(proj):
+    payload = proj.payload("PreToolUse", "packs-override", "claude", tool_name="Bash",
+                           tool_input={"command": "dropdb app"})
+    result = proj.hook("PreToolUse", payload, NOTREST_OVERRIDE="databases")
+    assert result.code == 0, result.stderr
+    assert (result.answer.get("hookSpecificOutput") or {}).get(
+        "permissionDecision") not in ("deny", "ask")
+    assert "override of databases" in result.answer.get("systemMessage", "")
+    kinds = [r.get("k") for r in proj.journal("packs-override")]
+    assert "receipt" in kinds
