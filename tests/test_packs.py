@@ -391,7 +391,7 @@ def test_doctor_proves_every_active_pack_in_three_layers(proj):
 HOOK_CASES = ["db-deny-00", "db-deny-38", "db-deny-48", "db-allow-00", "ct-deny-00",
               "ct-deny-15", "ct-allow-14", "cl-deny-00", "cl-allow-00", "iac-deny-00",
               "iac-allow-01", "sm-deny-00", "sm-allow-11", "pf-off-00", "sv-off-00",
-              "ordinary-00"]
+              "ordinary-00", "db-deny-codex"]
 
 
 @pytest.mark.parametrize("case_id", HOOK_CASES)
