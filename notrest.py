@@ -5037,7 +5037,7 @@ def _git_globals(argv):
     return keep, i
 
 
-_GIT_VALUE_OPTIONS = {
+_GIT_DISCARD_VALUES = {
     "checkout": ("bB", ("--orphan", "--conflict", "--unified", "--inter-hunk-context")),
     "switch": ("cC", ("--orphan", "--conflict", "--create", "--force-create")),
     "restore": ("sU", ("--source", "--conflict", "--unified", "--inter-hunk-context",
@@ -5053,7 +5053,7 @@ _GIT_VALUE_OPTIONS = {
 def git_options(sub, args):
     """(short letters, long names, positional words, words after --) of a git
     subcommand's arguments; the values of its options are neither letters nor words."""
-    value_short, value_long = _GIT_VALUE_OPTIONS.get(sub, ("", ()))
+    value_short, value_long = _GIT_DISCARD_VALUES.get(sub, ("", ()))
     letters, longs, words, i = set(), set(), [], 0
     while i < len(args):
         arg = args[i]
@@ -9649,7 +9649,7 @@ def _store_request(argv):
 
 # ---- containers -------------------------------------------------------------------
 
-_DOCKER_VALUES = ("-H", "--host", "--context", "-c", "--config", "-l", "--log-level",
+_PACK_DOCKER_VALUES = ("-H", "--host", "--context", "-c", "--config", "-l", "--log-level",
                   "-f", "--file", "-p", "--project-name", "--filter", "--format",
                   "--project-directory", "--env-file", "--profile")
 _KUBE_VALUES = ("-n", "--namespace", "--context", "--cluster", "--kubeconfig", "-l",
@@ -9661,7 +9661,7 @@ _KUBE_EPHEMERAL = frozenset(("pod", "pods", "po", "job", "jobs", "event", "event
 
 
 def _docker_danger(argv):
-    words = _words(argv, values=_DOCKER_VALUES, limit=4)
+    words = _words(argv, values=_PACK_DOCKER_VALUES, limit=4)
     prog = _prog_name(argv[0])
     if prog in ("docker-compose", "podman-compose"):
         words = ["compose"] + words
@@ -10111,7 +10111,7 @@ def _remote_danger(argv, cmd=None, ctx=None):
     return None
 
 
-_SSH_VALUES = frozenset(("-i", "-p", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b",
+_PACK_SSH_VALUES = frozenset(("-i", "-p", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b",
                          "-c", "-e", "-m", "-O", "-Q", "-S", "-W", "-w", "-E", "-B",
                          "-I"))
 
@@ -10120,7 +10120,7 @@ def _ssh_parts(argv):
     """(host, the remote command's words) of an ssh command line."""
     i = 1
     while i < len(argv) and argv[i].startswith("-"):
-        i += 2 if argv[i] in _SSH_VALUES else 1
+        i += 2 if argv[i] in _PACK_SSH_VALUES else 1
     if i >= len(argv):
         return "", []
     return argv[i], argv[i + 1:]
@@ -10136,6 +10136,13 @@ def _remote_destroys(argv):
     if prog == "git":
         return git_discard_plan(argv) is not None
     return prog.startswith("mkfs") or prog in ("dd", "wipefs")
+
+
+def _in_temp_dir(path, env):
+    bases = list(TEMP_DIRS)
+    if str(env.get("TMPDIR", "")).startswith("/"):
+        bases.append(os.path.normpath(env["TMPDIR"]))
+    return any(is_within(path, base) for base in bases)
 
 
 _SYSTEM_WRITE_DIRS = ("/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32",
@@ -10175,10 +10182,11 @@ def _system_danger(argv, cmd, ctx):
     if prog == "launchctl" and words[:1] in (["unload"], ["remove"], ["bootout"]):
         return "removes a launch service"
     for text, mode in command_paths(cmd):
-        if mode not in ("write", "delete") or text.startswith("$"):
+        if mode not in ("write", "delete") or not isinstance(text, str) or \
+                text.startswith("$"):
             continue
         path = resolve_path(text, cmd.cwd, ctx.home, follow=False)
-        if _temp_dir(path, ctx.event.env) or path.startswith("/dev/") or is_within(
+        if _in_temp_dir(path, ctx.event.env) or path.startswith("/dev/") or is_within(
                 path, ctx.root) or (ctx.home != "/" and is_within(path, ctx.home)):
             continue
         for base in _SYSTEM_WRITE_DIRS:
