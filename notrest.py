@@ -10243,6 +10243,35 @@ def _strict_git_danger(argv, cmd, ctx):
     return None
 
 
+class PackFinding(str):
+    """A pack's reason, with what to do instead in this case and whether the gate
+    is sure (decide asks rather than denies when it is not)."""
+
+    instead = ""
+    uncertain = False
+
+
+def pack_finding(text, instead="", uncertain=False):
+    found = PackFinding(text)
+    found.instead, found.uncertain = instead, uncertain
+    return found
+
+
+GIT_DISCARD_INSTEAD = {
+    "tracked": "keep the changes first: `git stash push` (`git stash pop` brings them "
+               "back) or commit them; then it has nothing to lose",
+    "untracked": "`git clean -n` lists what it would delete: delete those by name, or "
+                 "ask the user",
+    "stash": "`git stash list` and `git stash show -p` show what it holds; ask the user "
+             "before dropping it",
+    "branch": "`git branch -d NAME` deletes a branch only once it is merged; "
+              "`git push -u origin NAME` keeps its commits",
+    "worktree": "`git -C PATH status` shows what the worktree holds: commit or stash it "
+                "there first",
+}
+GIT_DISCARD_INSTEAD["ignored"] = GIT_DISCARD_INSTEAD["untracked"]
+
+
 def _git_discard_danger(argv, cmd, ctx):
     argv, piped = git_fed_argv(cmd) if argv is cmd.argv else (argv, False)
     plan = git_checkout_refined(git_discard_plan(argv), cmd)
@@ -10252,13 +10281,15 @@ def _git_discard_danger(argv, cmd, ctx):
         piped else git_work_at_risk(cmd, plan)
     if lost is False:
         return None
+    instead = GIT_DISCARD_INSTEAD[plan[0]]
     if lost is None:
-        return "may throw away work, and the gate could not tell (%s)" % detail
+        return pack_finding("may throw away work, and the gate could not tell (%s)" %
+                            detail, instead, uncertain=True)
     if plan[0] == "stash":
-        return "deletes stashed work for good"
+        return pack_finding("deletes stashed work for good", instead)
     if plan[0] == "branch":
-        return "drops %s (%s)" % (detail, ", ".join(plan[2][:3]))
-    return "would throw away %s" % detail
+        return pack_finding("drops %s (%s)" % (detail, ", ".join(plan[2][:3])), instead)
+    return pack_finding("would throw away %s" % detail, instead)
 
 
 _BROKERS = frozenset(("kafka-topics", "kafka-delete-records", "kafka-consumer-groups",
@@ -10306,7 +10337,9 @@ def judge_pack_commands(pack_id, cmds, ctx):
             inner = _inner_exec(cmd.argv)
             found = judge(inner, cmd, ctx) if inner else None
         if found:
-            return "`%s` %s" % (clip(cmd.text(), 100), found)
+            return pack_finding("`%s` %s" % (clip(cmd.text(), 100), found),
+                                getattr(found, "instead", ""),
+                                getattr(found, "uncertain", False))
     return None
 
 

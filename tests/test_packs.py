@@ -196,8 +196,8 @@ def test_every_pack_is_a_law_with_three_layers_of_data():
 
 # ---- every suggestion passes the gate, with every pack on ------------------------
 
-SUGGESTIONS = sorted({cmd for pack in notrest.PACKS
-                      for cmd in re.findall(r"`([^`]+)`", pack["instead"])})
+SUGGESTIONS = sorted({cmd for text in [p["instead"] for p in notrest.PACKS] + list(
+    notrest.GIT_DISCARD_INSTEAD.values()) for cmd in re.findall(r"`([^`]+)`", text)})
 
 
 @pytest.mark.parametrize("command", SUGGESTIONS)
@@ -300,12 +300,20 @@ def test_git_discard_makes_one_bounded_git_call(world, monkeypatch):
         assert argv[:3] == ["git", "--no-optional-locks", "-C"] and timeout <= 3
 
 
-def test_git_discard_denies_when_git_cannot_answer(world, monkeypatch):
+def test_git_discard_stops_the_call_when_git_cannot_answer(world, monkeypatch):
     monkeypatch.setattr(notrest, "_spawn_capture", lambda argv, timeout: (124, b""))
     verdicts = judge(world, {"client": "claude", "tool": "Bash",
                              "command": "git reset --hard"})
     assert verdicts and verdicts[0].law == "git-discard"
+    assert verdicts[0].action in ("ask", "deny"), "unknown is dangerous here"
     assert "could not tell" in verdicts[0].reason
+
+
+def test_git_discard_says_what_to_do_for_what_it_would_lose():
+    found = notrest.pack_finding("x", notrest.GIT_DISCARD_INSTEAD["stash"])
+    assert found == "x" and "git stash list" in found.instead and not found.uncertain
+    assert {"tracked", "untracked", "ignored", "stash", "branch", "worktree"} <= set(
+        notrest.GIT_DISCARD_INSTEAD)
 
 
 def test_a_slow_git_is_cut_at_the_bound(tmp_path):
@@ -491,6 +499,7 @@ def test_no_git_on_path_counts_as_something_to_lose(world, monkeypatch, tmp_path
     verdicts = judge(world, {"client": "claude", "tool": "Bash",
                              "command": "git clean -fd", "cwd": "CLEAN"})
     assert verdicts and verdicts[0].law == "git-discard"
+    assert verdicts[0].action in ("ask", "deny")
     assert "could not be started" in verdicts[0].reason
 
 
