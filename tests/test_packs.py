@@ -304,9 +304,9 @@ def test_git_discard_stops_the_call_when_git_cannot_answer(world, monkeypatch):
     monkeypatch.setattr(notrest, "_spawn_capture", lambda argv, timeout: (124, b""))
     verdicts = judge(world, {"client": "claude", "tool": "Bash",
                              "command": "git reset --hard"})
-    assert verdicts and verdicts[0].law == "git-discard"
-    assert verdicts[0].action in ("ask", "deny"), "unknown is dangerous here"
-    assert "could not tell" in verdicts[0].reason
+    mine = [v for v in verdicts if v.law == "git-discard"]
+    assert mine and mine[0].action in ("ask", "deny"), "unknown is dangerous here"
+    assert "could not tell" in mine[0].reason
 
 
 def test_git_discard_says_what_to_do_for_what_it_would_lose():
@@ -498,9 +498,9 @@ def test_no_git_on_path_counts_as_something_to_lose(world, monkeypatch, tmp_path
     monkeypatch.setenv("PATH", str(tmp_path))
     verdicts = judge(world, {"client": "claude", "tool": "Bash",
                              "command": "git clean -fd", "cwd": "CLEAN"})
-    assert verdicts and verdicts[0].law == "git-discard"
-    assert verdicts[0].action in ("ask", "deny")
-    assert "could not be started" in verdicts[0].reason
+    mine = [v for v in verdicts if v.law == "git-discard"]
+    assert mine and mine[0].action in ("ask", "deny")
+    assert "could not be started" in mine[0].reason
 
 
 def test_an_override_lets_one_pack_through_with_a_receipt(proj):
