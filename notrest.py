@@ -5314,7 +5314,10 @@ def judge_pack(law, ctx):
                 pack_triggered(pack["id"], cmd)]
     if not suspects:
         return None
-    judge = globals().get("judge_pack_commands") or cold_module().judge_pack_commands
+    judge = globals().get("judge_pack_commands")
+    if judge is None:  # the hot part alone: the judges are below the cold line
+        loader = globals().get("readers") or cold_module
+        judge = loader().judge_pack_commands
     return judge(pack["id"], suspects, ctx)
 
 
