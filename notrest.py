@@ -4798,9 +4798,11 @@ def apply_overrides(verdicts, overrides, permits, stop_blocks=0, bound=STOP_BLOC
 # and secret stores (on by default), and more families laws.json can turn on.
 # A pack judges only the commands whose program it knows: the gate tests the
 # parsed commands' program names against one frozenset (the active packs'
-# programs) before any pack runs, so an ordinary call pays nothing. Read-only
-# and reversible forms pass; git-discard asks git (one bounded call) whether the
-# command has anything to lose.
+# programs) before any pack runs, then the pack's trigger words; only a command
+# that passes both loads the judges, which live below the cold line (section
+# "pack judges"). An ordinary call pays a set test. Read-only and reversible
+# forms pass; git-discard asks git (one bounded call) whether the command has
+# anything to lose.
 
 PACK_ON = ("PreToolUse", "PermissionRequest")
 GIT_PROBE_TIMEOUT_S = 2.0
