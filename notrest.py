@@ -4971,11 +4971,12 @@ class LawBook:
     """The laws in force plus the settings laws.json gives them."""
 
     __slots__ = ("laws", "protected_branches", "protected_paths", "stop_block_bound",
-                 "problems", "disabled", "secret_rules")
+                 "problems", "disabled", "secret_rules", "pack_programs")
 
     def __init__(self):
         self.laws, self.problems, self.disabled = [], [], []
         self.secret_rules = ()
+        self.pack_programs = None
         self.protected_branches = list(DEFAULT_PROTECTED_BRANCHES)
         self.protected_paths = []
         self.stop_block_bound = STOP_BLOCK_BOUND
@@ -5075,7 +5076,7 @@ def regex_problem(pattern):
 def build_lawbook(doc):
     """The built-in laws with a laws.json document applied (doc may be None)."""
     book = LawBook()
-    book.laws = [Law(data) for data in BUILTIN_LAWS]
+    book.laws = [Law(data) for data in BUILTIN_LAWS] + pack_laws()
     if doc is None:
         return book
     if not isinstance(doc, dict):
@@ -5083,7 +5084,7 @@ def build_lawbook(doc):
         return book
     unknown = sorted(set(doc) - {"schema_version", "disable", "protected_branches",
                                  "protected_paths", "laws", "stop_block_bound",
-                                 "secret_patterns", "comment"})
+                                 "secret_patterns", "packs", "comment"})
     if unknown:
         book.problems.append("unknown top-level keys: %s" % ", ".join(unknown))
     version = doc.get("schema_version", SCHEMA_VERSION)
@@ -5101,7 +5102,9 @@ def build_lawbook(doc):
             law.disabled = True
     for name in book.disabled:
         if not any(law.id == name for law in book.laws):
-            book.problems.append("`disable` names %r, which is no built-in law" % name)
+            book.problems.append("`disable` names %r, which is no built-in law or pack"
+                                 % name)
+    apply_pack_states(book, doc.get("packs"))
     if doc.get("protected_branches"):
         book.protected_branches = list(doc["protected_branches"])
     book.protected_paths = list(doc.get("protected_paths", []))
@@ -6082,6 +6085,8 @@ def _project_law_hit(law, ctx):
 def evaluate_law(law, ctx):
     """The reason a law is broken by ctx's event, or None."""
     if law.match:
+        if law.match.startswith("pack:"):
+            return judge_pack(law, ctx)
         predicate = PREDICATES.get(law.match)
         return predicate(ctx) if predicate else None
     return _project_law_hit(law, ctx)
@@ -6159,6 +6164,537 @@ def apply_overrides(verdicts, overrides, permits, stop_blocks=0, bound=STOP_BLOC
                             "receipt is in the journal." % laws)
     final.receipt = receipts or None
     return final, receipts, used
+
+
+# ==== packs =================================================================
+# Packs are laws for the tools that destroy what no file system keeps: work git
+# has not stored yet, databases, containers and clusters, clouds, infrastructure
+# and secret stores (on by default), and more families laws.json can turn on.
+# A pack judges only the commands whose program it knows: the gate tests the
+# parsed commands' program names against one frozenset (the active packs'
+# programs) before any pack runs, then the pack's trigger words; only a command
+# that passes both loads the judges, which live below the cold line (section
+# "pack judges"). An ordinary call pays a set test. Read-only and reversible
+# forms pass; git-discard asks git (one bounded call) whether the command has
+# anything to lose.
+
+PACK_ON = ("PreToolUse", "PermissionRequest")
+GIT_PROBE_TIMEOUT_S = 2.0
+PACK_FILE_CAP = 256 * 1024
+RUNNERS = frozenset(("npx", "bunx", "pnpx", "pnpm", "yarn", "uvx", "pipx", "bundle",
+                     "poetry", "uv", "pdm", "npm"))
+
+PACKS = (
+    {"id": "git-discard", "default": True,
+     "programs": ("git",),
+     "text": "Never throw away work git has not stored: reset --hard, checkout or "
+             "restore of changed files, clean -f, stash drop/clear and branch -D are "
+             "denied when there is something to lose.",
+     "instead": "keep the work first (`git stash push` for changes, `git clean -n` to "
+                "see what clean would delete, `git stash list` before a drop), or ask "
+                "the user; the same command passes once there is nothing to lose",
+     "denies": "`git reset --hard` with uncommitted changes",
+     "allows": "`git reset --hard` on a clean tree, `git stash`"},
+    {"id": "databases", "default": True,
+     "programs": ("psql", "mysql", "mariadb", "sqlite3", "sqlite", "duckdb", "sqlcmd",
+                  "clickhouse-client", "clickhouse", "cqlsh", "cockroach", "pgcli",
+                  "mycli", "litecli", "usql", "snowsql", "mssql-cli", "trino",
+                  "beeline", "spark-sql", "dropdb", "mysqladmin", "redis-cli",
+                  "valkey-cli", "keydb-cli", "mongosh", "mongo", "mongorestore",
+                  "pg_restore", "influx", "algolia", "prisma", "rails", "rake",
+                  "manage.py", "django-admin", "artisan", "flyway", "supabase",
+                  "docker", "podman", "kubectl", "curl", "wget", "http", "https",
+                  "xh", "curlie", "DROP", "drop", "Drop", "TRUNCATE", "truncate",
+                  "DELETE", "delete", "Delete", "UPDATE", "ALTER", "alter",
+                  "kafka-topics", "kafka-topics.sh", "kafka-delete-records",
+                  "kafka-delete-records.sh", "kafka-consumer-groups",
+                  "kafka-consumer-groups.sh", "kafka-acls", "kafka-acls.sh",
+                  "kafka-configs", "kafka-configs.sh", "rpk", "nats", "rabbitmqctl",
+                  "rabbitmqadmin", "pulsar-admin", "python", "python3", "php", "node",
+                  "ruby", "deno", "bun") + tuple(RUNNERS),
+     "text": "Never destroy stored data: DROP, TRUNCATE, DELETE/UPDATE without WHERE "
+             "(psql -c, mysql -e, heredocs, piped files), dropdb, FLUSHALL, mongo "
+             "drop(), index DELETEs, Kafka/NATS/RabbitMQ deletes.",
+     "instead": "read first (`psql -c \"SELECT count(*) FROM t\"`), keep a copy "
+                "(`pg_dump DB > /tmp/db.sql`), and ask the user to run the drop",
+     "denies": "`psql -c \"DROP TABLE users\"`, `redis-cli FLUSHALL`",
+     "allows": "`psql -c \"SELECT * FROM users\"`, `DELETE … WHERE id = 1`"},
+    {"id": "containers", "default": True,
+     "programs": ("docker", "podman", "nerdctl", "finch", "docker-compose",
+                  "podman-compose", "kubectl", "oc", "kubecolor", "helm", "velero"),
+     "text": "Never remove container data or cluster objects: docker system/volume "
+             "prune, volume rm, rm -f, compose down -v, kubectl delete (but of pods "
+             "and jobs), helm uninstall, velero delete.",
+     "instead": "look first (`docker ps -a`, `kubectl get all`), delete one named "
+                "pod or container you made, and ask the user for the rest",
+     "denies": "`docker system prune -a --volumes`, `kubectl delete ns prod`",
+     "allows": "`docker ps`, `kubectl get pods`, `kubectl delete pod web-1`"},
+    {"id": "cloud", "default": True,
+     "programs": ("aws", "gcloud", "gsutil", "az", "azcopy", "doctl", "mc", "wrangler",
+                  "fly", "flyctl", "heroku", "vercel", "netlify", "firebase", "s3cmd",
+                  "s5cmd", "b2", "hcloud", "linode-cli", "oci", "ibmcloud", "scw",
+                  "rclone", "nsupdate") + tuple(RUNNERS),
+     "text": "Never delete cloud resources: buckets and objects (aws s3 rm/rb, "
+             "gsutil rm, rclone purge/sync), instances, databases, stacks, projects "
+             "(delete-*/terminate-*, gcloud/az ... delete).",
+     "instead": "list or describe first (`aws s3 ls`, `gcloud projects list`) and "
+                "ask the user to run the delete",
+     "denies": "`aws s3 rm s3://b --recursive`, `gcloud projects delete p`",
+     "allows": "`aws s3 ls`, `aws ec2 describe-instances`"},
+    {"id": "iac", "default": True,
+     "programs": ("terraform", "tofu", "terragrunt", "pulumi", "cdk", "cdktf",
+                  "serverless", "sls", "sam") + tuple(RUNNERS),
+     "text": "Never destroy infrastructure: terraform/tofu destroy or apply "
+             "-destroy, state rm, pulumi destroy or stack rm, cdk destroy, "
+             "serverless remove.",
+     "instead": "show what it would do (`terraform plan -destroy`, `pulumi preview "
+                "--diff`) and ask the user to apply it",
+     "denies": "`terraform destroy -auto-approve`",
+     "allows": "`terraform plan`, `terraform plan -destroy`"},
+    {"id": "secret-managers", "default": True,
+     "programs": ("vault", "op", "doppler", "bw", "infisical", "aws", "gcloud", "az"),
+     "text": "Never delete secrets for good: vault kv destroy/delete, secrets "
+             "disable, op/doppler delete, secretsmanager delete-secret without a "
+             "recovery window, ssm delete-parameter, Key Vault purge.",
+     "instead": "read or list it (`vault kv get PATH`, `op item get NAME`), or "
+                "schedule a recoverable delete (`aws secretsmanager delete-secret "
+                "--secret-id ID --recovery-window-in-days 30`), and ask the user",
+     "denies": "`vault kv destroy -versions=1 secret/app`",
+     "allows": "`vault kv get secret/app`, `aws secretsmanager delete-secret --secret-id "
+               "x` (30 days to restore)"},
+    {"id": "backups", "default": False,
+     "programs": ("restic", "borg", "borgmatic", "kopia", "duplicity", "tarsnap"),
+     "text": "Never delete backups: restic forget/prune, borg delete/prune/compact, "
+             "kopia snapshot delete, duplicity remove-*.",
+     "instead": "list them (`restic snapshots`, `borg list REPO`) and ask the user",
+     "denies": "`restic forget --keep-last 1 --prune`",
+     "allows": "`restic snapshots`, `borg list REPO`"},
+    {"id": "platforms", "default": False,
+     "programs": ("gh", "glab", "hub", "circleci", "jenkins-cli", "java",
+                  "gitlab-runner", "gitlab-rails", "gitlab-rake"),
+     "text": "Never delete what lives on a code host or CI: gh repo delete/archive, "
+             "release, secret or cache delete, gh/glab api -X DELETE, CI contexts, "
+             "jobs, runners.",
+     "instead": "view it (`gh repo view`, `glab ci list`) and ask the user",
+     "denies": "`gh repo delete owner/repo --yes`",
+     "allows": "`gh repo view`, `gh pr create`"},
+    {"id": "services", "default": False,
+     "programs": ("curl", "wget", "http", "https", "xh", "curlie", "stripe", "square",
+                  "ldcli", "split", "unleash", "flipt", "fastly", "datadog-ci",
+                  "newrelic", "pd", "apigeecli", "deck", "splunk", "twilio"),
+     "text": "Never delete through a service's API: HTTP DELETE requests and "
+             "delete endpoints (curl -X DELETE …), and the delete verbs of SaaS CLIs "
+             "(stripe, fastly, launchdarkly, pagerduty, …).",
+     "instead": "GET it first (`curl -fsS URL`) and ask the user to delete it",
+     "denies": "`curl -X DELETE https://api.example.com/v1/customers/42`",
+     "allows": "`curl https://api.example.com/v1/customers/42`"},
+    {"id": "remote", "default": False,
+     "programs": ("ssh", "rsync", "scp", "ssh-keygen"),
+     "text": "Never delete on other machines or by mirroring: rm, find -delete or git "
+             "discards run through ssh, rsync --delete or --remove-source-files, scp "
+             "into system folders, ssh-keygen -R.",
+     "instead": "copy without deleting (`rsync -a src/ dest/`), look first over ssh "
+                "(`ssh HOST ls PATH`), and ask the user",
+     "denies": "`rsync -a --delete src/ host:/srv/`, `ssh host 'rm -rf /srv/app'`",
+     "allows": "`rsync -a src/ dest/`, `ssh host uptime`"},
+    {"id": "system", "default": False,
+     "programs": ("systemctl", "service", "shutdown", "reboot", "halt", "poweroff",
+                  "init", "telinit", "iptables", "ip6tables", "nft", "ufw", "userdel",
+                  "deluser", "groupdel", "passwd", "crontab", "kill", "nginx",
+                  "launchctl", "rm", "mv", "cp", "tee", "sed", "install", "ln",
+                  "truncate", "unlink", "rmdir", "shred", "dd", "touch", "echo",
+                  "printf", "cat"),
+     "text": "Never stop the machine or its services, flush its firewall, delete its "
+             "users or crontab, or write and delete in system folders (/etc, /usr, "
+             "/boot, /var).",
+     "instead": "read its state (`systemctl status NAME`, `cat /etc/FILE`) and ask the "
+                "user to change it",
+     "denies": "`systemctl stop nginx`, `crontab -r`, `rm /etc/nginx/nginx.conf`",
+     "allows": "`systemctl status nginx`, `crontab -l`"},
+    {"id": "packages", "default": False,
+     "programs": ("npm", "pnpm", "yarn", "bun", "cargo", "twine", "poetry", "uv",
+                  "flit", "hatch", "gem", "mvn", "mvnw", "gradle", "gradlew", "dotnet"),
+     "text": "Never publish or withdraw packages: npm publish/unpublish, cargo "
+             "publish/yank, twine upload, poetry/uv publish, gem push/yank, mvn "
+             "deploy, gradle publish.",
+     "instead": "dry-run it (`npm publish --dry-run`, `cargo publish --dry-run`) and "
+                "ask the user to publish",
+     "denies": "`npm publish`, `cargo yank --version 1.0.0`",
+     "allows": "`npm publish --dry-run`, `npm install`"},
+    {"id": "strict-git", "default": False,
+     "programs": ("git",),
+     "text": "Push to a protected branch only through review, and force-push only "
+             "with a lease (--force-with-lease) to any branch.",
+     "instead": "push your branch (`git push -u origin HEAD:refs/heads/my-branch`) and "
+                "open a review; rewrite only with `--force-with-lease`",
+     "denies": "`git push origin main`, `git push --force origin feature`",
+     "allows": "`git push --force-with-lease origin feature`"},
+)
+PACK_IDS = ("git-discard", "databases", "containers", "cloud", "iac", "secret-managers",
+            "backups", "platforms", "services", "remote", "system", "packages",
+            "strict-git")
+
+
+def pack_laws():
+    """One law per pack (its state is set by build_lawbook from laws.json)."""
+    laws = []
+    for pack in PACKS:
+        law = Law({"id": pack["id"], "on": list(PACK_ON), "action": "deny",
+                   "match": "pack:" + pack["id"], "text": pack["text"],
+                   "instead": pack["instead"]}, source="pack")
+        law.disabled = not pack["default"]
+        laws.append(law)
+    return laws
+
+
+def apply_pack_states(book, doc_packs):
+    """Switch packs on or off from laws.json's {"packs": {id: bool}}."""
+    if doc_packs is None:
+        return
+    if not isinstance(doc_packs, dict):
+        book.problems.append("`packs` must be an object of pack ids to true or false")
+        return
+    for name, state in sorted(doc_packs.items()):
+        law = book.get(name)
+        if name not in PACK_IDS or law is None:
+            book.problems.append("`packs` names %r, which is no pack (packs: %s)" % (
+                name, ", ".join(PACK_IDS)))
+        elif not isinstance(state, bool):
+            book.problems.append("`packs.%s` must be true or false" % name)
+        elif name not in book.disabled:
+            law.disabled = not state
+
+
+def pack_states(book):
+    """Every pack with its state and why (for `notrest laws`)."""
+    out = []
+    for pack in PACKS:
+        law = book.get(pack["id"])
+        on = law is not None and not law.disabled
+        if law is not None and law.id in book.disabled:
+            why = "(laws.json disable)"
+        elif on != pack["default"]:
+            why = "(laws.json packs)"
+        else:
+            why = "(default)"
+        out.append({"id": pack["id"], "on": on, "default": pack["default"], "why": why,
+                    "text": pack["text"], "denies": pack["denies"],
+                    "allows": pack["allows"], "programs": list(pack["programs"])})
+    return out
+
+
+def active_pack_programs(book):
+    """The program names any active pack judges (the gate's one pre-filter)."""
+    names = set()
+    for pack in PACKS:
+        law = book.get(pack["id"])
+        if law is not None and not law.disabled and law.source == "pack":
+            names.update(pack["programs"])
+    return frozenset(names)
+
+
+def _git_globals(argv):
+    """(global options to pass on, index of the subcommand) of a git argv."""
+    keep, i = [], 1
+    while i < len(argv) and argv[i].startswith("-"):
+        arg = argv[i]
+        if arg in ("-C", "--git-dir", "--work-tree") and i + 1 < len(argv):
+            keep += [arg, argv[i + 1]]
+            i += 2
+            continue
+        if arg.startswith(("--git-dir=", "--work-tree=")):
+            keep.append(arg)
+        elif arg in ("-c", "--namespace", "--exec-path", "--super-prefix",
+                     "--config-env"):
+            i += 1
+        elif arg.startswith("-C") and len(arg) > 2:
+            keep += ["-C", arg[2:]]
+        i += 1
+    return keep, i
+
+
+_GIT_DISCARD_VALUES = {
+    "checkout": ("bB", ("--orphan", "--conflict", "--unified", "--inter-hunk-context")),
+    "switch": ("cC", ("--orphan", "--conflict", "--create", "--force-create")),
+    "restore": ("sU", ("--source", "--conflict", "--unified", "--inter-hunk-context",
+                       "--pathspec-from-file")),
+    "clean": ("e", ("--exclude",)),
+    "branch": ("u", ("--set-upstream-to", "--contains", "--no-contains", "--merged",
+                     "--no-merged", "--points-at", "--format", "--sort")),
+    "rm": ("", ("--pathspec-from-file",)),
+    "worktree": ("", ("--reason",)),
+}
+
+
+def git_options(sub, args):
+    """(short letters, long names, positional words, words after --) of a git
+    subcommand's arguments; the values of its options are neither letters nor words."""
+    value_short, value_long = _GIT_DISCARD_VALUES.get(sub, ("", ()))
+    letters, longs, words, i = set(), set(), [], 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return letters, longs, words, args[i + 1:]
+        if arg.startswith("--"):
+            name = arg.split("=", 1)[0]
+            longs.add(name)
+            if name in value_long and "=" not in arg:
+                i += 1
+        elif arg.startswith("-") and len(arg) > 1:
+            for k, letter in enumerate(arg[1:]):
+                letters.add(letter)
+                if letter in value_short:
+                    if k == len(arg) - 2:
+                        i += 1
+                    break
+        else:
+            words.append(arg)
+        i += 1
+    return letters, longs, words, []
+
+
+def git_discard_plan(argv):
+    """What a git command would throw away, for the probe: (kind, what, names)
+    with kind "tracked" (changes to tracked files in the paths `names`, [] = the
+    whole tree), "untracked"/"ignored" (files git clean removes), "stash", "branch"
+    (names = branches) or "worktree" (names = its folder); None when it discards
+    nothing."""
+    _, i = _git_globals(argv)
+    if i >= len(argv):
+        return None
+    sub, args = argv[i], argv[i + 1:]
+    letters, longs, words, after = git_options(sub, args)
+    if "h" in letters or "--help" in longs:
+        return None
+    if sub == "reset":
+        if longs & {"--hard", "--merge"}:
+            return "tracked", "git reset --hard", []
+        return None
+    if sub == "checkout":
+        if "f" in letters or "--force" in longs:
+            return "tracked", "git checkout --force", []
+        if "--pathspec-from-file" in longs:
+            return "tracked", "git checkout --pathspec-from-file", []
+        if letters & set("bB") or "--orphan" in longs:
+            return None
+        if after or "--" in args:
+            return "tracked", "git checkout -- PATH", after or ["."]
+        return ("tracked", "git checkout PATH", words) if words else None
+    if sub == "switch":
+        if "f" in letters or longs & {"--force", "--discard-changes"}:
+            return "tracked", "git switch --discard-changes", []
+        return None
+    if sub == "restore":
+        if ("S" in letters or "--staged" in longs) and not (
+                "W" in letters or "--worktree" in longs):
+            return None
+        if "--pathspec-from-file" in longs:
+            return "tracked", "git restore", []
+        paths = words + after
+        if not paths and not ("p" in letters or "--patch" in longs):
+            return None
+        return "tracked", "git restore", paths
+    if sub == "clean":
+        if "n" in letters or "i" in letters or longs & {"--dry-run", "--interactive"}:
+            return None
+        if not ("f" in letters or "--force" in longs):
+            return None
+        return ("ignored" if letters & set("xX") else "untracked"), "git clean -f", \
+            words + after
+    if sub == "stash":
+        if words[:1] in (["drop"], ["clear"]):
+            return "stash", "git stash " + words[0], []
+        return None
+    if sub == "branch":
+        forced = "f" in letters or "--force" in longs
+        deleting = "D" in letters or (("d" in letters or "--delete" in longs) and forced)
+        if deleting and words:
+            return "branch", "git branch -D", words
+        if forced and words and not ("d" in letters or "--delete" in longs) and not (
+                letters & set("mMcC")):
+            return "branch", "git branch --force", words[:1]
+        return None
+    if sub == "rm":
+        if ("f" in letters or "--force" in longs) and "--cached" not in longs:
+            return "tracked", "git rm --force", words + after
+        return None
+    if sub == "worktree":
+        if words[:1] == ["remove"] and ("f" in letters or "--force" in longs) and \
+                len(words) > 1:
+            return "worktree", "git worktree remove --force", words[1:2]
+        return None
+    return None
+
+
+_HTTP = ("curl", "wget", "http", "https", "xh", "curlie")
+_SQL_AS_COMMAND = ("DROP", "drop", "Drop", "TRUNCATE", "truncate", "DELETE", "delete",
+                   "Delete", "UPDATE", "ALTER", "alter")
+_SDK_STEMS = ("deleteindex(", "clearobjects(", "dropdatabase(", "drop_database(",
+              "flushall(", "flushdb(", "delete_index(", "indices.delete(",
+              ".drop_collection(", "droptable(", "drop_table(")
+_DATA_STEMS = ("drop", "trunc", "delet", "del ", "updat", "alter", "flush", "remov",
+               "purge", "reset", "clear", "clean", "forget", "db:", "migrate:", " rm",
+               "trim-prefix", ".sql", ".js", ".cql", ".redis", ".read", "source ",
+               "--file", " -f", " -i", "--queries", "--execute")
+_INPUT_CLIENTS = frozenset(("psql", "mysql", "mariadb", "sqlite3", "sqlite", "duckdb",
+                            "sqlcmd", "clickhouse-client", "clickhouse", "cqlsh",
+                            "cockroach", "pgcli", "mycli", "litecli", "usql", "snowsql",
+                            "mssql-cli", "trino", "beeline", "spark-sql", "redis-cli",
+                            "valkey-cli", "keydb-cli", "mongosh", "mongo"))
+# Per pack: programs it always judges, programs whose input (a redirection, a
+# heredoc, a pipe) is enough to judge them, and the words (lower-case substrings
+# of the command line, per program or "*") without which it has nothing to deny.
+PACK_TRIGGERS = {
+    "databases": (frozenset(_SQL_AS_COMMAND + ("dropdb", "pg_restore", "mongorestore")),
+                  _INPUT_CLIENTS, dict({p: ("delete", "clear") for p in _HTTP},
+                             python=("manage.py", "django-admin") + _SDK_STEMS,
+                             python3=("manage.py", "django-admin") + _SDK_STEMS,
+                             php=("artisan",), node=_SDK_STEMS, ruby=_SDK_STEMS,
+                             deno=_SDK_STEMS, bun=_SDK_STEMS,
+                             **{"*": _DATA_STEMS})),
+    "containers": (frozenset(), frozenset(), {"*": ("prune", " rm", "rmi", "delet", "uninst",
+                                              "reset", "down", "remov", " un", " del")}),
+    "cloud": (frozenset(), frozenset(("nsupdate",)), {"*": (
+        "delet", "termin", "remov", "purge", "dereg", "destroy", " rm", " rb", "sync",
+        "close-", "schedule-key", "unsubscribe", "untag", "undeploy", "rollback",
+        "mirror", "admin", "reset", "wipe", "move", " del", "cleanup", "dedupe",
+        "change-resource-record-sets")}),
+    "iac": (frozenset(), frozenset(), {"*": ("destroy", " rm", "delet", "remov", " down")}),
+    "secret-managers": (frozenset(), frozenset(), {"*": ("delet", "destroy", "disable",
+                                                   "revoke", "purge", "schedule-key",
+                                                   "remov")}),
+    "backups": (frozenset(("tarsnap",)), frozenset(), {"*": (
+        "forget", "prune", "remov", "delet", "compact", "recreate", "break-lock",
+        "unlock", "cleanup")}),
+    "platforms": (frozenset(), frozenset(), {"*": ("delet", "archive", "remov", "unregister",
+                                             "disable", "destroy", "backup:restore")}),
+    "services": (frozenset(), frozenset(), dict({p: ("delete", "mutation") for p in _HTTP}, **{
+        "*": ("delet", "remov", " rm", "destroy", "purge", "archive", "kill", "roll",
+              "reset", "uninst", "sync", "clean", "clear")})),
+    "remote": (frozenset(("scp", "ssh-keygen", "rsync")), frozenset(), {"*": (
+        "rm", "find", "git", "dd", "mkfs", "wipefs", "shred", "unlink")}),
+    "system": (frozenset(PACKS[PACK_IDS.index("system")]["programs"]) - frozenset((
+        "echo", "printf", "cat")), frozenset(("echo", "printf", "cat")), {}),
+    "packages": (frozenset(), frozenset(), {"*": ("publish", "yank", "upload", "deploy",
+                                            "release:perform", "nuget", " push")}),
+    "strict-git": (frozenset(), frozenset(), {"*": ("push",)}),
+}
+
+
+def pack_triggered(pack_id, cmd):
+    """Whether a command of one of the pack's programs may be one it denies: a
+    cheap look at its words, so that `git status` or `docker ps` never loads the
+    judges. It must hold for every command a judge denies (the tests check that on
+    every corpus case)."""
+    if pack_id == "git-discard":
+        return git_checkout_refined(git_discard_plan(git_fed_argv(cmd)[0]),
+                                    cmd) is not None
+    always, by_input, stems = PACK_TRIGGERS[pack_id]
+    if cmd.prog in always or (cmd.prog in by_input and (cmd.feeds is not None or
+                                                        cmd.redirects)):
+        return True
+    text = " ".join(cmd.argv).lower()
+    return any(stem in text for stem in stems.get(cmd.prog, stems.get("*", ())))
+
+
+def git_fed_argv(cmd):
+    """(argv, unknown) of a git command with the words xargs feeds it appended when
+    the line shows them (echo/printf before the pipe); unknown when it does not."""
+    if "xargs" not in cmd.via or cmd.feeds is None:
+        return cmd.argv, False
+    feeder = cmd.feeds
+    if feeder.prog in ("echo", "printf"):
+        text = " ".join(a for a in feeder.argv[1:] if not a.startswith("-"))
+        return cmd.argv + text.replace("\\n", " ").split(), False
+    return cmd.argv + ["<piped>"], True
+
+
+def git_checkout_refined(plan, cmd):
+    """`git checkout WORD…` restores paths only when WORD is not a branch or commit
+    (a switch keeps local changes): the plan without the words that are refs, or
+    None when nothing is left to restore."""
+    if plan is None or plan[1] != "git checkout PATH":
+        return plan
+    words = plan[2]
+    known = _git_ref_known(cmd, words[0])
+    if known is None:
+        return None
+    if known:
+        words = words[1:]
+    return (plan[0], plan[1], words) if words else None
+
+
+def _git_ref_known(cmd, name):
+    """Whether name is a ref or commit of the repository cmd runs in (read from the
+    files of .git, no git call); None when there is no repository."""
+    if name in ("-", "HEAD", "@", "FETCH_HEAD", "ORIG_HEAD") or name.startswith("@{") or (
+            7 <= len(name) <= 40 and all(c in "0123456789abcdef" for c in name)):
+        return True
+    keep, _ = _git_globals(cmd.argv)
+    folder = cmd.cwd or "/"
+    for k in range(0, len(keep) - 1, 2):
+        if keep[k] == "-C":
+            folder = os.path.join(folder, keep[k + 1])
+    gitdir = None
+    while True:
+        candidate = os.path.join(folder, ".git")
+        if os.path.isdir(candidate):
+            gitdir = candidate
+            break
+        if os.path.isfile(candidate):
+            try:
+                with open(candidate, encoding="utf-8", errors="replace") as handle:
+                    line = handle.read(4096).strip()
+            except OSError:
+                return False
+            if line.startswith("gitdir:"):
+                gitdir = os.path.join(folder, line[7:].strip())
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    dirs = [gitdir]
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as handle:
+            dirs.append(os.path.join(gitdir, handle.read(4096).strip()))
+    except OSError:
+        pass
+    refs = ("refs/heads/" + name, "refs/remotes/" + name, "refs/tags/" + name)
+    for folder in dirs:
+        if any(os.path.isfile(os.path.join(folder, ref)) for ref in refs):
+            return True
+        try:
+            with open(os.path.join(folder, "packed-refs"), "rb") as handle:
+                packed = handle.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            continue
+        if any(" %s\n" % ref in packed + "\n" for ref in refs):
+            return True
+    return False
+
+
+def judge_pack(law, ctx):
+    """The reason a pack law is broken by ctx's call, else None. The one
+    pre-filter first: does any parsed command run a program an active pack knows?
+    Then the pack's trigger words; only then the judges (in the cold part of the
+    module, loaded for such a call only)."""
+    book = ctx.book
+    if book.pack_programs is None:
+        book.pack_programs = active_pack_programs(book)
+    cmds = ctx.cmds
+    if not cmds or book.pack_programs.isdisjoint([cmd.prog for cmd in cmds]):
+        return None
+    pack = PACKS[PACK_IDS.index(law.match[5:])]
+    suspects = [cmd for cmd in cmds if cmd.prog in pack["programs"] and
+                pack_triggered(pack["id"], cmd)]
+    if not suspects:
+        return None
+    judge = globals().get("judge_pack_commands")
+    if judge is None:  # the hot part alone: the judges are below the cold line
+        loader = globals().get("readers") or cold_module
+        judge = loader().judge_pack_commands
+    return judge(pack["id"], suspects, ctx)
 
 
 # ==== estate storage ========================================================
@@ -10496,7 +11032,8 @@ def law_layers(book, root, clients, skill_texts):
         mark = str(law.text or "").split("{")[0][:40]
         text_ok = bool(mark.strip()) and all(law.id in text and mark in text
                                              for text in skill_texts.values())
-        check_ok = bool(law.match in PREDICATES or law.check or any(
+        check_ok = bool(law.match in PREDICATES or str(law.match).startswith("pack:") or
+                        law.check or any(
             getattr(law, k) for k in ("tool", "program", "command", "path", "prompt",
                                       "spawn")))
         hooks = {}
@@ -13585,6 +14122,1318 @@ def patch_changes_block(patch, block):
     return False
 
 
+# ==== pack judges ===========================================================
+# What each pack denies, in detail. Below the warm line on purpose: a tool-call
+# hook loads this part only when the packs' pre-filter and trigger words say a
+# command may be one of theirs (see judge_pack in the packs section).
+
+# ---- argv helpers --------------------------------------------------------------
+
+def _words(argv, start=1, values=(), limit=12):
+    """The positional words of argv from `start` (options, and the values of the
+    options named in `values`, skipped), at most `limit` of them."""
+    out, i = [], start
+    while i < len(argv) and len(out) < limit:
+        arg = argv[i]
+        if arg == "--":
+            out.extend(argv[i + 1:i + 1 + limit - len(out)])
+            break
+        if arg.startswith("-") and len(arg) > 1:
+            if arg in values:
+                i += 1
+        else:
+            out.append(arg)
+        i += 1
+    return out
+
+
+def _flag(argv, short="", long=()):
+    """Whether argv carries a short flag letter (grouped or not) or a long flag
+    (also as --flag=value)."""
+    for arg in argv[1:]:
+        if arg == "--":
+            return False
+        if arg.startswith("--"):
+            if arg.split("=", 1)[0] in long:
+                return True
+        elif arg.startswith("-") and len(arg) > 1 and short and any(
+                ch in short for ch in arg[1:]):
+            return True
+    return False
+
+
+def _option(argv, names):
+    """The value of the first of the named options (`-X V`, `-XV`, `--x=V`), or None."""
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name:
+                return argv[i + 1] if i + 1 < len(argv) else ""
+            if name.startswith("--") and arg.startswith(name + "="):
+                return arg[len(name) + 1:]
+            if not name.startswith("--") and len(name) == 2 and arg.startswith(
+                    name) and len(arg) > 2 and not arg.startswith("--"):
+                return arg[2:]
+    return None
+
+
+_DRY_RUN = ("--dry-run", "--dryrun", "--what-if", "--preview-only", "--plan")
+
+
+def _dry_run(argv):
+    return any(arg.split("=", 1)[0] in _DRY_RUN for arg in argv[1:])
+
+
+def _tool_argv(cmd):
+    """argv with a package runner peeled off (npx cdk …, bundle exec rake …)."""
+    argv = cmd.argv
+    prog = cmd.prog
+    if prog not in RUNNERS or len(argv) < 2:
+        return argv
+    rest = argv[1:]
+    if prog in ("pnpm", "yarn", "bundle", "poetry", "uv", "pdm", "npm", "pipx"):
+        if not rest or rest[0] not in ("exec", "dlx", "run", "x"):
+            return argv
+        rest = rest[1:]
+    while rest and rest[0].startswith("-"):
+        rest = rest[1:]
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    return rest or argv
+
+
+def _prog_name(word):
+    return os.path.basename(word)
+
+
+def _inner_exec(argv):
+    """The command a container runs in `docker exec C CMD…`/`kubectl exec P -- CMD…`,
+    or None."""
+    prog = _prog_name(argv[0]) if argv else ""
+    words = argv[1:]
+    if prog in ("kubectl", "oc", "kubecolor"):
+        if "exec" in words[:3] and "--" in words:
+            return words[words.index("--") + 1:] or None
+        return None
+    if prog not in ("docker", "podman", "nerdctl", "finch"):
+        return None
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        i += 1
+    if words[i:i + 1] == ["compose"]:
+        i += 1
+        while i < len(words) and words[i].startswith("-"):
+            i += 2 if words[i] in ("-f", "--file", "-p", "--project-name") else 1
+    if words[i:i + 1] not in (["exec"], ["run"]):
+        return None
+    i += 1
+    values = ("-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "-v",
+              "--volume", "--name", "-p", "--publish", "--entrypoint", "--network",
+              "--mount", "-l", "--label", "--platform")
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in values else 1
+    return words[i + 1:] or None
+
+
+def _stdin_text(cmd, cap=PACK_FILE_CAP):
+    """What a command reads on stdin, as far as the line shows: a heredoc, a
+    here-string, a `< file`, or what echo/printf/cat print into its pipe."""
+    for redirect in cmd.redirects:
+        if redirect.op in ("<<", "<<-") and redirect.body is not None:
+            return redirect.body
+        if redirect.op == "<<<" and isinstance(redirect.target, str):
+            return redirect.target
+        if redirect.op == "<" and isinstance(redirect.target, str):
+            return _read_small(redirect.target, cmd.cwd, cap)
+    feeder = cmd.feeds
+    if feeder is not None:
+        if feeder.prog in ("echo", "printf"):
+            return " ".join(a for a in feeder.argv[1:] if a not in ("-e", "-n", "-E"))
+        if feeder.prog in ("cat", "zcat", "type") and len(feeder.argv) > 1:
+            return "\n".join(_read_small(p, feeder.cwd, cap) or "" for p in
+                             feeder.argv[1:4] if not p.startswith("-"))
+        text = _stdin_text(feeder, cap) if feeder.prog in ("tee",) else None
+        if text:
+            return text
+    return None
+
+
+def _read_small(path, cwd, cap=PACK_FILE_CAP):
+    """The start of a regular file named in a command, or None: never a FIFO, a
+    device or a secret file (the gate reads SQL scripts, not credentials)."""
+    if not isinstance(path, str) or not path or "\0" in path or path.startswith("$"):
+        return None
+    full = os.path.normpath(os.path.join(cwd or "/", os.path.expanduser(path)))
+    if is_secret_path(full, os.environ.get("HOME", "")):
+        return None
+    try:
+        import stat
+        if not stat.S_ISREG(os.stat(full).st_mode):
+            return None
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) |
+                     getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, cap).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+# ---- git-discard ----------------------------------------------------------------
+
+def _spawn_capture(argv, timeout, extra_env=None):
+    """(exit code, stdout) of a program started without the subprocess module and
+    without a shell; 124 when it outlived the timeout, 127 when it did not start."""
+    read_fd, write_fd = os.pipe()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env.update(extra_env or {})
+    try:
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
+            (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, read_fd)],
+            setsid=True)
+    except (OSError, AttributeError, TypeError):
+        os.close(read_fd)
+        return 127, b""
+    finally:
+        os.close(write_fd)
+        os.close(devnull)
+    import select
+    chunks, size, end, timed_out = [], 0, time.monotonic() + timeout, False
+    try:
+        while size < (1 << 20):
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([read_fd], [], [], left)[0]:
+                timed_out = True
+                break
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(read_fd)
+    if timed_out:
+        try:
+            os.killpg(pid, 9)
+        except OSError:
+            pass
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status) if hasattr(
+        os, "waitstatus_to_exitcode") else (status >> 8)
+    return (124 if timed_out else code), b"".join(chunks)
+
+
+_GIT_PLACE_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
+
+
+def git_work_at_risk(cmd, plan, timeout=GIT_PROBE_TIMEOUT_S):
+    """What the planned discard would lose, from ONE read-only git call made where
+    the command runs: (lost, detail). lost is True, False, or None when git could
+    not tell (it timed out or could not start)."""
+    kind, _subject, names = plan
+    if set(cmd.via) & {"ssh", "docker", "podman", "kubectl", "oc"}:
+        return None, "it runs on another machine or in a container"
+    keep, _ = _git_globals(cmd.argv)
+    if not os.path.isdir(cmd.cwd or "/"):
+        return None, "its folder %s is not known" % cmd.cwd
+    base = ["git", "--no-optional-locks", "-C", cmd.cwd] + keep
+    if kind == "stash":
+        probe = base + ["rev-parse", "-q", "--verify", "refs/stash"]
+    elif kind == "branch":
+        names = [n for n in names if n and not n.startswith("-")]
+        if not names:
+            return False, ""
+        probe = base + ["rev-list", "-n", "1", "--ignore-missing"] + [
+            "refs/heads/" + n for n in names] + ["--not"] + [
+            "--exclude=" + n for n in names] + ["--branches", "--tags", "--remotes"]
+    elif kind == "worktree":
+        folder = os.path.join(cmd.cwd, names[0]) if names else ""
+        if not os.path.isdir(folder):
+            return False, ""
+        probe = ["git", "--no-optional-locks", "-C", folder, "status", "--porcelain",
+                 "-z", "--untracked-files=normal"]
+    else:
+        probe = base + ["status", "--porcelain", "-z", "--untracked-files=%s" % (
+            "no" if kind == "tracked" else "normal")]
+        if kind == "ignored":
+            probe.append("--ignored")
+        probe += ["--"] + [n for n in names if n] if names else []
+    where = {k: v for k, v in cmd.env.items() if k in _GIT_PLACE_VARS and isinstance(
+        v, str) and v and "\0" not in v}
+    code, out = _spawn_capture(probe, timeout, where) if where else _spawn_capture(
+        probe, timeout)
+    if code in (124, 127):
+        return None, ("git took longer than %gs to answer" % timeout if code == 124
+                      else "git could not be started")
+    if kind == "stash":
+        return (code == 0), "the stash holds work"
+    if kind == "branch":
+        return (code == 0 and bool(out.strip())), "commits no other branch holds"
+    if code != 0:
+        return False, "not a git work tree"
+    changed = []
+    for entry in out.decode("utf-8", "replace").split("\0"):
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        untracked = status in ("??", "!!")
+        if kind == "worktree" or untracked == (kind != "tracked"):
+            changed.append(path)
+    if not changed:
+        return False, ""
+    what = {"tracked": "uncommitted changes in", "untracked": "untracked files:",
+            "ignored": "untracked or ignored files:",
+            "worktree": "the worktree's changes:"}[kind]
+    shown = ", ".join(one_line(p, 60) for p in changed[:3])
+    more = " and %d more" % (len(changed) - 3) if len(changed) > 3 else ""
+    return True, "%s %s%s" % (what, shown, more)
+
+
+# ---- databases ------------------------------------------------------------------
+
+_SQL_CLIENTS = frozenset(("psql", "mysql", "mariadb", "sqlite3", "sqlite", "duckdb",
+                          "sqlcmd", "clickhouse-client", "clickhouse", "cqlsh",
+                          "cockroach", "pgcli", "mycli", "litecli", "usql", "snowsql",
+                          "mssql-cli", "trino", "beeline", "spark-sql"))
+_SQL_WORDS = frozenset(("DROP", "TRUNCATE", "DELETE", "UPDATE", "ALTER"))
+_REDIS_CLIENTS = frozenset(("redis-cli", "valkey-cli", "keydb-cli"))
+_MONGO_CLIENTS = frozenset(("mongosh", "mongo"))
+_SQL_DROPPED = frozenset(("DATABASE", "SCHEMA", "TABLE", "COLLECTION", "KEYSPACE",
+                          "OWNED"))
+
+
+def _sql_statements(text):
+    """The statements of SQL text as lists of words (upper-cased; quoted names kept
+    as one word), comments and string literals left out."""
+    statements, words, word, i, n = [], [], [], 0, len(text)
+
+    def flush():
+        if word:
+            words.append("".join(word).upper())
+            del word[:]
+
+    while i < n:
+        c = text[i]
+        if c == "-" and text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c == "/" and text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            continue
+        if c in "'":
+            flush()
+            j = text.find("'", i + 1)
+            i = n if j < 0 else j + 1
+            words.append("'")
+            continue
+        if c in '"`[':
+            flush()
+            close = "]" if c == "[" else c
+            j = text.find(close, i + 1)
+            words.append(text[i + 1:j if j >= 0 else n].upper())
+            i = n if j < 0 else j + 1
+            continue
+        if c == "$" and text.startswith("$$", i):
+            flush()
+            j = text.find("$$", i + 2)
+            i = n if j < 0 else j + 2
+            continue
+        if c == ";":
+            flush()
+            if words:
+                statements.append(words)
+            words = []
+            i += 1
+            continue
+        if c.isalnum() or c in "_.*@":
+            word.append(c)
+        else:
+            flush()
+        i += 1
+    flush()
+    if words:
+        statements.append(words)
+    return statements
+
+
+def sql_danger(text):
+    """The first statement of SQL text that destroys data, in a few words, or None."""
+    if not text or not any(w in text.upper() for w in _SQL_WORDS):
+        return None
+    for words in _sql_statements(text):
+        while words and words[0] in ("WITH", "(", "EXPLAIN") and "DELETE" in words:
+            words = words[words.index("DELETE"):]
+        head = words[0] if words else ""
+        if head == "DROP" and len(words) > 1:
+            kind = words[1]
+            if kind == "TEMPORARY":
+                continue
+            if kind == "MATERIALIZED":
+                kind = "VIEW"
+            if kind in _SQL_DROPPED:
+                name = [w for w in words[2:] if w not in ("IF", "EXISTS", "CASCADE")]
+                return "DROP %s %s" % (kind, name[0].lower() if name else "")
+        elif head == "TRUNCATE":
+            name = [w for w in words[1:] if w not in ("TABLE", "ONLY")]
+            return "TRUNCATE %s" % (name[0].lower() if name else "")
+        elif head == "DELETE" and "FROM" in words and "WHERE" not in words:
+            at = words.index("FROM")
+            return "DELETE FROM %s without WHERE" % (
+                words[at + 1].lower() if at + 1 < len(words) else "")
+        elif head == "UPDATE" and "SET" in words and "WHERE" not in words:
+            return "UPDATE %s without WHERE" % (words[1].lower() if len(words) > 1
+                                                else "")
+        elif head == "ALTER" and words[1:2] == ["TABLE"] and "DROP" in words:
+            after = words[words.index("DROP") + 1:]
+            if after[:1] in (["COLUMN"], ["PARTITION"]) or (after and after[0] not in (
+                    "CONSTRAINT", "INDEX", "KEY", "DEFAULT", "NOT", "PRIMARY", "FOREIGN",
+                    "CHECK", "TRIGGER", "IF")):
+                return "ALTER TABLE %s DROP %s" % (words[2].lower() if len(words) > 2
+                                                   else "", " ".join(after[:2]).lower())
+    return None
+
+
+_MONGO_DROPS = (".dropDatabase(", ".drop(", "dropCollection(", ".deleteMany({})",
+                ".remove({})", ".dropAllUsers(", ".deleteMany()")
+
+
+def mongo_danger(code):
+    squeezed = "".join((code or "").split())
+    for mark in _MONGO_DROPS:
+        if mark in squeezed:
+            return "runs %s" % mark.strip(".")
+    return None
+
+
+def redis_danger(words):
+    for word in words:
+        if word.upper() in ("FLUSHALL", "FLUSHDB"):
+            return "runs %s" % word.upper()
+    return None
+
+
+def _client_texts(argv, cmd):
+    """Every text a database client may run: its arguments (option values too),
+    files it is told to read, and its stdin."""
+    texts = []
+    for i, arg in enumerate(argv[1:], 1):
+        texts.append(arg)
+        if arg.startswith("--") and "=" in arg:
+            texts.append(arg.split("=", 1)[1])
+        elif arg.startswith("-") and len(arg) > 2 and not arg.startswith("--"):
+            texts.append(arg[2:])
+        if arg in ("-f", "--file", "-i", "--input-file", "--queries-file") and i + 1 < \
+                len(argv):
+            texts.append(_read_small(argv[i + 1], cmd.cwd) or "")
+        elif arg.endswith((".sql", ".js", ".cql", ".redis")) and not arg.startswith("-"):
+            texts.append(_read_small(arg, cmd.cwd) or "")
+        elif arg.startswith(".read ") or arg.startswith("source "):
+            texts.append(_read_small(arg.split(None, 1)[1], cmd.cwd) or "")
+    stdin = _stdin_text(cmd)
+    if stdin:
+        texts.append(stdin)
+    return texts
+
+
+def _database_argv_hit(argv, cmd):
+    prog = _prog_name(argv[0])
+    if prog in _SQL_CLIENTS:
+        for text in _client_texts(argv, cmd):
+            found = sql_danger(text)
+            if found:
+                return "runs %s" % found
+        return None
+    if prog in ("DROP", "drop", "Drop", "TRUNCATE", "DELETE", "delete", "Delete",
+                "UPDATE", "ALTER", "alter", "truncate"):
+        if prog == "truncate" and any(a.startswith("-") for a in argv[1:]):
+            return None
+        found = sql_danger(" ".join(argv))
+        return "is SQL that runs %s" % found if found else None
+    if prog == "dropdb":
+        names = _words(argv, values=("-h", "--host", "-p", "--port", "-U", "--username",
+                                     "--maintenance-db"))
+        return "drops the database %s" % (names[0] if names else "")
+    if prog == "mysqladmin":
+        words = _words(argv, values=("-u", "--user", "-h", "--host", "-P", "--port",
+                                     "-p", "-S", "--socket"))
+        if "drop" in words:
+            rest = words[words.index("drop") + 1:]
+            return "drops the database %s" % (rest[0] if rest else "")
+        return None
+    if prog in _REDIS_CLIENTS:
+        words = _words(argv, values=("-h", "-p", "-a", "-n", "-u", "--user", "--pass",
+                                     "-s", "--tls-cert", "--tls-key", "--cacert"))
+        return redis_danger(words) or redis_danger((_stdin_text(cmd) or "").split())
+    if prog in _MONGO_CLIENTS:
+        for text in _client_texts(argv, cmd):
+            found = mongo_danger(text)
+            if found:
+                return found
+        return None
+    if prog == "mongorestore" and _flag(argv, "", ("--drop",)):
+        return "drops every collection it restores"
+    if prog == "pg_restore" and (_flag(argv, "c", ("--clean",))):
+        return "drops the database objects before restoring them"
+    if prog == "influx":
+        words = _words(argv)
+        if words[:1] == ["delete"] or (len(words) > 1 and words[1] == "delete"):
+            return "deletes InfluxDB data (`influx %s`)" % " ".join(words[:2])
+        return None
+    if prog == "algolia":
+        words = _words(argv)
+        if len(words) > 1 and words[1] in ("delete", "clear"):
+            return "%s the Algolia %s" % (words[1] + "s", words[0])
+        return None
+    if prog in ("python", "python3", "php", "node", "ruby", "deno", "bun") and \
+            len(argv) > 1:
+        for code in _inline_code(argv):
+            low = code.lower()
+            for call in _SDK_STEMS:
+                if call in low:
+                    return "runs %s) in a database client library" % call
+        return _migration_danger(_prog_name(argv[1]), argv[1:])
+    return _migration_danger(prog, argv)
+
+
+def _inline_code(argv):
+    """The code an interpreter is given on its command line (-c/-e/--eval)."""
+    out = []
+    for i, arg in enumerate(argv[1:-1], 1):
+        if arg in ("-c", "-e", "--eval", "-p", "--print", "-r"):
+            out.append(argv[i + 1])
+    return out
+
+
+def _migration_danger(prog, argv):
+    words = _words(argv, limit=4)
+    joined = " ".join(words)
+    if prog == "prisma" and (joined.startswith("migrate reset") or (
+            joined.startswith("db push") and _flag(argv, "", ("--force-reset",)))):
+        return "`prisma %s` drops the database" % joined
+    if prog in ("rails", "rake") and any(w in ("db:drop", "db:reset", "db:migrate:reset",
+                                               "db:schema:load", "db:purge") for w in words):
+        return "drops or reloads the database"
+    if prog in ("manage.py", "django-admin") and "flush" in words:
+        return "`flush` deletes every row of the database"
+    if prog == "artisan" and any(w in ("migrate:fresh", "migrate:reset", "db:wipe")
+                                 for w in words):
+        return "drops every table"
+    if prog == "flyway" and "clean" in words:
+        return "`flyway clean` drops every object in the schema"
+    if prog == "supabase" and joined.startswith("db reset") and not _flag(
+            argv, "", ("--local",)) and "--linked" in argv:
+        return "`supabase db reset --linked` wipes the remote database"
+    return None
+
+
+_STORE_PORTS = frozenset(("9200", "9243", "9300", "7700", "8108", "5984", "8983"))
+_STORE_HOSTS = ("elastic", "opensearch", "algolia", "meilisearch", "typesense",
+                "couchdb", "solr", "kibana")
+
+
+def _split_url(url):
+    """(host, port, path) of a URL or of curl/httpie shorthand (`:9200/x`,
+    `localhost:7700/x`)."""
+    rest = url.split("://", 1)[1] if "://" in url else url
+    hostport, _, path = rest.partition("/")
+    hostport = hostport.rsplit("@", 1)[-1]
+    host, _, port = hostport.partition(":")
+    if not port and "://" in url:
+        port = "443" if url.startswith("https") else "80"
+    return (host or "localhost").lower(), port, "/" + path
+
+
+_CURL_VALUES = frozenset(("-H", "--header", "-d", "--data", "--data-raw",
+                          "--data-binary", "--data-urlencode", "--data-ascii", "--json",
+                          "-o", "--output", "-u", "--user", "-A", "--user-agent", "-e",
+                          "--referer", "-b", "--cookie", "-c", "--cookie-jar", "-F",
+                          "--form", "-T", "--upload-file", "-x", "--proxy", "-w",
+                          "--write-out", "-m", "--max-time", "--connect-timeout", "-K",
+                          "--config", "-E", "--cert", "--key", "--cacert", "-r",
+                          "--range", "-C", "--continue-at", "--retry", "-X", "--request",
+                          "--url", "--resolve", "--oauth2-bearer", "-U",
+                          "--proxy-user", "--limit-rate", "-Y", "-y", "-z", "--form-string"))
+
+
+def http_request(argv):
+    """(METHOD, [url], body text) a curl/wget/httpie/xh command sends, or None."""
+    prog = _prog_name(argv[0]) if argv else ""
+    if prog in ("curl", "curlie"):
+        method, urls, body, i = None, [], [], 1
+        while i < len(argv):
+            arg = argv[i]
+            if arg in ("-X", "--request") and i + 1 < len(argv):
+                method = argv[i + 1]
+                i += 2
+                continue
+            if arg.startswith("-X") and len(arg) > 2 and not arg.startswith("--"):
+                method = arg[2:]
+            elif arg.startswith("--request="):
+                method = arg[10:]
+            elif arg == "--url" and i + 1 < len(argv):
+                urls.append(argv[i + 1])
+                i += 2
+                continue
+            elif arg in ("-d", "--data", "--data-raw", "--data-binary", "--json",
+                         "--data-urlencode", "-F", "--form") and i + 1 < len(argv):
+                body.append(argv[i + 1])
+                method = method or "POST"
+                i += 2
+                continue
+            elif arg in ("-I", "--head"):
+                method = method or "HEAD"
+            elif arg in _CURL_VALUES:
+                i += 2
+                continue
+            elif not arg.startswith("-"):
+                urls.append(arg)
+            i += 1
+        return (method or "GET").upper(), urls, " ".join(body)
+    if prog == "wget":
+        method = _option(argv, ("--method",))
+        body = _option(argv, ("--post-data", "--body-data")) or ""
+        urls = _words(argv, values=("-O", "-o", "--output-document", "-U", "--header",
+                                    "-P", "--user", "--password"))
+        return ((method or ("POST" if body else "GET")).upper(), urls, body)
+    if prog in ("http", "https", "xh", "xhs"):
+        words = _words(argv, values=("-a", "--auth", "-o", "--output", "--session",
+                                     "-A", "--auth-type", "--verify", "--cert"))
+        method = "GET"
+        if words and words[0].upper() in ("GET", "POST", "PUT", "PATCH", "DELETE",
+                                          "HEAD", "OPTIONS"):
+            method = words.pop(0).upper()
+        urls = words[:1]
+        items = words[1:]
+        if method == "GET" and any("=" in w for w in items):
+            method = "POST"
+        return method, urls, " ".join(items)
+    return None
+
+
+def _store_request(argv):
+    """Why an HTTP request deletes from a search or document store, else None."""
+    found = http_request(argv)
+    if not found:
+        return None
+    method, urls, body = found
+    for url in urls:
+        host, port, path = _split_url(url)
+        store = port in _STORE_PORTS or any(h in host for h in _STORE_HOSTS)
+        if not store:
+            continue
+        low = path.lower()
+        if method == "DELETE":
+            return "sends DELETE %s to a data store (%s)" % (clip(path, 60), host)
+        if method in ("POST", "PUT") and ("delete" in low or low.rstrip("/").endswith(
+                "/clear") or "_delete_by_query" in low):
+            return "deletes documents (%s %s)" % (method, clip(path, 60))
+    return None
+
+
+# ---- containers -------------------------------------------------------------------
+
+_PACK_DOCKER_VALUES = ("-H", "--host", "--context", "-c", "--config", "-l", "--log-level",
+                  "-f", "--file", "-p", "--project-name", "--filter", "--format",
+                  "--project-directory", "--env-file", "--profile")
+_KUBE_VALUES = ("-n", "--namespace", "--context", "--cluster", "--kubeconfig", "-l",
+                "--selector", "-o", "--output", "--field-selector", "--grace-period",
+                "--timeout", "-f", "--filename", "-k", "--kustomize", "--user", "-s",
+                "--server", "--token", "--as")
+_KUBE_EPHEMERAL = frozenset(("pod", "pods", "po", "job", "jobs", "event", "events",
+                             "ev", "replicaset", "replicasets", "rs"))
+
+
+def _docker_danger(argv):
+    words = _words(argv, values=_PACK_DOCKER_VALUES, limit=4)
+    prog = _prog_name(argv[0])
+    if prog in ("docker-compose", "podman-compose"):
+        words = ["compose"] + words
+    if not words:
+        return None
+    head = words[0]
+    if head == "compose" and len(words) > 1:
+        if words[1] == "down" and _flag(argv, "v", ("--volumes",)):
+            return "removes the project's volumes"
+        if words[1] == "rm" and _flag(argv, "v", ("--volumes",)):
+            return "removes the containers' volumes"
+        return None
+    if head == "system" and words[1:2] == ["prune"]:
+        return "deletes every stopped container, unused image and network%s" % (
+            " and every unused volume" if _flag(argv, "", ("--volumes",)) else "")
+    if head == "system" and words[1:2] == ["reset"]:
+        return "deletes every container, image and volume"
+    if head == "volume" and words[1:2] and words[1] in ("rm", "remove", "prune"):
+        return "deletes volumes and the data in them"
+    if head == "container" and words[1:2] == ["prune"]:
+        return "deletes every stopped container"
+    if head == "container" and words[1:2] == ["rm"]:
+        head = "rm"
+    if head == "image" and words[1:2] == ["rm"]:
+        head = "rmi"
+    if head == "rm" and _flag(argv, "fv", ("--force", "--volumes")):
+        return "force-removes containers%s" % (
+            " and their volumes" if _flag(argv, "v", ("--volumes",)) else "")
+    if head == "rmi" and _flag(argv, "f", ("--force",)):
+        return "force-removes images"
+    return None
+
+
+def _container_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0])
+    if prog == "velero":
+        words = _words(argv, limit=2)
+        if "delete" in words or words[:1] == ["uninstall"]:
+            return "deletes cluster backups, restores or schedules"
+        return None
+    if prog in ("kubectl", "oc", "kubecolor"):
+        return _kube_danger(argv)
+    if prog == "helm":
+        return _helm_danger(argv)
+    return _docker_danger(argv)
+
+
+def _kube_danger(argv):
+    words = _words(argv, values=_KUBE_VALUES, limit=6)
+    if not words:
+        return None
+    if words[0] == "delete":
+        if _dry_run(argv):
+            return None
+        every = _flag(argv, "A", ("--all", "--all-namespaces"))
+        by_file = _flag(argv, "fk", ("--filename", "--kustomize"))
+        kinds = set()
+        for word in words[1:2]:
+            for part in word.split(","):
+                kinds.add(part.split("/", 1)[0].split(".", 1)[0].lower())
+        if kinds and kinds <= _KUBE_EPHEMERAL and not every and not by_file:
+            return None
+        what = " ".join(words[1:3]) or "what the manifest names"
+        return "deletes %s%s" % (what, " (every one)" if every else "")
+    if words[0] == "apply" and _flag(argv, "", ("--prune",)):
+        return "deletes every object the manifests no longer list"
+    return None
+
+
+def _helm_danger(argv):
+    words = _words(argv, values=("-n", "--namespace", "--kube-context", "--kubeconfig"),
+                   limit=3)
+    if words and words[0] in ("uninstall", "delete", "del", "un") and not _dry_run(argv):
+        return "uninstalls the release %s" % " ".join(words[1:2])
+    return None
+
+
+# ---- cloud ----------------------------------------------------------------------------
+
+_AWS_VALUES = ("--profile", "--region", "--output", "--endpoint-url", "--query",
+               "--color", "--ca-bundle", "--cli-read-timeout", "--cli-connect-timeout",
+               "--cli-binary-format")
+_AWS_DESTROYS = ("delete-", "terminate-", "remove-", "purge-", "deregister-",
+                 "batch-delete-", "close-", "schedule-key-deletion", "unsubscribe",
+                 "destroy-")
+AWS_SECRET_SERVICES = frozenset(("secretsmanager", "kms"))
+
+
+def _aws_parts(argv):
+    words = _words(argv, values=_AWS_VALUES, limit=3)
+    return (words[0] if words else ""), (words[1] if len(words) > 1 else "")
+
+
+def _aws_danger(argv):
+    service, op = _aws_parts(argv)
+    if not op or service in AWS_SECRET_SERVICES or (service == "ssm" and "parameter" in
+                                                     op) or _dry_run(argv):
+        return None
+    if service == "s3":
+        if op in ("rm", "rb"):
+            return "deletes %s" % ("the bucket" if op == "rb" else "objects")
+        if op == "sync" and _flag(argv, "", ("--delete",)):
+            return "deletes what the source lacks"
+        return None
+    if op == "change-resource-record-sets" and "DELETE" in " ".join(argv):
+        return "deletes DNS records"
+    if op.startswith(_AWS_DESTROYS):
+        return "runs %s %s" % (service, op)
+    return None
+
+
+_CLOUD_VERBS = frozenset(("delete", "rm", "undeploy", "purge", "destroy",
+                          "delete-batch", "untag", "terminate", "rb"))
+_CLOUD_READS = frozenset(("list", "ls", "describe", "get", "show", "info", "cat",
+                          "status", "view", "inspect", "logs", "tail", "search"))
+
+
+def _verb_scan(argv, verbs, values=(), limit=6, reads=_CLOUD_READS):
+    """The first destructive verb among the first positional words (a read verb
+    first means a read), else None."""
+    for word in _words(argv, values=values, limit=limit):
+        low = word.lower()
+        if low in reads:
+            return None
+        if low in verbs:
+            return low
+    return None
+
+
+def _cloud_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0])
+    if prog == "aws":
+        return _aws_danger(argv)
+    if prog == "gcloud":
+        words = _words(argv, limit=3)
+        if words[:1] in (["secrets"], ["kms"]) or _dry_run(argv):
+            return None
+        verb = _verb_scan(argv, _CLOUD_VERBS - {"rb", "untag"})
+        return "runs gcloud … %s" % verb if verb else None
+    if prog == "az":
+        if _words(argv, limit=1) == ["keyvault"] or _dry_run(argv):
+            return None
+        verb = _verb_scan(argv, _CLOUD_VERBS | {"purge"})
+        return "runs az … %s" % verb if verb else None
+    if prog in ("gsutil", "s3cmd", "s5cmd", "b2"):
+        words = _words(argv, values=("-o", "-h", "-u", "-i", "-c", "--config"), limit=3)
+        head = words[0] if words else ""
+        if head in ("rm", "rb", "del", "delete-bucket", "delete-file-version"):
+            return "deletes buckets or objects"
+        if head in ("rsync", "sync") and _flag(argv, "d", ("--delete-removed",
+                                                          "--delete")):
+            return "deletes what the source lacks"
+        return None
+    if prog == "azcopy":
+        words = _words(argv, limit=1)
+        if words[:1] in (["remove"], ["rm"]):
+            return "deletes blobs"
+        value = _option(argv, ("--delete-destination",))
+        if words[:1] == ["sync"] and value is not None and value.lower() != "false":
+            return "deletes what the source lacks"
+        return None
+    if prog == "mc":
+        words = _words(argv, limit=4)
+        if words[:1] in (["rb"], ["rm"]):
+            return "deletes buckets or objects"
+        if words[:1] == ["mirror"] and _flag(argv, "", ("--remove",)):
+            return "deletes what the source lacks"
+        if words[:1] == ["admin"] and set(words[1:4]) & {"remove", "delete", "rm",
+                                                         "disable", "unset"}:
+            return "removes MinIO buckets, users or policies"
+        return None
+    if prog == "nsupdate":
+        script = "\n".join(filter(None, [_stdin_text(cmd) if cmd is not None else None] +
+                                   [_read_small(a, cmd.cwd) for a in _words(argv, values=(
+                                       "-k", "-y", "-p", "-t", "-u", "-r"))
+                                    if cmd is not None]))
+        if any(line.split()[:1] == ["delete"] or line.split()[1:2] == ["delete"] for line
+               in script.lower().splitlines()):
+            return "deletes DNS records"
+        return None
+    if prog == "rclone":
+        words = _words(argv, limit=1)
+        head = words[0] if words else ""
+        if head in ("delete", "deletefile", "purge", "rmdir", "rmdirs", "cleanup",
+                    "dedupe", "move", "moveto"):
+            return "deletes files in cloud storage"
+        if head in ("sync", "bisync") and not (_dry_run(argv) or _flag(argv, "n")):
+            return "deletes what the source lacks"
+        return None
+    if prog == "wrangler":
+        verb = _verb_scan(argv, frozenset(("delete", "rollback")))
+        return "runs wrangler … %s" % verb if verb else None
+    if prog in ("heroku", "netlify", "firebase"):
+        for word in _words(argv, limit=3):
+            if word.endswith((":destroy", ":delete", ":remove", ":wipe")) or word in (
+                    "pg:reset", "destroy"):
+                return "runs %s %s" % (prog, word)
+        return None
+    verb = _verb_scan(argv, _CLOUD_VERBS | {"remove", "destroy"})
+    return "runs %s … %s" % (prog, verb) if verb else None
+
+
+# ---- iac ------------------------------------------------------------------------------
+
+def _iac_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0])
+    words = _words(argv, limit=3)
+    if prog in ("terraform", "tofu", "terragrunt"):
+        if "destroy" in words:
+            return "destroys the infrastructure it manages"
+        if words[:1] == ["apply"] and _flag(argv, "", ("-destroy", "--destroy")):
+            return "destroys the infrastructure it manages"
+        if "-destroy" in argv and words[:1] == ["apply"]:
+            return "destroys the infrastructure it manages"
+        if words[:2] in (["state", "rm"], ["workspace", "delete"]):
+            return "drops state terraform needs to manage what exists"
+        return None
+    if prog == "pulumi":
+        if words[:1] in (["destroy"], ["down"]) and not _dry_run(argv):
+            return "destroys every resource of the stack"
+        if words[:2] in (["stack", "rm"], ["state", "delete"]):
+            return "drops the stack's state"
+        return None
+    if prog in ("cdk", "cdktf") and words[:1] == ["destroy"]:
+        return "destroys the stack"
+    if prog in ("serverless", "sls") and words[:1] == ["remove"]:
+        return "removes the deployed service"
+    if prog == "sam" and words[:1] == ["delete"]:
+        return "deletes the deployed stack"
+    return None
+
+
+# ---- secret-managers -----------------------------------------------------------------
+
+def _secret_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0])
+    if prog == "vault":
+        verb = _verb_scan(argv, frozenset(("delete", "destroy", "disable", "revoke")),
+                          values=("-namespace", "--namespace", "-address", "--address"),
+                          limit=4, reads=frozenset(("get", "read", "list", "status")))
+        return "runs vault … %s" % verb if verb else None
+    if prog == "op":
+        words = _words(argv, values=("--vault", "--account"), limit=3)
+        if "delete" in words[1:3] and not _flag(argv, "", ("--archive",)):
+            return "deletes the 1Password %s for good" % words[0]
+        return None
+    if prog in ("doppler", "infisical"):
+        verb = _verb_scan(argv, frozenset(("delete",)), values=(
+            "--project", "-p", "--config", "-c"), limit=3)
+        return "deletes %s secrets or configs" % prog if verb else None
+    if prog == "bw":
+        words = _words(argv, limit=2)
+        if words[:1] == ["delete"] and _flag(argv, "p", ("--permanent",)):
+            return "deletes the item for good (no trash)"
+        return None
+    if prog == "aws":
+        service, op = _aws_parts(argv)
+        if service == "secretsmanager":
+            if op == "delete-secret":
+                if _flag(argv, "", ("--force-delete-without-recovery",)):
+                    return "deletes the secret with no recovery window"
+                return None
+            if op.startswith(("delete-", "remove-")):
+                return "runs secretsmanager %s" % op
+        if service == "ssm" and op in ("delete-parameter", "delete-parameters"):
+            return "deletes parameters for good"
+        if service == "kms" and op == "schedule-key-deletion":
+            return "schedules the key's deletion: what it encrypts becomes unreadable"
+        return None
+    if prog == "gcloud":
+        words = _words(argv, limit=4)
+        if words[:1] == ["secrets"] and ("delete" in words or "destroy" in words):
+            return "deletes the secret or its versions for good"
+        if words[:1] == ["kms"] and "destroy" in words:
+            return "destroys key material"
+        return None
+    if prog == "az":
+        words = _words(argv, limit=4)
+        if words[:1] == ["keyvault"] and ("purge" in words or "delete" in words):
+            return "deletes Key Vault %s" % " ".join(words[1:3])
+        return None
+    return None
+
+
+# ---- the packs that are off by default ---------------------------------------------
+
+def _backup_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0])
+    words = _words(argv, values=("-r", "--repo", "--password-file", "--config"), limit=3)
+    head = words[0] if words else ""
+    if prog == "restic":
+        if head in ("forget", "prune") or words[:2] == ["key", "remove"] or (
+                head == "unlock" and _flag(argv, "", ("--remove-all",))):
+            return "deletes snapshots or repository data"
+    elif prog in ("borg", "borgmatic"):
+        if head in ("delete", "prune", "compact", "recreate", "break-lock", "rdelete",
+                    "repo-delete", "rcompact"):
+            return "deletes archives or repository data"
+    elif prog == "kopia":
+        if "delete" in words[:2] or words[:2] == ["repository", "disconnect"]:
+            return "deletes snapshots"
+    elif prog == "duplicity":
+        if head.startswith("remove-") or head == "cleanup" and _flag(argv, "", (
+                "--force",)):
+            return "deletes backup sets"
+    elif prog == "tarsnap" and _flag(argv, "d", ("--nuke",)):
+        return "deletes archives"
+    return None
+
+
+def _messaging_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0]).replace(".sh", "")
+    if prog == "kafka-topics" and _flag(argv, "", ("--delete",)):
+        return "deletes topics"
+    if prog == "kafka-delete-records":
+        return "deletes records"
+    if prog == "kafka-consumer-groups" and (_flag(argv, "", ("--delete",)) or (
+            _flag(argv, "", ("--reset-offsets",)) and _flag(argv, "", ("--execute",)))):
+        return "deletes consumer groups or rewinds their offsets"
+    if prog == "kafka-acls" and _flag(argv, "", ("--remove",)):
+        return "removes ACLs"
+    if prog == "kafka-configs" and _flag(argv, "", ("--delete-config",)):
+        return "deletes topic configuration"
+    words = _words(argv, limit=3)
+    if prog == "rpk" and set(words[1:2]) & {"delete", "trim-prefix"}:
+        return "deletes topics or groups"
+    if prog == "nats" and set(words[1:2]) & {"delete", "del", "rm", "purge"}:
+        return "deletes or purges %s" % words[0]
+    if prog == "nats" and words[:2] in (["kv", "purge"],):
+        return "purges the bucket"
+    if prog == "rabbitmqctl" and words and (words[0].startswith(("delete_", "clear_",
+                                                                 "purge_")) or
+                                            words[0] in ("reset", "force_reset",
+                                                         "forget_cluster_node")):
+        return "runs %s" % words[0]
+    if prog == "rabbitmqadmin" and words[:1] in (["delete"], ["purge"]):
+        return "%ss a %s" % (words[0], " ".join(words[1:2]))
+    if prog == "pulsar-admin" and "delete" in words:
+        return "deletes Pulsar objects"
+    return None
+
+
+_PLATFORM_VERBS = frozenset(("delete", "archive", "delete-asset", "remove-secret",
+                             "unregister"))
+
+
+def _platform_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0])
+    if prog in ("gh", "glab"):
+        words = _words(argv, values=("-R", "--repo", "-X", "--method", "-H", "--header",
+                                     "-f", "-F", "--field"), limit=3)
+        if words[:1] == ["api"]:
+            method = _option(argv, ("-X", "--method"))
+            return "sends DELETE through the %s API" % prog if (method or "").upper() \
+                == "DELETE" else None
+        if words[:1] in (["extension"], ["alias"], ["config"], ["auth"]):
+            return None
+        if set(words[1:2]) & _PLATFORM_VERBS or words[:2] == ["workflow", "disable"]:
+            return "runs %s %s" % (prog, " ".join(words[:2]))
+        return None
+    if prog == "hub" and _words(argv, limit=1) == ["delete"]:
+        return "deletes the repository"
+    if prog == "circleci":
+        words = _words(argv, limit=3)
+        if set(words[1:2]) & _PLATFORM_VERBS:
+            return "runs circleci %s" % " ".join(words[:2])
+        return None
+    if prog in ("java", "jenkins-cli"):
+        if prog == "java" and not any(a.endswith("jenkins-cli.jar") for a in argv):
+            return None
+        for word in argv[1:]:
+            if word.startswith("delete-"):
+                return "runs Jenkins %s" % word
+        return None
+    if prog == "gitlab-runner" and "unregister" in argv:
+        return "unregisters runners"
+    if prog == "gitlab-rake" and any("backup:restore" in a for a in argv):
+        return "overwrites GitLab with a backup"
+    if prog == "gitlab-rails" and any(("destroy" in a or "delete_all" in a) for a in
+                                      argv[1:]):
+        return "runs code that destroys GitLab records"
+    return None
+
+
+_SERVICE_VERBS = frozenset(("delete", "remove", "rm", "destroy", "purge", "archive",
+                            "kill", "roll", "reset", "uninstall"))
+
+
+def _service_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0])
+    found = http_request(argv)
+    if found is not None:
+        method, urls, body = found
+        if not urls:
+            return None
+        path = _split_url(urls[0])[2].lower()
+        if method == "DELETE":
+            return "sends DELETE %s" % clip(urls[0], 80)
+        if method in ("POST", "PUT") and ("delete" in path or "dodelete" in path or (
+                "mutation" in body and "delete" in body.lower())):
+            return "calls a delete endpoint (%s %s)" % (method, clip(urls[0], 80))
+        return None
+    if prog == "deck":
+        words = _words(argv, limit=2)
+        if ("reset" in words or "sync" in words) and not _dry_run(argv):
+            return "replaces the gateway's configuration (what the file lacks is deleted)"
+        return None
+    if prog == "splunk":
+        words = _words(argv, limit=2)
+        if words[:1] in (["remove"], ["clean"], ["delete"]):
+            return "runs splunk %s" % " ".join(words)
+        return None
+    verb = _verb_scan(argv, _SERVICE_VERBS, limit=4)
+    return "runs %s … %s" % (prog, verb) if verb else None
+
+
+_REMOTE_SYSTEM = ("/", "/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib64",
+                  "/lib32", "/var/lib")
+
+
+def _remote_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0])
+    if prog == "rsync":
+        if _dry_run(argv) or _flag(argv, "n", ("--list-only",)):
+            return None
+        if any(a.startswith(("--del", "--remove-source-files")) for a in argv[1:]):
+            return "deletes files at the destination or the source"
+        return None
+    if prog == "scp":
+        ops = _words(argv, values=("-i", "-P", "-o", "-F", "-c", "-l", "-S", "-J"))
+        if len(ops) >= 2 and ":" in ops[-1]:
+            path = ops[-1].split(":", 1)[1] or "~"
+            norm = os.path.normpath(path) if path.startswith("/") else path
+            for base in _REMOTE_SYSTEM:
+                if norm == base or (base != "/" and is_within(norm, base)):
+                    return "writes into %s on %s" % (norm, ops[-1].split(":", 1)[0])
+        return None
+    if prog == "ssh-keygen" and _flag(argv, "R"):
+        return "removes a host key from known_hosts"
+    if prog == "ssh":
+        host, remote = _ssh_parts(argv)
+        if not remote:
+            return None
+        for inner in parse_shell(" ".join(remote), "/", {"HOME": "~"}):
+            if _remote_destroys(inner.argv):
+                return "runs `%s` on %s" % (clip(inner.text(), 60), host)
+    return None
+
+
+_PACK_SSH_VALUES = frozenset(("-i", "-p", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b",
+                         "-c", "-e", "-m", "-O", "-Q", "-S", "-W", "-w", "-E", "-B",
+                         "-I"))
+
+
+def _ssh_parts(argv):
+    """(host, the remote command's words) of an ssh command line."""
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _PACK_SSH_VALUES else 1
+    if i >= len(argv):
+        return "", []
+    return argv[i], argv[i + 1:]
+
+
+def _remote_destroys(argv):
+    prog = _prog_name(argv[0]) if argv else ""
+    if prog in ("rm", "shred", "srm", "unlink"):
+        return _flag(argv, "rRf", ("--recursive", "--force")) or any(
+            a.startswith(_SYSTEM_WRITE_DIRS) for a in argv[1:])
+    if prog == "find":
+        return "-delete" in argv or any(_prog_name(a) == "rm" for a in argv)
+    if prog == "git":
+        return git_discard_plan(argv) is not None
+    return prog.startswith("mkfs") or prog in ("dd", "wipefs")
+
+
+def _in_temp_dir(path, env):
+    bases = list(TEMP_DIRS)
+    if str(env.get("TMPDIR", "")).startswith("/"):
+        bases.append(os.path.normpath(env["TMPDIR"]))
+    return any(is_within(path, base) for base in bases)
+
+
+_SYSTEM_WRITE_DIRS = ("/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32",
+                      "/lib64", "/libx32", "/var", "/opt", "/srv", "/root")
+
+
+def _system_danger(argv, cmd, ctx):
+    prog = _prog_name(argv[0])
+    words = _words(argv, limit=3)
+    if prog == "systemctl" and words and words[0] in ("stop", "disable", "mask", "kill",
+                                                      "isolate", "poweroff", "reboot",
+                                                      "halt", "rescue", "emergency"):
+        return "%ss %s" % (words[0].rstrip("e"), " ".join(words[1:2]) or "the system")
+    if prog == "service" and len(words) > 1 and words[1] == "stop":
+        return "stops %s" % words[0]
+    if prog in ("shutdown", "reboot", "halt", "poweroff"):
+        return "stops the machine"
+    if prog in ("init", "telinit") and words[:1] in (["0"], ["6"]):
+        return "stops the machine"
+    if prog in ("iptables", "ip6tables") and _flag(argv, "FX", ("--flush",
+                                                               "--delete-chain")):
+        return "flushes the firewall"
+    if prog == "nft" and words[:2] == ["flush", "ruleset"]:
+        return "flushes the firewall"
+    if prog == "ufw" and words[:1] in (["disable"], ["reset"]):
+        return "turns the firewall off"
+    if prog in ("userdel", "deluser", "groupdel"):
+        return "deletes a user or group"
+    if prog == "passwd" and _flag(argv, "d", ("--delete",)):
+        return "removes a password"
+    if prog == "crontab" and _flag(argv, "r", ("--remove",)):
+        return "deletes the whole crontab (no copy is kept)"
+    if prog == "kill" and any(a in ("1", "-1") for a in argv[1:]):
+        return "kills init or every process"
+    if prog == "nginx" and _option(argv, ("-s",)) in ("stop", "quit"):
+        return "stops nginx"
+    if prog == "launchctl" and words[:1] in (["unload"], ["remove"], ["bootout"]):
+        return "removes a launch service"
+    for text, mode in command_paths(cmd):
+        if mode not in ("write", "delete") or not isinstance(text, str) or \
+                text.startswith("$"):
+            continue
+        path = resolve_path(text, cmd.cwd, ctx.home, follow=False)
+        if _in_temp_dir(path, ctx.event.env) or path.startswith("/dev/") or is_within(
+                path, ctx.root) or (ctx.home != "/" and is_within(path, ctx.home)):
+            continue
+        for base in _SYSTEM_WRITE_DIRS:
+            if is_within(path, base):
+                return "%s %s, a system file" % (
+                    "deletes" if mode == "delete" else "writes", path)
+    return None
+
+
+_PUBLISH = {"npm": ("publish", "unpublish"), "pnpm": ("publish",), "bun": ("publish",),
+            "yarn": ("publish", "npm publish"), "cargo": ("publish", "yank"),
+            "twine": ("upload",), "poetry": ("publish",), "uv": ("publish",),
+            "flit": ("publish",), "hatch": ("publish",), "gem": ("push", "yank"),
+            "mvn": ("deploy", "release:perform"), "mvnw": ("deploy", "release:perform"),
+            "gradle": ("publish",), "gradlew": ("publish",),
+            "dotnet": ("nuget push", "nuget delete")}
+
+
+def _package_danger(argv, cmd=None, ctx=None):
+    prog = _prog_name(argv[0])
+    words = _words(argv, limit=2)
+    if _dry_run(argv):
+        return None
+    for verb in _PUBLISH.get(prog, ()):
+        parts = verb.split()
+        if words[:len(parts)] == parts or (prog in ("gradle", "gradlew") and words and
+                                            words[0].startswith("publish")):
+            return "%ss to a public registry (it cannot be taken back)" % (
+                words[0] if words[0] != "npm" else "publishe")
+    return None
+
+
+def _strict_git_danger(argv, cmd, ctx):
+    _, i = _git_globals(argv)
+    if argv[i:i + 1] != ["push"]:
+        return None
+    args = argv[i + 1:]
+    if "-n" in args or "--dry-run" in args:
+        return None
+    lease = any(a.startswith("--force-with-lease") for a in args)
+    forced = not lease and any(a in ("--force", "-f") or (
+        a.startswith("-") and not a.startswith("--") and "f" in a) for a in args)
+    refspecs = [a for a in args if not a.startswith("-")][1:]
+    if any(s.startswith("+") for s in refspecs) and not lease:
+        forced = True
+    if forced:
+        return "force-pushes without a lease: it overwrites commits it never saw"
+    protected = ctx.book.protected_branches
+    targets = [_branch_name(s.lstrip("+").partition(":")[2] or s.lstrip("+"),
+                            ctx.event.branch) for s in refspecs] or [ctx.event.branch]
+    hit = [t for t in targets if t in protected]
+    if hit:
+        return "pushes straight to the protected branch %s" % hit[0]
+    return None
+
+
+class PackFinding(str):
+    """A pack's reason, with what to do instead in this case and whether the gate
+    is sure (decide asks rather than denies when it is not)."""
+
+    instead = ""
+    uncertain = False
+
+
+def pack_finding(text, instead="", uncertain=False):
+    found = PackFinding(text)
+    found.instead, found.uncertain = instead, uncertain
+    return found
+
+
+GIT_DISCARD_INSTEAD = {
+    "tracked": "keep the changes first: `git stash push` (`git stash pop` brings them "
+               "back) or commit them; then it has nothing to lose",
+    "untracked": "`git clean -n` lists what it would delete: delete those by name, or "
+                 "ask the user",
+    "stash": "`git stash list` and `git stash show -p` show what it holds; ask the user "
+             "before dropping it",
+    "branch": "`git branch -d NAME` deletes a branch only once it is merged; "
+              "`git push -u origin NAME` keeps its commits",
+    "worktree": "`git -C PATH status` shows what the worktree holds: commit or stash it "
+                "there first",
+}
+GIT_DISCARD_INSTEAD["ignored"] = GIT_DISCARD_INSTEAD["untracked"]
+
+
+def _git_discard_danger(argv, cmd, ctx):
+    argv, piped = git_fed_argv(cmd) if argv is cmd.argv else (argv, False)
+    plan = git_checkout_refined(git_discard_plan(argv), cmd)
+    if plan is None:
+        return None
+    lost, detail = (None, "it takes its names from a pipe the gate cannot read") if \
+        piped else git_work_at_risk(cmd, plan)
+    if lost is False:
+        return None
+    instead = GIT_DISCARD_INSTEAD[plan[0]]
+    if lost is None:
+        return pack_finding("may throw away work, and the gate could not tell (%s)" %
+                            detail, instead, uncertain=True)
+    if plan[0] == "stash":
+        return pack_finding("deletes stashed work for good", instead)
+    if plan[0] == "branch":
+        return pack_finding("drops %s (%s)" % (detail, ", ".join(plan[2][:3])), instead)
+    return pack_finding("would throw away %s" % detail, instead)
+
+
+_BROKERS = frozenset(("kafka-topics", "kafka-delete-records", "kafka-consumer-groups",
+                      "kafka-acls", "kafka-configs", "rpk", "nats", "rabbitmqctl",
+                      "rabbitmqadmin", "pulsar-admin"))
+
+
+def _database_danger(argv, cmd, ctx):
+    prog = _prog_name(argv[0])
+    if prog in ("curl", "wget", "http", "https", "xh", "curlie"):
+        return _store_request(argv)
+    if prog.replace(".sh", "") in _BROKERS:
+        return _messaging_danger(argv)
+    return _database_argv_hit(argv, cmd)
+
+
+PACK_JUDGES = {
+    "git-discard": _git_discard_danger,
+    "databases": _database_danger,
+    "containers": _container_danger,
+    "cloud": _cloud_danger,
+    "iac": _iac_danger,
+    "secret-managers": _secret_danger,
+    "backups": _backup_danger,
+    "platforms": _platform_danger,
+    "services": _service_danger,
+    "remote": _remote_danger,
+    "system": _system_danger,
+    "packages": _package_danger,
+    "strict-git": _strict_git_danger,
+}
+
+
+def judge_pack_commands(pack_id, cmds, ctx):
+    """The reason the first of cmds breaks the pack, else None (each command is
+    also judged with a package runner peeled off, and a database client run in a
+    container as that client)."""
+    judge = PACK_JUDGES[pack_id]
+    for cmd in cmds:
+        found = judge(cmd.argv, cmd, ctx)
+        if not found and cmd.prog in RUNNERS:
+            argv = _tool_argv(cmd)
+            found = judge(argv, cmd, ctx) if argv is not cmd.argv else None
+        if not found and pack_id == "databases":
+            inner = _inner_exec(cmd.argv)
+            found = judge(inner, cmd, ctx) if inner else None
+        if found:
+            return pack_finding("`%s` %s" % (clip(cmd.text(), 100), found),
+                                getattr(found, "instead", ""),
+                                getattr(found, "uncertain", False))
+    return None
+
+
 # ==== install ===============================================================
 # Copy-in install: idempotent, reversible, and it never overwrites a file that
 # lacks our marker. Hook entries are recognised by "/.notrest/hooks/" in their
@@ -14126,7 +15975,8 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
         write_atomic(estate.path("laws.json"), json_pretty({
             "schema_version": SCHEMA_VERSION, "disable": [],
             "protected_branches": list(DEFAULT_PROTECTED_BRANCHES),
-            "protected_paths": [], "laws": []}))
+            "protected_paths": [], "laws": [],
+            "packs": {pack["id"]: pack["default"] for pack in PACKS}}))
         report.append("wrote .notrest/laws.json (built-in laws; add your own)")
     config = load_config(estate)
     harden = bool(config.get("harden")) if harden is None else bool(harden)
@@ -15084,19 +16934,28 @@ def cmd_laws(args):
     estate = _estate(args)
     book = load_lawbook(estate)
     cli = cli_hint(estate)
+    packs = pack_states(book)
     if args.json:
         _print_json({"laws": [dict(law.to_dict(), text=format_law_text(law.text, cli),
                                    instead=format_law_text(law.instead, cli),
                                    matches=law.matcher_text()) for law in book.laws],
+                     "packs": packs,
                      "protected_branches": book.protected_branches,
                      "protected_paths": book.protected_paths,
                      "problems": book.problems})
         return 0
     for law in book.laws:
+        if law.source == "pack":
+            continue
         state = "OFF (laws.json disable)" if law.disabled else law.action
         sys.stdout.write("%-18s %-6s %-10s on %s\n    %s\n    matches: %s\n" % (
             law.id, state, law.source, ",".join(law.on), format_law_text(law.text, cli),
             law.matcher_text()))
+    sys.stdout.write("packs (laws.json \"packs\": {\"ID\": true|false}):\n")
+    for pack in packs:
+        sys.stdout.write("%-18s %-4s %s\n    %s\n    denies %s; allows %s\n" % (
+            pack["id"], "on" if pack["on"] else "off", pack["why"], pack["text"],
+            pack["denies"], pack["allows"]))
     sys.stdout.write("protected branches: %s\n" % ", ".join(book.protected_branches))
     if book.protected_paths:
         sys.stdout.write("protected paths: %s\n" % ", ".join(book.protected_paths))
