@@ -10782,7 +10782,12 @@ def sync_estate(estate, remote=None, dry_run=False, journals=None, prune_before=
     remote = check_remote_name(remote or settings["remote"])
     journals = settings["journals"] if journals is None else journals
     cutoff_asked = parse_prune_date(prune_before, now) if prune_before else 0
-    me = ensure_machine(label=label)
+    try:
+        me = ensure_machine(label=label)
+    except OSError as exc:
+        raise NotrestError("cannot write this machine's id (%s)" % (exc.strerror or exc),
+                           os.path.join(data_dir(), MACHINE_FILE),
+                           "run `notrest sync` where that folder is writable", code=1)
     report = new_sync_report(remote, settings["ref"], me, dry_run)
     deadline = time.monotonic() + (SYNC_DETACHED_BOUND_S if background else
                                    SYNC_MANUAL_BOUND_S)
@@ -10804,8 +10809,14 @@ def sync_estate(estate, remote=None, dry_run=False, journals=None, prune_before=
                          report, now)
     except SyncFailure as failure:
         report["outcome"], report["message"] = failure.outcome, failure.message
+    except OSError as exc:  # a read-only estate (a sandbox), a full disk: said, not raised
+        report["outcome"] = "io"
+        report["message"] = "cannot write %s (%s): nothing was lost; run the sync " \
+                            "where the estate is writable (the hooks do)" % (
+                                getattr(exc, "filename", None) or estate.dir,
+                                exc.strerror or exc)
     report["git_calls"] = git.calls
-    if not dry_run and report["outcome"] != "busy":
+    if not dry_run and report["outcome"] not in ("busy", "io"):
         record_sync_outcome(estate, report, now)
     return report
 

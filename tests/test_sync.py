@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -787,3 +786,23 @@ def test_a_detached_sync_waits_its_turn_and_one_waiter_covers_the_rest(team):
     record = [p for p in remote_files(team.remote) if p.endswith("/a1.json")][0]
     assert json.loads(git(team.remote, "show", "refs/notrest/estate:" + record))[
         "note"] == "the last word"  # it ran after the session's end, and saw all of it
+
+
+def test_an_estate_sync_cannot_write_says_so_and_loses_nothing(team):
+    a = team("a")
+    a.work("a1", files=["x.py"], note="n", next_step="m")
+    (a.root / ".notrest" / "sync").write_text("not a folder\n")
+    res = a.sync()
+    assert res.code == 3 and "Traceback" not in res.stderr
+    assert "a file stands where a folder is needed" in res.stderr
+    assert ".notrest/sync" in res.stderr
+    (a.root / ".notrest" / "sync").unlink()
+    data = a.home / ".local" / "share" / "notrest"
+    shutil.rmtree(str(data), ignore_errors=True)
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_text("a file where the per-user folder goes\n")
+    res = a.sync()
+    assert res.code != 0 and "Traceback" not in res.stderr, res.stderr
+    assert "a file stands where a folder is needed (%s)" % data in res.stderr
+    data.unlink()
+    assert a.sync().code == 0 and remote_sessions(team.remote) == {"a1"}
