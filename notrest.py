@@ -5,12 +5,14 @@ One stdlib-only module. The verbs:
   gate      judge a tool call (--command / --path / payload on stdin): exit 0 allow, 2 deny
   bank      write the session record (--note, --next, --open, --close)
   hook EV   the adapter the sh launchers call: read the client's payload, act, answer
-Also: install, uninstall, doctor, check, laws, allow, log, status, rebuild, learn, compile.
+Also: install, uninstall, doctor, check, laws, allow, log, status, rebuild, learn, compile,
+sync (the estate to and from the git remote, on refs/notrest/estate).
 
 Estate (.notrest/ at the project root; the journal is the truth, the rest are views):
   laws.json, config.json, permits.json, journal/<session>.jsonl (append-only, locked,
   self-checking lines), sessions/<session>.json, index.json, threads.jsonl,
-  learned/candidates.json, learned/cursors.json, compiled/<slug>/.
+  learned/candidates.json, learned/cursors.json, compiled/<slug>/, sync/ (what the
+  last `notrest sync` saw). Per user: data_dir()/machine.json, this machine's id.
 
 Exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAIL), 2 usage error or a hook's
 block, 3 estate unusable (the path and the fix are printed).
@@ -5832,7 +5834,7 @@ def predicate_harness(ctx):
             if found:
                 reasons.append(found)
     found = _agents_block_hit(ctx) if _touches_agents(ctx) else None
-    return found or _settle(reasons)
+    return found or estate_ref_tamper(ctx) or _settle(reasons)
 
 
 def _touches_agents(ctx):
@@ -5846,6 +5848,33 @@ def _touches_agents(ctx):
             "input") or "")
     return any(mode in ("write", "delete") and str(p).endswith("/AGENTS.md")
                for p, mode, _w, _c in ctx.accesses)
+
+
+# The estate ref (refs/notrest/...) is written by `notrest sync` alone: the git
+# verbs that can move or delete a ref, when they name it or could reach it unseen
+# (globbed refspecs, --mirror, ref names from stdin), and the ref files in .git.
+_REF_WRITING_GIT = frozenset(("update-ref", "symbolic-ref", "push", "fetch", "send-pack",
+                              "notes", "replace", "reflog", "filter-branch",
+                              "filter-repo", "branch", "tag", "config"))
+
+
+def estate_ref_tamper(ctx):
+    """Why a call would rewrite or delete the estate ref other than through
+    `notrest sync`, else None."""
+    git_dir = os.path.join(ctx.root, ".git")
+    for path, mode, what, _cmd in ctx.accesses:
+        if mode != "read" and (path == os.path.join(git_dir, "packed-refs") or any(
+                is_within(path, os.path.join(git_dir, *part)) for part in (
+                    ("refs", "notrest"), ("logs", "refs", "notrest")))):
+            return "`%s` changes %s, where git keeps the estate ref" % (
+                redact_clip(what, 120), display_path(path, ctx.root))
+    for cmd in ctx.cmds:
+        if cmd.prog == "git":
+            sub, args = _git_parts(cmd)
+            if sub in _REF_WRITING_GIT and _reaches_estate_ref(sub, args):
+                return "`%s` rewrites or deletes the estate ref (refs/notrest/...), " \
+                       "which only `notrest sync` writes" % cmd.shown()
+    return None
 
 
 def cli_verb(args):
@@ -5862,8 +5891,22 @@ def cli_verb(args):
     return "", []
 
 
-def _cli_verb(args):
-    return cli_verb(args)[0]
+def _reaches_estate_ref(sub, args):
+    qualified = sub in ("update-ref", "symbolic-ref", "push", "fetch", "send-pack",
+                        "reflog", "notes")
+    for arg in args:
+        for part in arg.lstrip("+").split(":"):
+            part = part.split("=", 1)[-1]
+            if "refs/notrest" in part or (qualified and part.startswith("notrest/")):
+                return True
+            if "*" in part and sub in ("push", "fetch", "send-pack", "config") and (
+                    "refs/notrest/".startswith(part.split("*", 1)[0])):
+                return True  # a globbed refspec that covers refs/notrest/
+    if sub == "update-ref":
+        return "--stdin" in args or not [a for a in args if not a.startswith("-")]
+    if sub in ("push", "fetch", "send-pack"):
+        return "--mirror" in args
+    return sub == "config" and any(a.endswith(".mirror") for a in args)
 
 
 def _judge_cli(ctx, cmd):
@@ -8186,7 +8229,9 @@ def load_source_module(path):
 
 # ==== sessions ==============================================================
 # A session record is a fold of its journal; the fold is incremental (it keeps
-# the journal offset it has read up to), so banking is O(new lines).
+# the journal offset it has read up to), so banking is O(new lines). A record that
+# came in through `notrest sync` has no journal here and carries the "machine" it
+# ran on ({"id", "label"}); the index entry of such a session carries it too.
 # Record kind "integrity" (ring 3, see # ==== integrity): the harness drifted and
 # was repaired; drift = [{path, what, action}], by = "hook" (e = the event that
 # found it) or "doctor" (journaled at the next SessionStart, found = when).
@@ -8201,7 +8246,7 @@ def new_session_record(session):
             "bank_blocks": 0, "check_blocks": {}, "checks": {}, "stop_allowed": [],
             "client_pid": None, "client_start": None, "source": "", "compactions": 0,
             "compact_pending": False, "last_prompt": "", "opened": [], "closed": [],
-            "hook_ms": {}, "transcript": "", "transcript_offset": 0}
+            "hook_ms": {}, "transcript": "", "transcript_offset": 0, "machine": None}
 
 
 _STAMPED = {"t": "?num"}
@@ -8438,10 +8483,13 @@ def current_session_record(estate, session, limit_bytes=None):
 
 
 def _index_entry(rec):
-    return {"session": rec["session"], "client": rec["client"],
-            "started": rec["started"], "updated": rec["updated"], "ended": rec["ended"],
-            "note": clip(rec["note"], 160), "pid": rec["client_pid"],
-            "pid_start": rec["client_start"]}
+    entry = {"session": rec["session"], "client": rec["client"],
+             "started": rec["started"], "updated": rec["updated"], "ended": rec["ended"],
+             "note": clip(rec["note"], 160), "pid": rec["client_pid"],
+             "pid_start": rec["client_start"]}
+    if rec.get("machine"):
+        entry["machine"] = rec["machine"]  # it came in through `notrest sync`
+    return entry
 
 
 def read_index(estate):
@@ -8854,9 +8902,15 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
     config = load_config(estate) if config is None else config
     book = load_lawbook(estate) if book is None else book
     live, candidates, live_more = [], [], 0
-    for entry in load_index(estate)[:INDEX_SCAN_SESSIONS + 1]:
+    entries = load_index(estate)
+    me = read_machine()
+    for entry in entries[:INDEX_SCAN_SESSIONS + 1]:
         other = entry.get("session")
         if other == session or not other:
+            continue
+        if synced_time(entry):  # from another machine: no journal, no process here
+            candidates.append((synced_time(entry), other, "ended" if entry.get(
+                "ended") else "elsewhere"))
             continue
         active = _journal_mtime(estate, other)
         if not active:
@@ -8899,7 +8953,9 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         "laws": [{"id": law.id, "text": format_law_text(law.text, cli),
                   "action": law.action} for law in book.active()],
         "law_problems": list(book.problems),
-        "last": _last_summary(last) if last else None,
+        "last": _last_summary(last, me) if last else None,
+        "elsewhere": elsewhere_sessions(estate, entries, me, session,
+                                        last and last["session"]),
         "live": live,
         "live_more": live_more,
         "threads": [{"id": t["id"], "text": t.get("text", ""), "kind": t.get("kind")}
@@ -8916,9 +8972,10 @@ def _thread_order(thread):
     return (tid[:1], int(digits) if digits else 0)
 
 
-def _last_summary(rec):
+def _last_summary(rec, me=None):
     files = sorted(rec["files"], key=lambda p: -(rec["files"][p] or 0))
     return {"session": rec["session"], "client": rec["client"], "state": rec["state"],
+            "from": elsewhere(rec.get("machine"), me),
             "started": rec["started"], "updated": rec["updated"], "note": rec["note"],
             "next": rec["next"], "files": files, "failed": rec["failed"][-3:],
             "denied": rec["denied"][-3:], "receipts": rec["receipts"][-3:],
@@ -8953,11 +9010,7 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
         add("! %s (built-in laws still enforced)" % problem, 1)
     last = snapshot.get("last")
     if last:
-        state = {"died": "DIED without banking (reconstructed from its journal)",
-                 "ended": "ended", "live": "live"}.get(last["state"], last["state"])
-        add("## Last session %s (%s): %s, last active %s" % (
-            short_id(last["session"]), last["client"] or "?", state,
-            iso_time(last["updated"])), 0)
+        add(_session_heading(last), 0)
         add("Note: %s" % (last["note"] or "(none banked)"), 0)
         if last["next"]:
             add("Next step: %s" % last["next"], 0)
@@ -8995,6 +9048,8 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
             add("(%d damaged journal line(s) skipped)" % last["torn"], 4)
     else:
         add("## Last session: none recorded yet", 1)
+    for text, weight in elsewhere_lines(snapshot.get("elsewhere")):
+        add(text, weight)
     threads = snapshot.get("threads", [])
     if threads:
         add("## Open threads (%d)" % len(threads), 1)
@@ -9031,6 +9086,19 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
     add("Bank before you stop: `%s bank --note \"what you did\" --next \"what comes "
         "next\"` (open threads: --open TEXT, --close ID)." % cli, 0)
     return _fit_budget(lines, budget)
+
+
+def _session_heading(summary):
+    """The heading of a session in the packet: id, client, the machine it ran on
+    when that is another one, its state and when it was last active."""
+    state = {"died": "DIED without banking (reconstructed from its journal)",
+             "ended": "ended", "live": "live",
+             "elsewhere": "not ended when it last synced"}.get(summary["state"],
+                                                               summary["state"])
+    where = ", on another machine: %s" % summary["from"] if summary.get("from") else ""
+    return "## Last session %s (%s%s): %s, last active %s" % (
+        short_id(summary["session"]), summary["client"] or "?", where, state,
+        iso_time(summary["updated"]))
 
 
 def _fit_budget(lines, budget):
@@ -9283,7 +9351,7 @@ def dispatch_cold(estate, event, env, started):
     kind, session = event.kind, event.session
     journal = estate.journal(session)
     base = _base(event, now)
-    config = load_config(estate) if kind in ("SessionStart", "Stop",
+    config = load_config(estate) if kind in ("SessionStart", "Stop", "SessionEnd",
                                              "UserPromptSubmit") else {}
     event.facts["cli"] = cli_hint(estate, config)
 
@@ -9303,6 +9371,7 @@ def dispatch_cold(estate, event, env, started):
         _export_session_id(env, session)
         packet = start_packet(estate, session, now, config, git)
         best_effort(consume_pending, estate, event, now)
+        best_effort(start_sync_quietly, estate, config, kind)  # never awaited
         return render_answer(event, Verdict("allow", message=notice), context=packet)
     if kind == "UserPromptSubmit":
         book = load_lawbook(estate)
@@ -9330,6 +9399,7 @@ def dispatch_cold(estate, event, env, started):
                                        reason=str(event.raw.get("reason") or ""))))
         best_effort(end_session, estate, session, now,
                     started + SESSION_END_BUDGET_S * 0.6)
+        best_effort(start_sync_quietly, estate, config, kind)
         return "{}", "", 0
     try_append(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
     return "{}", "", 0
@@ -9428,6 +9498,7 @@ def stop_hook(estate, event, env, now, config, stamp):
             learn_on_stop(estate, now, session)
         except Exception as exc:  # learning is advisory: it never blocks a stop
             estate_note("learning skipped: %s" % clip(neutralise(exc), 200))
+        best_effort(start_sync_quietly, estate, config, "Stop")
     return with_system_message(render_answer(event, final), notice)
 
 
@@ -10980,6 +11051,167 @@ def compiled_findings(estate):
     return findings
 
 
+# ---- sync, the part the session hooks load (the rest is in the sync section) ---
+# Sessions banked on other machines arrive through `notrest sync` as records that
+# carry a "machine" and have no journal here. The hooks only read what the last
+# sync left and start a detached sync: the network is never on a hook's path.
+
+MACHINE_FILE = "machine.json"
+SYNC_FOLDER = "sync"
+SYNC_HOOK_INTERVAL_S = 60
+SYNC_DETACHED_BOUND_S = 120
+SYNC_LOG_MAX = 256 * 1024
+ELSEWHERE_SHOWN = 4
+_HEX = frozenset("0123456789abcdef")
+# the detached sync first closes every descriptor it may have inherited past 0-2
+SYNC_BOOT = ("import os, sys; os.closerange(3, 1 << 16); sys.path.insert(0, sys.argv[1]); "
+             "import notrest; "
+             "sys.exit(notrest.main(['--root', sys.argv[2], 'sync', '--background']))")
+
+
+def read_machine(env=None):
+    """This machine's {"id", "label"} (data_dir()/machine.json), or None before its
+    first sync: hooks read it, only `notrest sync` creates it."""
+    try:
+        data = read_json_file(os.path.join(data_dir(env), MACHINE_FILE), "machine id")
+    except NotrestError:
+        return None
+    if isinstance(data, dict) and machine_id_ok(data.get("id")):
+        return {"id": data["id"], "label": machine_label(data.get("label"))}
+    return None
+
+
+def machine_id_ok(value):
+    return isinstance(value, str) and len(value) == 16 and set(value) <= _HEX
+
+
+def machine_label(value):
+    """A label a person gave a machine, as one short printable line ('' when none)."""
+    return one_line(value, 40) if isinstance(value, str) and value.strip() else ""
+
+
+def machine_name(machine):
+    """How a packet names a machine: its label, else 'machine 9f3a2c'."""
+    if not isinstance(machine, dict) or not machine_id_ok(machine.get("id")):
+        return ""
+    return machine_label(machine.get("label")) or "machine %s" % machine["id"][:6]
+
+
+def elsewhere(machine, me):
+    """The name of the machine a session came from, '' when it is this one."""
+    if not isinstance(machine, dict) or (me and machine.get("id") == me["id"]):
+        return ""
+    return machine_name(machine)
+
+
+def synced_time(entry):
+    """When a session synced in from another machine was last active (0 for a
+    session of this estate, whose journal says when)."""
+    if not isinstance(entry.get("machine"), dict):
+        return 0
+    value = entry.get("updated") or entry.get("started")
+    return value if isinstance(value, (int, float)) else 0
+
+
+def elsewhere_sessions(estate, entries, me, current="", shown=None):
+    """Summaries of the sessions other machines ran since the newest earlier
+    session of this machine, newest first (bounded): what the packet lists."""
+    local = [e.get("updated") or e.get("started") or 0 for e in entries
+             if not elsewhere(e.get("machine"), me) and e.get("session") != current]
+    since = max(local) if local else 0
+    out = []
+    for entry in entries[:INDEX_SCAN_SESSIONS]:
+        name = elsewhere(entry.get("machine"), me)
+        if not name or entry.get("session") == shown or synced_time(entry) <= since:
+            continue
+        rec = load_session_record(estate, entry["session"])
+        if rec is None:
+            continue
+        files = sorted(rec["files"], key=lambda p: -(rec["files"][p] or 0))
+        out.append({"session": rec["session"], "client": rec["client"], "from": name,
+                    "ended": bool(rec["ended"]), "updated": rec["updated"],
+                    "note": rec["note"], "next": rec["next"], "files": files,
+                    "failed": rec["failed"][-2:]})
+        if len(out) >= ELSEWHERE_SHOWN:
+            break
+    return out
+
+
+def elsewhere_lines(items):
+    """Packet lines (text, weight) for the sessions of other machines."""
+    if not items:
+        return []
+    lines = [("## From other machines since this machine's last session (%d)" % len(
+        items), 1)]
+    for item in items:
+        lines.append(("- %s (%s, on %s): %s %s" % (
+            short_id(item["session"]), item["client"] or "?", item["from"],
+            "ended" if item["ended"] else "not ended when it last synced",
+            iso_time(item["updated"])), 1))
+        lines.append(("  Note: %s" % (item["note"] or "(none banked)"), 1))
+        if item["next"]:
+            lines.append(("  Next step: %s" % item["next"], 1))
+        if item["files"]:
+            lines.append(("  Files changed (%d): %s" % (len(item["files"]), ", ".join(
+                one_line(f, 80) for f in item["files"][:8])), 2))
+        for failure in item["failed"][::-1]:
+            lines.append(("  Failed: `%s` %s" % (one_line(failure.get("what"), 100),
+                                                 one_line(failure.get("error", ""), 80)),
+                          3))
+    return lines
+
+
+def start_detached_sync(estate, config, kind, now=None):
+    """When config.json turns sync on ("sync": {"auto": true}), start `notrest sync
+    --background` in a session of its own, stdin on /dev/null, stdout and stderr
+    on .notrest/sync/sync.log: it holds no pipe of the client's and nobody waits
+    for it. SessionEnd always starts one; Stop and SessionStart at most once a
+    minute. Its lock lets one run at a time, its bound ends it. Returns the pid."""
+    settings = config.get("sync")
+    if not (isinstance(settings, dict) and settings.get("auto") is True):
+        return None
+    now = time.time() if now is None else now
+    folder = estate.path(SYNC_FOLDER)
+    stamp = os.path.join(folder, "started")
+    if kind != "SessionEnd":
+        try:
+            if 0 <= now - os.stat(stamp).st_mtime < SYNC_HOOK_INTERVAL_S:
+                return None
+        except OSError:
+            pass
+    _ensure_dir(folder)
+    os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT, 0o644))
+    os.utime(stamp, (now, now))
+    code_dir = os.path.dirname(os.path.abspath(__file__))
+    argv = [sys.executable, "-I", "-S", "-c", SYNC_BOOT, code_dir, estate.root]
+    log_path = os.path.join(folder, "sync.log")
+    try:
+        if os.stat(log_path).st_size > SYNC_LOG_MAX:
+            os.replace(log_path, log_path + ".1")
+    except OSError:
+        pass
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    try:
+        return os.posix_spawn(sys.executable, argv, dict(os.environ), file_actions=[
+            (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, log, 1),
+            (os.POSIX_SPAWN_DUP2, log, 2)], setsid=True)
+    except (OSError, AttributeError, TypeError):
+        return None
+    finally:
+        os.close(log)
+        os.close(devnull)
+
+
+def start_sync_quietly(estate, config, kind):
+    """start_detached_sync for a hook: whatever goes wrong, the hook goes on."""
+    try:
+        return start_detached_sync(estate, config, kind)
+    except Exception as exc:  # advisory: a sync that cannot start never fails a hook
+        sys.stderr.write("notrest: sync not started: %s\n" % clip(neutralise(exc), 200))
+        return None
+
+
 # ==== doctor ================================================================
 
 class Finding:
@@ -11133,6 +11365,7 @@ def run_doctor(estate, now=None):
     findings += compiled_findings(estate)
     findings += integrity_findings(estate) + hardening_findings(estate, config) + \
         canary_findings(estate, config)
+    findings += sync_findings(estate)
     return findings
 
 
@@ -15450,6 +15683,7 @@ threads.jsonl
 permits.json
 config.json
 install.json
+sync/
 __pycache__/
 *.lock
 .*.lock
@@ -16547,6 +16781,1516 @@ def remove_project_store(root, env=None):
     shutil.rmtree(store, ignore_errors=True)
 
 
+# ==== sync ==================================================================
+# `notrest sync` carries the estate on a git ref (refs/notrest/estate), written
+# with git plumbing only (hash-object, mktree, commit-tree, update-ref, fetch,
+# push): the work tree, the index, HEAD and the branches are never touched. The
+# ref's tree (shards are the first 2 hex digits of the sha256 of a name, so that
+# UUIDv7 ids, whose heads are timestamps, spread evenly):
+#   estate.json                          {"schema_version", "layout"}
+#   sessions/<shard>/<session>.json      redacted session records
+#   threads/<shard>/<hash>.json          one thread event per file (content-addressed)
+#   lessons/<shard>/<hash>.json          accepted lessons, the same way
+#   compiled/<slug>/{meta.json,run.sh,SKILL.md}
+#   journals/<shard>/<session>.jsonl     raw (redacted) journals, only with --journals
+#   prune.json                           {"sessions_before": epoch}, set by a person
+# Merging is by value, file by file: the union of both sides; where both hold a
+# session, the higher (seq, updated, blob id) wins, so every clone converges on the
+# same tree in any order. A session belongs to the machine that has its journal:
+# only those are exported, records that came in are never sent back.
+# .notrest/sync/state.json caches what was last synced (stat keys and blob ids per
+# path, the remote tip seen, the threads.jsonl offset), so that a sync reads and
+# writes what changed; a no-op sync is one fetch. .notrest/sync/last.json keeps
+# the last outcome for `status` and `doctor`.
+
+ESTATE_REF = "refs/notrest/estate"
+ESTATE_REF_PREFIX = "refs/notrest/"
+SYNC_LAYOUT = 1
+SYNC_REMOTE = "origin"
+SYNC_NETWORK_TIMEOUT_S = 60
+SYNC_LOCAL_TIMEOUT_S = 60
+SYNC_MANUAL_BOUND_S = 300
+SYNC_PUSH_TRIES = 6
+SYNC_LOCK_WAIT_S = 30
+SYNC_BLOB_MAX = 1 << 20
+SYNC_PACK_BLOBS = 200
+SYNC_FULL_SCAN_S = 3600
+SYNC_JOURNAL_MAX = 16 << 20
+SYNC_COMPILED_FILES = ("meta.json", "run.sh", "SKILL.md")
+# a record's fields that mean something only on the machine that wrote it (or that
+# carry more of a person's words than the next session needs) stay local
+SYNC_LOCAL_FIELDS = ("transcript", "transcript_offset", "client_pid", "client_start",
+                     "hook_ms", "journal_offset", "last_prompt", "compact_pending")
+# GIT_* variables that cannot point git at another repository, index, object store
+# or config, and that a person's authentication may need
+_GIT_ENV_KEEP = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS",
+                 "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_HTTP_USER_AGENT")
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+_REMOTE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789._-/")
+
+
+class SyncFailure(Exception):
+    """A sync that could not finish: outcome (offline, no-remote, refused, timeout,
+    git, newer-layout) and one line for the person."""
+
+    def __init__(self, outcome, message):
+        super().__init__(message)
+        self.outcome, self.message = outcome, message
+
+
+# ---- settings, machine id --------------------------------------------------------
+
+def sync_settings(config):
+    """The sync keys of config.json with their defaults: auto (hooks start a
+    detached sync), remote, ref (under refs/notrest/), journals."""
+    raw = config.get("sync") if isinstance(config.get("sync"), dict) else {}
+    out = {"auto": raw.get("auto") is True, "remote": SYNC_REMOTE, "ref": ESTATE_REF,
+           "journals": raw.get("journals") is True}
+    if isinstance(raw.get("remote"), str) and raw["remote"]:
+        out["remote"] = raw["remote"]
+    if isinstance(raw.get("ref"), str) and raw["ref"]:
+        out["ref"] = raw["ref"]
+    return out
+
+
+def check_ref_name(ref, path=""):
+    tail = ref[len(ESTATE_REF_PREFIX):] if ref.startswith(ESTATE_REF_PREFIX) else ""
+    parts = tail.split("/")
+    if not tail or parts[0] == "remotes" or any(
+            not p or p.startswith(".") or p.endswith(".lock") or not set(p) <= _ID_CHARS
+            for p in parts):
+        raise NotrestError("the estate ref %r is not a ref under %s" % (
+            ref, ESTATE_REF_PREFIX), path, "set config.json \"sync\": {\"ref\": "
+            "\"%s\"} or another name under %s (not remotes/)" % (
+                ESTATE_REF, ESTATE_REF_PREFIX), code=2)
+    return ref
+
+
+def check_remote_name(name):
+    if not name or name.startswith(("-", "/", ".")) or not set(name) <= _REMOTE_CHARS \
+            or ".." in name or len(name) > 100:
+        raise NotrestError("%r is not a git remote name" % name, "",
+                           "name a remote of `git remote -v` (default origin)", code=2)
+    return name
+
+
+def project_ref(prefix):
+    """The estate ref of a project in a subfolder of its repository."""
+    parts = ["".join(c if c in _ID_CHARS else "-" for c in part).lstrip(".") or "-"
+             for part in prefix.strip("/").split("/")]
+    return "%sprojects/%s" % (ESTATE_REF_PREFIX, "/".join(
+        p[:-5] + "-lock" if p.endswith(".lock") else p for p in parts))
+
+
+def tracking_ref(ref, remote):
+    """Where a fetch leaves the remote's estate: refs/notrest/remotes/<remote>/<tail>."""
+    return "%sremotes/%s/%s" % (ESTATE_REF_PREFIX, remote, ref[len(ESTATE_REF_PREFIX):])
+
+
+def ensure_machine(env=None, label=None):
+    """This machine's {"id", "label"}, creating data_dir()/machine.json on first use:
+    a random id (never the hostname), and the label only when a person gives one."""
+    path = os.path.join(data_dir(env), MACHINE_FILE)
+    me = read_machine(env)
+    if me is None:
+        if os.path.exists(path):
+            raise NotrestError("the machine id file is not what notrest wrote", path,
+                               "move it aside; the next sync makes a new one")
+        _ensure_dir(os.path.dirname(path))
+        tmp = "%s.tmp.%d" % (path, os.getpid())
+        write_atomic(tmp, json_pretty({"schema_version": SCHEMA_VERSION,
+                                       "id": os.urandom(8).hex(), "label": "",
+                                       "created": round(time.time(), 3)}))
+        try:
+            os.link(tmp, path)  # the first writer wins; a racing one reads its id
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+        me = read_machine(env)
+        if me is None:
+            raise NotrestError("cannot read the machine id", path, "check the folder")
+    if label is not None and machine_label(label) != me["label"]:
+        data = read_json_file(path, "machine id")
+        data["label"] = machine_label(label)
+        write_atomic(path, json_pretty(data))
+        me["label"] = data["label"]
+    return me
+
+
+# ---- git, through run_command ----------------------------------------------------
+
+def sync_git_env(me, base=None):
+    """The environment of every git call: nothing that could point git elsewhere
+    (GIT_DIR, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, GIT_CONFIG_PARAMETERS, ...), no
+    prompt, no replace objects, a fixed identity for the commits it makes."""
+    base = os.environ if base is None else base
+    env = {k: v for k, v in base.items() if not k.startswith("GIT_") or k in
+           _GIT_ENV_KEEP}
+    email = "notrest@%s.invalid" % me["id"]
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1",
+                "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "LANGUAGE": "C",
+                "GIT_AUTHOR_NAME": "notrest sync", "GIT_AUTHOR_EMAIL": email,
+                "GIT_COMMITTER_NAME": "notrest sync", "GIT_COMMITTER_EMAIL": email})
+    return env
+
+
+class SyncGit:
+    """git in one repository, bounded: each call by its own timeout and all of them
+    by the sync's deadline."""
+
+    def __init__(self, root, env, deadline):
+        self.root, self.env, self.deadline = root, env, deadline
+        self.calls = 0
+
+    def run(self, args, input_bytes=None, timeout=SYNC_LOCAL_TIMEOUT_S):
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise SyncFailure("timeout", "the sync ran out of time before `git %s`"
+                              % args[0])
+        self.calls += 1
+        argv = ["git", "--no-optional-locks", "-c", "core.hooksPath=/dev/null", "-c",
+                "gc.auto=0", "-c", "maintenance.auto=false", "-c",
+                "core.fsmonitor=false", "-C", self.root] + list(args)
+        code, out, err = run_command(argv, timeout=min(timeout, left),
+                                     input_bytes=input_bytes, env=self.env)
+        if code == 124:
+            raise SyncFailure("timeout", "`git %s` took longer than %ds" % (
+                args[0], int(min(timeout, left))))
+        return code, out, err
+
+    def must(self, args, input_bytes=None, timeout=SYNC_LOCAL_TIMEOUT_S):
+        code, out, err = self.run(args, input_bytes, timeout)
+        if code != 0:
+            raise SyncFailure("git", "`git %s` failed: %s" % (args[0], _first_line(err)))
+        return out
+
+    def refs(self, prefix=ESTATE_REF_PREFIX):
+        out = self.must(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
+        refs = {}
+        for line in out.decode("utf-8", "replace").splitlines():
+            sha, _, name = line.partition(" ")
+            refs[name] = sha
+        return refs
+
+    def cat(self, names):
+        """{name: (sha, type, bytes) or None} for object names (sha, tree:path)."""
+        result = {}
+        names = list(dict.fromkeys(names))
+        if not names:
+            return result
+        out = self.must(["cat-file", "--batch"], ("\n".join(names) + "\n").encode())
+        pos = 0
+        for name in names:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].decode("utf-8", "replace").split(" ")
+            pos = end + 1
+            if len(header) != 3:
+                result[name] = None
+                continue
+            size = int(header[2])
+            result[name] = (header[0], header[1], out[pos:pos + size])
+            pos += size + 1
+        return result
+
+    def write_blobs(self, blobs, folder):
+        """Write {sha: bytes} into the object store: a few as loose objects with
+        `hash-object -w` (through files in a scratch folder; git's ids must match
+        ours), many at once as one pack with `fast-import` (blobs only: it touches
+        no ref)."""
+        if not blobs:
+            return
+        if len(blobs) > SYNC_PACK_BLOBS:
+            stream = []
+            for data in blobs.values():
+                stream.append(b"blob\ndata %d\n" % len(data))
+                stream.append(data)
+                stream.append(b"\n")
+            self.must(["fast-import", "--quiet"], b"".join(stream))
+            missing = _missing_blobs(self, sorted(blobs)[:1] + sorted(blobs)[-1:])
+            if missing:
+                raise SyncFailure("git", "git stored the estate under other object ids "
+                                  "(is this a sha256 repository?)")
+            return
+        _ensure_dir(folder)
+        paths = []
+        try:
+            for i, (sha, data) in enumerate(blobs.items()):
+                path = os.path.join(folder, "%d" % i)
+                with open(path, "wb") as handle:
+                    handle.write(data)
+                paths.append((sha, path))
+            out = self.must(["hash-object", "-w", "--no-filters", "--stdin-paths"],
+                            ("\n".join(p for _, p in paths) + "\n").encode())
+        finally:
+            for _, path in paths:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+        got = out.decode().split()
+        if got != [sha for sha, _ in paths]:
+            raise SyncFailure("git", "git stored the estate under other object ids "
+                              "(is this a sha256 repository?)")
+
+    def make_trees(self, trees):
+        """[entries] -> [tree id] with one `git mktree --batch`; entries are
+        {name: (mode, sha)}, none empty."""
+        if not trees:
+            return []
+        chunks = []
+        for entries in trees:
+            lines = []
+            for name in sorted(entries):
+                mode, sha = entries[name]
+                lines.append("%s %s %s\t%s\n" % (mode, "tree" if mode == "040000" else
+                                                 "blob", sha, name))
+            chunks.append("".join(lines))
+        out = self.must(["mktree", "--batch"], "\n".join(chunks).encode())
+        shas = out.decode().split()
+        if len(shas) != len(trees):
+            raise SyncFailure("git", "`git mktree` made %d trees of %d" % (
+                len(shas), len(trees)))
+        return shas
+
+
+def _first_line(err):
+    lines = [line.strip() for line in err.decode("utf-8", "replace").splitlines()
+             if line.strip() and not line.strip().startswith("hint:")]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return clip(neutralise((fatal or lines or ["(no message)"])[0]), 300)
+
+
+def parse_tree(data):
+    """{name: (mode, sha)} of a raw tree object."""
+    entries, i = {}, 0
+    while i < len(data):
+        space = data.index(b" ", i)
+        nul = data.index(b"\0", space)
+        mode = data[i:space].decode()
+        name = data[space + 1:nul].decode("utf-8", "surrogateescape")
+        entries[name] = ("040000" if mode == "40000" else mode,
+                         data[nul + 1:nul + 21].hex())
+        i = nul + 21
+    return entries
+
+
+def blob_id(data):
+    import hashlib
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def shard(name):
+    import hashlib
+    return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:2]
+
+
+def session_path(session):
+    return "sessions/%s/%s.json" % (shard(session), session)
+
+
+def build_tree(git, base, changes):
+    """The id of base's tree with changes ({path: blob id, or None to remove})
+    applied. Only the folders on a changed path are read and rewritten; every
+    other subtree is reused as it is."""
+    if not changes:
+        return base or _EMPTY_TREE
+    folders = {""}
+    for path in changes:
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            folders.add("/".join(parts[:depth]))
+    entries = {folder: {} for folder in folders}
+    if base:
+        found = git.cat([base] + ["%s:%s" % (base, f) for f in folders if f])
+        for folder in folders:
+            item = found.get("%s:%s" % (base, folder) if folder else base)
+            if item and item[1] == "tree":
+                entries[folder] = parse_tree(item[2])
+    for path, blob in changes.items():
+        folder, _, name = path.rpartition("/")
+        if blob is None:
+            entries[folder].pop(name, None)
+        else:
+            entries[folder][name] = ("100755" if name.endswith(".sh") else "100644", blob)
+    for depth in sorted({f.count("/") + 1 for f in folders if f}, reverse=True):
+        level = sorted(f for f in folders if f and f.count("/") + 1 == depth)
+        full = [f for f in level if entries[f]]
+        for folder in level:
+            if not entries[folder]:
+                parent, _, name = folder.rpartition("/")
+                entries[parent].pop(name, None)
+        for folder, sha in zip(full, git.make_trees([entries[f] for f in full])):
+            parent, _, name = folder.rpartition("/")
+            entries[parent][name] = ("040000", sha)
+    if not entries[""]:
+        return _EMPTY_TREE
+    return git.make_trees([entries[""]])[0]
+
+
+def list_tree(git, tree, prefix=""):
+    """{path: blob id} of every file under a tree (or under prefix in it)."""
+    if not tree:
+        return {}
+    args = ["ls-tree", "-r", "-z", tree] + ([prefix] if prefix else [])
+    out = git.must(args)
+    files = {}
+    for item in out.split(b"\0"):
+        if not item:
+            continue
+        meta, _, path = item.partition(b"\t")
+        parts = meta.decode().split(" ")
+        if len(parts) == 3 and parts[1] == "blob":
+            files[path.decode("utf-8", "surrogateescape")] = parts[2]
+    return files
+
+
+def diff_trees(git, old, new):
+    """{path: new blob id, or None when removed} between two trees: git walks only
+    the subtrees whose ids differ."""
+    if old == new:
+        return {}
+    if not old:
+        return list_tree(git, new)
+    out = git.must(["diff-tree", "-r", "-z", "--no-renames", old, new or _EMPTY_TREE])
+    fields = out.split(b"\0")
+    changes, i = {}, 0
+    while i + 1 < len(fields):
+        meta = fields[i].decode()
+        if not meta.startswith(":"):
+            i += 1
+            continue
+        parts = meta[1:].split(" ")
+        path = fields[i + 1].decode("utf-8", "surrogateescape")
+        changes[path] = None if parts[4].startswith("D") else parts[3]
+        i += 2
+    return changes
+
+
+# ---- what this machine exports -----------------------------------------------------
+
+def export_session(rec, me, root, home):
+    """The blob of a record as it leaves the machine: local-only fields dropped,
+    secrets redacted, every path made relative to the project and the home folder
+    written ~ (where a machine keeps its files never leaves it), the machine and
+    the sequence (its journal's event count: it only grows) added."""
+    out = {k: v for k, v in rec.items() if k not in SYNC_LOCAL_FIELDS}
+    mark = "@" + me["id"][:6]
+    for key in ("opened", "closed"):
+        out[key] = [t if "@" in str(t) else "%s%s" % (t, mark) for t in out[key]]
+    out["machine"] = {"id": me["id"], "label": me["label"]}
+    out["seq"] = rec["events"]
+    text = json_dumps(redact_record(out))
+    # in the JSON text: each string is encoded whole, so an encoded path prefix
+    # found there is inside one string (keys included), never across two
+    text = text.replace(json_dumps(root.rstrip("/") + "/")[1:-1], "")
+    if home and home != "/":
+        text = text.replace(json_dumps(home.rstrip("/") + "/")[1:-1], "~/")
+    return (text + "\n").encode()
+
+
+def thread_event_out(record, me):
+    """(ref path, canonical event) of one threads.jsonl line: its id is qualified
+    with the machine that opened the thread (t3@9f3a2c), so ids never collide."""
+    import hashlib
+    event = {k: v for k, v in record.items() if k != "~"}
+    tid = event.get("id")
+    if not isinstance(tid, str) or not tid:
+        return None, None
+    if "@" not in tid:
+        event["id"] = "%s@%s" % (tid, me["id"][:6])
+    digest = hashlib.sha256(json_dumps(event).encode()).hexdigest()[:32]
+    folder = "lessons" if event["id"].startswith("L") else "threads"
+    return "%s/%s/%s.json" % (folder, digest[:2], digest), event
+
+
+def thread_event_in(event, me):
+    """The threads.jsonl record of an event from the ref: the qualifier is dropped
+    for this machine's own threads. None when it is not a thread event."""
+    if not isinstance(event, dict) or event.get("k") != "thread":
+        return None
+    tid = event.get("id")
+    head, _, owner = tid.partition("@") if isinstance(tid, str) else ("", "", "")
+    if not (head[:1] in ("t", "L") and head[1:].isdigit() and len(owner) == 6 and
+            set(owner) <= _HEX):
+        return None
+    keep = {k: event[k] for k in ("v", "k", "id", "kind", "text", "status", "session",
+                                  "t", "evidence", "law") if k in event}
+    if owner == me["id"][:6]:
+        keep["id"] = head
+    return redact_record(keep, 500)
+
+
+class SyncState:
+    """What was last synced, in .notrest/sync/: state.json (the remote tip seen, the
+    prune cutoff, the threads.jsonl offset, the paths waiting to go out, the stat
+    keys of the recent sessions, when every record was last checked) and
+    items/<xx>.json, 256 small files of [stat key, blob id, blob id the remote
+    holds] per ref path, read and written only where something changed."""
+
+    def __init__(self, estate, ref):
+        self.folder = estate.path(SYNC_FOLDER)
+        try:
+            head = read_json_file(os.path.join(self.folder, "state.json"), "sync state")
+        except NotrestError:
+            head = None
+        if not isinstance(head, dict) or head.get("ref") != ref or head.get(
+                "schema_version") != SCHEMA_VERSION or not all(isinstance(head.get(k), dict)
+                                                               for k in ("pending", "remotes",
+                                                                         "recent")):
+            head = {"schema_version": SCHEMA_VERSION, "ref": ref, "remotes": {},
+                    "pending": {}, "recent": {}, "threads_offset": 0, "cutoff": 0,
+                    "full_scan": 0}
+            shutil_rmtree(os.path.join(self.folder, "items"))
+        self.head, self.pending = head, head["pending"]
+        self.shards, self.dirty, self.changed = {}, set(), False
+
+    def _bucket(self, path):
+        parts = path.split("/")
+        if len(parts) == 3 and parts[0] in ("sessions", "threads", "lessons", "journals"):
+            return parts[1][:2]
+        return shard(path)
+
+    def _items(self, bucket):
+        if bucket not in self.shards:
+            try:
+                data = read_json_file(os.path.join(self.folder, "items", bucket + ".json"),
+                                      "sync cache")
+            except NotrestError:
+                data = None
+            self.shards[bucket] = data if isinstance(data, dict) else {}
+        return self.shards[bucket]
+
+    def get(self, path):
+        return self._items(self._bucket(path)).get(path)
+
+    def put(self, path, key, blob):
+        """This machine's version of path now (blob None: nothing of it to send)."""
+        bucket = self._bucket(path)
+        item = self._items(bucket).get(path)
+        remote = item[2] if item else None
+        self._items(bucket)[path] = [key, blob, remote]
+        self.dirty.add(bucket)
+        self.changed = True
+        if blob and blob != remote:
+            self.pending[path] = blob
+        else:
+            self.pending.pop(path, None)
+
+    def settled(self, path, blob):
+        """The remote holds what it should at path (blob went out, or the remote's
+        own version won): nothing waits there any more."""
+        self.changed = True
+        self.pending.pop(path, None)
+        bucket = self._bucket(path)
+        item = self._items(bucket).get(path)
+        if item is not None:
+            item[2] = item[1] if blob is None else blob
+            self.dirty.add(bucket)
+
+    def forget(self, path):
+        """An item whose object is lost: scanned again next time."""
+        self.pending.pop(path, None)
+        bucket = self._bucket(path)
+        if self._items(bucket).pop(path, None) is not None:
+            self.dirty.add(bucket)
+        self.head["recent"] = {}
+        self.head["full_scan"] = 0
+        if path.startswith(("threads/", "lessons/")):
+            self.head["threads_offset"] = 0
+        self.changed = True
+
+    def save(self):
+        if not (self.changed or self.dirty):
+            return
+        for bucket in sorted(self.dirty):
+            write_atomic(os.path.join(self.folder, "items", bucket + ".json"),
+                         json_dumps(self.shards[bucket]) + "\n", durable=False)
+        write_atomic(os.path.join(self.folder, "state.json"), json_dumps(self.head) +
+                     "\n", durable=False)
+        self.dirty, self.changed = set(), False
+
+
+def shutil_rmtree(path):
+    import shutil
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def scan_local(estate, state, me, journals, cutoff, now):
+    """{path: bytes} of what changed here since the last sync and belongs to this
+    machine: session records (those with a journal here), thread events after the
+    cached offset, compiled tools made here, journals when asked. Only the
+    sessions of the bounded index are looked at, and every record once an hour
+    (or when the cache is new): a sync reads what can have changed."""
+    head = state.head
+    out = {}
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    full = now - (head.get("full_scan") or 0) > SYNC_FULL_SCAN_S
+    if full:
+        sessions = sorted(n[:-6] for n in _journal_names(estate))
+        head["full_scan"] = round(now, 3)
+        state.changed = True
+    else:
+        sessions = [e["session"] for e in load_index(estate) if e.get("session")]
+    records, journals_dir = estate.path("sessions"), estate.path("journal")
+    recent = {}
+    for session in sessions:
+        if not _ID_CHARS.issuperset(session) or session[:1] == "." or len(
+                session) > SESSION_ID_MAX:
+            continue
+        journal = _stat_key("%s/%s.jsonl" % (journals_dir, session))
+        if not journal[1]:
+            continue  # no journal here: it came from another machine
+        key = _stat_key("%s/%s.json" % (records, session)) + journal[1:]
+        recent[session] = key
+        if not full and head["recent"].get(session) == key:
+            continue
+        path = session_path(session)
+        item = state.get(path)
+        if item and item[0] == key:
+            continue
+        rec = current_session_record(estate, session, limit_bytes=DIED_TAIL_BYTES)
+        if not rec["events"] or (cutoff and (rec["updated"] or 0) < cutoff):
+            state.put(path, key, None)
+            continue
+        data = export_session(rec, me, estate.root, home)
+        state.put(path, key, blob_id(data))
+        out[path] = data
+        if journals:
+            _scan_journal(estate, session, state, out)
+    if full:
+        recent = {e["session"]: recent[e["session"]] for e in load_index(estate)
+                  if e.get("session") in recent}
+    if recent != head["recent"]:
+        head["recent"] = recent
+        state.changed = True
+    _scan_threads(estate, state, me, out)
+    _scan_compiled(estate, state, me, out)
+    return out
+
+
+def _stat_key(path):
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return [0, 0]
+    return [stat.st_mtime_ns, stat.st_size]
+
+
+def _journal_names(estate):
+    try:
+        return [n for n in os.listdir(estate.path("journal")) if n.endswith(".jsonl")
+                and _ID_CHARS.issuperset(n[:-6]) and n[:1] != "."]
+    except OSError:
+        return []
+
+
+def _scan_journal(estate, session, state, out):
+    path = "journals/%s/%s.jsonl" % (shard(session), session)
+    key = _stat_key(estate.journal(session))
+    item = state.get(path)
+    if (item and item[0] == key) or key[1] > SYNC_JOURNAL_MAX:
+        return
+    with open(estate.journal(session), "rb") as handle:
+        data = handle.read()
+    state.put(path, key, blob_id(data))
+    out[path] = data
+
+
+def _scan_threads(estate, state, me, out):
+    """Thread events appended since the last sync (threads.jsonl only grows)."""
+    path = estate.path("threads.jsonl")
+    offset = state.head.get("threads_offset") or 0
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0
+    if size < offset:
+        offset = 0  # replaced by a person: read it all again (same events, same paths)
+    end = offset
+    for record, _lineno, end in read_records(path, offset):
+        if record is None:
+            continue
+        ref_path, event = thread_event_out(record, me)
+        if ref_path:
+            data = (json_dumps(event) + "\n").encode()
+            state.pending[ref_path] = blob_id(data)
+            out[ref_path] = data
+    if end != state.head.get("threads_offset"):
+        state.head["threads_offset"] = end
+        state.changed = True
+
+
+def _scan_compiled(estate, state, me, out):
+    """Files of compiled tools made on this machine (those that came in carry the
+    machine they came from in their meta.json)."""
+    root = _compiled_root(estate)
+    try:
+        slugs = sorted(os.listdir(root))
+    except OSError:
+        return
+    for slug in slugs:
+        if not _slug_ok(slug):
+            continue
+        keys = [_stat_key(os.path.join(root, slug, n)) for n in SYNC_COMPILED_FILES]
+        paths = ["compiled/%s/%s" % (slug, n) for n in SYNC_COMPILED_FILES]
+        if all((state.get(p) or [None])[0] == k for p, k in zip(paths, keys)):
+            continue
+        try:
+            meta = read_json_file(os.path.join(root, slug, "meta.json"), "compiled tool")
+        except NotrestError:
+            continue
+        if not isinstance(meta, dict) or meta.get("machine"):
+            continue
+        for name, ref_path, key in zip(SYNC_COMPILED_FILES, paths, keys):
+            item = state.get(ref_path)
+            if (item and item[0] == key) or not key[1] or key[1] > SYNC_BLOB_MAX:
+                continue
+            with open(os.path.join(root, slug, name), "rb") as handle:
+                data = handle.read()
+            if name == "meta.json":
+                data = json_pretty(dict(meta, machine={"id": me["id"],
+                                                       "label": me["label"]})).encode()
+            state.put(ref_path, key, blob_id(data))
+            out[ref_path] = data
+
+
+def _slug_ok(slug):
+    return 0 < len(slug) <= 64 and not slug.startswith("-") and set(slug) <= frozenset(
+        "abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+# ---- merging ----------------------------------------------------------------------
+
+def record_key(data, blob):
+    """The order in which versions of one session record win: its sequence, then
+    its own last activity, then the blob id (any clone picks the same one)."""
+    try:
+        rec = json_loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return (-1, 0, blob)
+    if not isinstance(rec, dict):
+        return (-1, 0, blob)
+    seq = rec.get("seq") if isinstance(rec.get("seq"), int) else -1
+    updated = rec.get("updated") if isinstance(rec.get("updated"), (int, float)) else 0
+    return (seq, updated, blob)
+
+
+def choose_winners(git, pending, incoming, fresh):
+    """Split this machine's pending paths into those it sends and those where the
+    remote's version (which came in) wins; only paths both sides changed are read."""
+    send, lost = {}, []
+    contested = [p for p in pending if incoming.get(p) and incoming[p] != pending[p]]
+    need = [pending[p] for p in contested if pending[p] not in fresh] + [
+        incoming[p] for p in contested]
+    found = {k: v[2] for k, v in git.cat(need).items() if v} if need else {}
+    body = dict(found, **fresh)
+    for path, blob in pending.items():
+        theirs = incoming.get(path)
+        if path not in contested:
+            send[path] = blob
+        elif path.startswith("sessions/"):
+            mine = record_key(body.get(blob, b""), blob)
+            other = record_key(body.get(theirs, b""), theirs)
+            (send.__setitem__(path, blob) if mine > other else lost.append(path))
+        elif path.startswith("journals/"):
+            mine = (len(body.get(blob, b"")), blob)
+            other = (len(body.get(theirs, b"")), theirs)
+            (send.__setitem__(path, blob) if mine > other else lost.append(path))
+        else:
+            (send.__setitem__(path, blob) if blob > theirs else lost.append(path))
+    return send, lost
+
+
+# ---- what came in -------------------------------------------------------------------
+
+def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state):
+    """Write what other machines sent into the local estate: session records (never
+    over a session that has its journal here), thread and lesson events, compiled
+    tools that pass the gate; prune removals."""
+    blobs = sorted({b for p, b in incoming.items() if b and not p.startswith(
+        "journals/")})
+    bodies = {sha: item[2] for sha, item in git.cat(blobs).items() if item and
+              item[1] == "blob" and len(item[2]) <= SYNC_BLOB_MAX} if blobs else {}
+    records, events, tools = [], [], {}
+    for path in sorted(incoming):
+        blob = incoming[path]
+        parts = path.split("/")
+        if parts[0] == "sessions" and len(parts) == 3 and parts[2].endswith(".json"):
+            session = parts[2][:-5]
+            if sanitize_session_id(session) != session or os.path.exists(
+                    estate.journal(session)):
+                continue
+            if blob is None:
+                if _remove_synced_session(estate, session, dry_run):
+                    report["came_in"]["removed"] += 1
+                continue
+            rec = _session_in(bodies.get(blob), session)
+            if rec is None:
+                report["came_in"]["skipped"].append(path)
+            elif not cutoff or (rec["updated"] or 0) >= cutoff:
+                records.append((path, rec))
+        elif parts[0] in ("threads", "lessons") and blob:
+            try:
+                event = thread_event_in(json_loads(bodies[blob].decode("utf-8")), me)
+            except (KeyError, ValueError, UnicodeDecodeError):
+                event = None
+            if event is None:
+                report["came_in"]["skipped"].append(path)
+            else:
+                events.append(event)
+        elif parts[0] == "compiled" and len(parts) == 3 and blob:
+            tools.setdefault(parts[1], {})[parts[2]] = bodies.get(blob)
+    for path, rec in records:
+        report["came_in"]["sessions"].append({"session": rec["session"],
+                                              "machine": machine_name(rec["machine"])})
+        if not dry_run:
+            save_session(estate, rec)
+    if records and not dry_run:
+        index_synced(estate, [rec for _, rec in records])
+    added = _append_thread_events(estate, events, dry_run, state)
+    report["came_in"]["threads"] += sum(1 for e in added if e["id"][:1] == "t")
+    report["came_in"]["lessons"] += sum(1 for e in added if e["id"][:1] == "L")
+    for slug, files in sorted(tools.items()):
+        _import_compiled(estate, slug, files, report, dry_run)
+
+
+def _session_in(data, session):
+    """A session record from the ref, checked and completed, or None."""
+    if data is None:
+        return None
+    try:
+        raw = json_loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(raw, dict) or raw.get("session") != session or not isinstance(
+            raw.get("machine"), dict) or not machine_id_ok(raw["machine"].get("id")):
+        return None
+    rec = migrate_session_record(redact_record(raw), session)
+    rec["machine"] = {"id": raw["machine"]["id"],
+                      "label": machine_label(raw["machine"].get("label"))}
+    rec["client"] = rec["client"] if rec["client"] in ("claude", "codex") else ""
+    return rec
+
+
+def _remove_synced_session(estate, session, dry_run):
+    """Drop a record that came from another machine and was pruned from the ref."""
+    rec = load_session_record(estate, session)
+    if rec is None or not isinstance(rec.get("machine"), dict):
+        return False
+    if not dry_run:
+        try:
+            os.unlink(estate.record(session))
+        except OSError:
+            return False
+        index_synced(estate, [], removed={session})
+    return True
+
+
+def index_synced(estate, recs, removed=()):
+    """Put many synced records in the index at once (one read, one write)."""
+    path = estate.path("index.json")
+    with _Lock(estate.path(".index.lock")):
+        try:
+            data = read_json_file(path, "index")
+        except NotrestError:
+            data = None
+        if data is None and os.path.exists(path):
+            sys.stderr.write("notrest: index.json is broken; the sessions that came in "
+                             "are in .notrest/sessions/: run `notrest rebuild`\n")
+            return
+        sessions = data.get("sessions", []) if isinstance(data, dict) else []
+        fresh = {}
+        for rec in recs:
+            entry = _index_entry(rec)
+            entry["machine"] = rec["machine"]
+            fresh[rec["session"]] = entry
+        sessions = [e for e in sessions if isinstance(e, dict) and e.get("session") not in
+                    fresh and e.get("session") not in removed] + list(fresh.values())
+        sessions.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
+        write_atomic(path, json_dumps({"schema_version": SCHEMA_VERSION,
+                                       "sessions": sessions[:INDEX_MAX_SESSIONS]}) + "\n",
+                     durable=False)
+
+
+def synced_index_entries(estate, skip):
+    """Index entries of the records that came from other machines (they have no
+    journal here), for `notrest rebuild`."""
+    entries = []
+    try:
+        names = os.listdir(estate.path("sessions"))
+    except OSError:
+        return entries
+    for name in names:
+        session = name[:-5]
+        if not name.endswith(".json") or session in skip or name.startswith("."):
+            continue
+        rec = load_session_record(estate, session)
+        if rec is not None and isinstance(rec.get("machine"), dict):
+            entry = _index_entry(rec)
+            entry["machine"] = rec["machine"]
+            entries.append(entry)
+    return entries
+
+
+def _append_thread_events(estate, events, dry_run, state):
+    """Append the thread events this estate does not hold yet, under the lock that
+    every threads.jsonl append takes; returns those appended. When nothing was
+    appended here since the scan, the cached offset moves past them (they are in
+    the ref already)."""
+    if not events:
+        return []
+    path = estate.path("threads.jsonl")
+    _ensure_dir(estate.dir)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        at_scan = os.fstat(fd).st_size == state.head.get("threads_offset")
+        known = set()
+        for record, _lineno, _end in read_records(path):
+            if record is not None:
+                known.add(json_dumps({k: v for k, v in record.items() if k != "~"}))
+        added = []
+        for event in sorted(events, key=lambda e: (e.get("t") or 0, json_dumps(e))):
+            if json_dumps(event) in known:
+                continue
+            known.add(json_dumps(event))
+            added.append(event)
+            if not dry_run:
+                data = encode_line(event).encode("utf-8")
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data
+                os.write(fd, data)
+        if at_scan and added and not dry_run:
+            state.head["threads_offset"] = os.fstat(fd).st_size
+            state.changed = True
+        return added
+    finally:
+        os.close(fd)
+
+
+def _import_compiled(estate, slug, files, report, dry_run):
+    """A compiled tool from another machine: kept only when its files are whole,
+    no local tool has its name, and every command in it passes this project's gate."""
+    if not _slug_ok(slug) or set(files) != set(SYNC_COMPILED_FILES) or None in \
+            files.values():
+        report["came_in"]["skipped"].append("compiled/%s" % slug)
+        return
+    folder = os.path.join(_compiled_root(estate), slug)
+    try:
+        local = read_json_file(os.path.join(folder, "meta.json"), "compiled tool")
+    except NotrestError:
+        local = None
+    if isinstance(local, dict) and not local.get("machine"):
+        return  # this machine's own tool of that name stays
+    try:
+        meta = json_loads(files["meta.json"].decode("utf-8"))
+        script = files["run.sh"].decode("utf-8")
+        skill = files["SKILL.md"].decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        meta = None
+    if not isinstance(meta, dict) or not machine_id_ok((meta.get("machine") or {}).get(
+            "id") if isinstance(meta.get("machine"), dict) else None):
+        report["came_in"]["skipped"].append("compiled/%s" % slug)
+        return
+    reason = _gate_script(estate, script)
+    if reason:
+        report["came_in"]["refused"].append("compiled/%s: %s" % (slug, reason))
+        return
+    report["came_in"]["compiled"].append(slug)
+    if dry_run:
+        return
+    write_atomic(os.path.join(folder, "run.sh"), script)
+    os.chmod(os.path.join(folder, "run.sh"), 0o755)
+    write_atomic(os.path.join(folder, "SKILL.md"), skill)
+    write_atomic(os.path.join(folder, "meta.json"), json_pretty(meta))
+    for client in load_config(estate).get("clients", []):
+        path = skill_path(estate.root, client, slug)
+        if not os.path.exists(path) or is_managed(path):
+            write_atomic(path, skill)
+
+
+def _gate_script(estate, script):
+    """Why this project's gate would stop a command of a script, else ''."""
+    book = load_lawbook(estate)
+    home = os.environ.get("HOME") or "/"
+    for line in script.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        event = Event(kind="PreToolUse", client="claude", tool="Bash",
+                      tool_input={"command": line}, root=estate.root, cwd=estate.root,
+                      home=home, env={"HOME": home})
+        for verdict in decide(book, event):
+            if verdict.action in ("deny", "ask", "block"):
+                return "`%s` breaks %s" % (clip(line, 100), verdict.law)
+    return ""
+
+
+# ---- the second secret scan -----------------------------------------------------------
+
+def secret_findings(git, commit, known):
+    """[(path, kind)] of secrets in the objects a push of commit would send (those
+    not reachable from known): every blob's text, JSON strings one by one, and
+    every path."""
+    args = ["rev-list", "--objects", commit] + (["--not", known] if known else [])
+    out = git.must(args)
+    paths, shas = {}, []
+    for line in out.decode("utf-8", "surrogateescape").splitlines():
+        sha, _, path = line.partition(" ")
+        paths[sha] = path
+        shas.append(sha)
+    findings = [(path, kind) for path in paths.values() for kind, _s, _e in
+                find_secrets(path)]
+    found = git.cat(shas)
+    for sha in shas:
+        item = found.get(sha)
+        if not item or item[1] not in ("blob", "commit"):
+            continue
+        text = item[2].decode("utf-8", "replace")
+        path = paths[sha]
+        strings = _json_strings(text, path) if item[1] == "blob" else None
+        # JSON is read as its strings (its own "key": value syntax is no secret);
+        # they are joined so that no pattern spans two of them
+        kinds = {k for k, _s, _e in find_secrets(text if strings is None else
+                                                 "\n\0\n".join(strings))}
+        for kind in sorted(kinds):
+            findings.append((path or "(commit message)", kind))
+    return findings
+
+
+def _json_strings(text, path):
+    """Every string (keys too) of a .json blob, or of each line of a .jsonl blob;
+    None when the blob is not JSON."""
+    if not path.endswith((".json", ".jsonl")):
+        return None
+    values = []
+    for line in text.splitlines() if path.endswith(".jsonl") else [text]:
+        try:
+            stack = [json_loads(line)]
+        except ValueError:
+            return None
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                values.append(item)
+            elif isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+    return values
+
+
+# ---- the sync -------------------------------------------------------------------------
+
+def new_sync_report(remote, ref, me, dry_run):
+    return {"remote": remote, "ref": ref, "machine": machine_name(me), "dry_run": dry_run,
+            "outcome": "ok", "message": "", "pushed": False, "commit": "", "tries": 0,
+            "came_in": {"sessions": [], "threads": 0, "lessons": 0, "compiled": [],
+                        "removed": 0, "skipped": [], "refused": []},
+            "went_out": {"sessions": 0, "threads": 0, "lessons": 0, "compiled": 0,
+                         "journals": 0, "pruned": 0},
+            "git_calls": 0}
+
+
+def record_sync_outcome(estate, report, now):
+    """What `status` and `doctor` show of the last sync."""
+    came = report["came_in"]
+    went = report["went_out"]
+    last = {"schema_version": SCHEMA_VERSION, "t": round(now, 3),
+            "ok": report["outcome"] == "ok", "outcome": report["outcome"],
+            "message": report["message"], "remote": report["remote"],
+            "ref": report["ref"], "commit": report["commit"],
+            "came_in": len(came["sessions"]) + came["threads"] + came["lessons"] +
+            len(came["compiled"]), "went_out": sum(went.values())}
+    write_atomic(estate.path(SYNC_FOLDER, "last.json"), json_pretty(last))
+
+
+def parse_prune_date(text, now):
+    """Epoch seconds of YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS] (UTC), in the past."""
+    import calendar
+    for form in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            value = calendar.timegm(time.strptime(text.rstrip("Z"), form))
+            break
+        except ValueError:
+            continue
+    else:
+        raise NotrestError("--prune-before %r is not a date" % text, "",
+                           "give YYYY-MM-DD (UTC), e.g. 2024-01-31", code=2)
+    if value > now:
+        raise NotrestError("--prune-before %s is in the future" % text, "",
+                           "give a date in the past: sessions last active before it "
+                           "are removed from the estate ref", code=2)
+    return float(value)
+
+
+def sync_estate(estate, remote=None, dry_run=False, journals=None, prune_before=None,
+                background=False, now=None, label=None):
+    """Fetch the remote's estate ref, merge it with this estate file by file, write
+    what came in, push what this machine adds (retrying on a non-fast-forward,
+    bounded). Returns the report; a failure is in its outcome, never raised."""
+    now = time.time() if now is None else now
+    config = load_config(estate)
+    settings = sync_settings(config)
+    remote = check_remote_name(remote or settings["remote"])
+    journals = settings["journals"] if journals is None else journals
+    cutoff_asked = parse_prune_date(prune_before, now) if prune_before else 0
+    try:
+        me = ensure_machine(label=label)
+    except OSError as exc:
+        raise NotrestError("cannot write this machine's id (%s)" % (exc.strerror or exc),
+                           os.path.join(data_dir(), MACHINE_FILE),
+                           "run `notrest sync` where that folder is writable", code=1)
+    report = new_sync_report(remote, settings["ref"], me, dry_run)
+    deadline = time.monotonic() + (SYNC_DETACHED_BOUND_S if background else
+                                   SYNC_MANUAL_BOUND_S)
+    git = SyncGit(estate.root, sync_git_env(me), deadline)
+    code, out, err = git.run(["rev-parse", "--is-inside-work-tree", "--show-prefix"])
+    lines = out.decode("utf-8", "replace").splitlines()
+    if code != 0 or not lines or lines[0] != "true":
+        raise NotrestError("sync needs a git repository (%s)" % _first_line(err),
+                           estate.root, "run it in a git checkout with a remote", code=2)
+    ref = settings["ref"]
+    if not isinstance((config.get("sync") or {}).get("ref"), str) and len(lines) > 1 and \
+            lines[1].strip("/"):
+        ref = project_ref(lines[1])  # one repository, several projects: one ref each
+    ref = check_ref_name(ref, estate.path("config.json"))
+    report["ref"] = ref
+    try:
+        with sync_lock(estate, background):
+            _sync_locked(estate, git, me, remote, ref, journals, cutoff_asked, dry_run,
+                         report, now)
+    except SyncFailure as failure:
+        report["outcome"], report["message"] = failure.outcome, failure.message
+    except OSError as exc:  # a read-only estate (a sandbox), a full disk: said, not raised
+        report["outcome"] = "io"
+        report["message"] = "cannot write %s (%s): nothing was lost; run the sync " \
+                            "where the estate is writable (the hooks do)" % (
+                                getattr(exc, "filename", None) or estate.dir,
+                                exc.strerror or exc)
+    report["git_calls"] = git.calls
+    if not dry_run and report["outcome"] not in ("busy", "io"):
+        record_sync_outcome(estate, report, now)
+    return report
+
+
+class sync_lock:
+    """One sync at a time per estate. A person's sync waits its turn; so does one
+    detached sync (the one that will see what changed while the current one ran),
+    and any further detached sync leaves at once: the waiting one covers it."""
+
+    def __init__(self, estate, background):
+        self.path = estate.path(SYNC_FOLDER, ".sync.lock")
+        self.background = background
+        self.fd = None
+
+    def __enter__(self):
+        import fcntl
+        _ensure_dir(os.path.dirname(self.path))
+        waiter = None
+        if self.background:
+            waiter = os.open(self.path + ".wait", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(waiter, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(waiter)
+                raise SyncFailure("busy", "another sync of this estate is running and "
+                                  "one more waits")
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        end = time.monotonic() + SYNC_LOCK_WAIT_S
+        try:
+            while True:
+                try:
+                    fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return self
+                except OSError:
+                    if time.monotonic() >= end:
+                        os.close(self.fd)
+                        raise SyncFailure("busy", "another sync of this estate is "
+                                          "running")
+                    time.sleep(0.05)
+        finally:
+            if waiter is not None:
+                os.close(waiter)
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
+def _fetch(git, remote, ref, tracking):
+    """(the remote's estate commit, the refs under refs/notrest/) after a fetch into
+    the tracking ref: no commit when the remote has no estate yet; SyncFailure
+    when it cannot be reached."""
+    args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+            "--no-recurse-submodules", "--", remote, "+%s:%s" % (ref, tracking)]
+    code, _out, err = git.run(args, timeout=SYNC_NETWORK_TIMEOUT_S)
+    if code != 0 and b"no-write-fetch-head" in err:  # git before 2.29
+        code, _out, err = git.run([a for a in args if a != "--no-write-fetch-head"],
+                                  timeout=SYNC_NETWORK_TIMEOUT_S)
+    if code == 0:
+        refs = git.refs()
+        return refs.get(tracking), refs
+    text = err.decode("utf-8", "replace")
+    if "couldn't find remote ref" in text:
+        return None, None
+    known, url, _ = git.run(["config", "--get", "remote.%s.url" % remote])
+    if known != 0:
+        raise SyncFailure("no-remote", "there is no git remote named %s: add one "
+                          "(`git remote add %s URL`) or pass --remote NAME" % (
+                              remote, remote))
+    if any(w in text.lower() for w in ("authentication", "permission denied",
+                                        "could not read username", "403", "401")):
+        raise SyncFailure("auth", "%s refused the fetch: %s" % (remote, _first_line(err)))
+    raise SyncFailure("offline", "cannot reach %s (%s): %s" % (
+        remote, clip(neutralise(url.decode("utf-8", "replace").strip()), 120),
+        _first_line(err)))
+
+
+def _ref_head(git, commit):
+    """(tree, has our layout file, prune cutoff) of an estate commit, one git call;
+    SyncFailure when a newer notrest wrote it."""
+    if not commit:
+        return None, False, 0
+    names = ["%s^{tree}" % commit, "%s:estate.json" % commit, "%s:prune.json" % commit]
+    found = git.cat(names)
+    tree = found.get(names[0])
+    layout, prune = [_json_of(found.get(n)) for n in names[1:]]
+    if isinstance(layout, dict) and isinstance(layout.get("layout"), int) and \
+            layout["layout"] > SYNC_LAYOUT:
+        raise SyncFailure("newer-layout", "the estate ref was written by a newer notrest "
+                          "(layout %d): upgrade notrest on this machine" % layout["layout"])
+    cut = prune.get("sessions_before") if isinstance(prune, dict) else 0
+    return (tree[0] if tree else None, isinstance(layout, dict),
+            cut if isinstance(cut, (int, float)) else 0)
+
+
+def _json_of(item):
+    try:
+        return json_loads(item[2].decode("utf-8")) if item else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _prune_changes(git, tree, cutoff):
+    """Removals of the sessions (and their journals) last active before cutoff."""
+    sessions = list_tree(git, tree, "sessions")
+    found = git.cat(sorted(set(sessions.values())))
+    changes = {}
+    for path, blob in sessions.items():
+        item = found.get(blob)
+        if record_key(item[2] if item else b"", blob)[1] < cutoff:
+            changes[path] = None
+            session = path.rsplit("/", 1)[1][:-5]
+            changes["journals/%s/%s.jsonl" % (shard(session), session)] = None
+    return changes
+
+
+def _missing_blobs(git, blobs):
+    if not blobs:
+        return set()
+    out = git.must(["cat-file", "--batch-check"], ("\n".join(blobs) + "\n").encode())
+    return {line.split(" ")[0] for line in out.decode().splitlines() if
+            line.endswith(" missing")}
+
+
+def _sync_locked(estate, git, me, remote, ref, journals, cutoff_asked, dry_run, report,
+                 now):
+    state = SyncState(estate, ref)
+    head = state.head
+    cutoff = max(head.get("cutoff") or 0, cutoff_asked)
+    fresh = scan_local(estate, state, me, journals, cutoff, now)
+    bodies = {blob_id(data): data for data in fresh.values()}
+    tracking = tracking_ref(ref, remote)
+    seen = head["remotes"].get(remote) or {}
+    offline, refs = None, None
+    try:
+        remote_tip, refs = _fetch(git, remote, ref, tracking)
+    except SyncFailure as failure:
+        if failure.outcome not in ("offline", "no-remote", "auth") or cutoff_asked:
+            raise
+        offline, remote_tip = failure, None
+    local_tip = (refs if refs is not None else git.refs()).get(ref)
+    pending = {p: b for p, b in state.pending.items() if journals or not p.startswith(
+        "journals/")}  # a journal waits for the next sync that asks for journals
+    lost_objects = _missing_blobs(git, [b for b in pending.values() if b not in bodies])
+    for path in [p for p, b in pending.items() if b in lost_objects]:
+        del pending[path]  # its object was lost since an earlier run: export it again
+        state.forget(path)
+    stored = set()
+    if not dry_run:
+        batch = {b: bodies[b] for b in pending.values() if b in bodies}
+        git.write_blobs(batch, estate.path(SYNC_FOLDER, "tmp-%d" % os.getpid()))
+        stored.update(batch)
+    base_commit = local_tip if offline else remote_tip
+    seen_tree = None if offline else seen.get("tree")
+    send, tree = {}, None
+    for attempt in range(SYNC_PUSH_TRIES):
+        report["tries"] = attempt + 1
+        if base_commit and base_commit == seen.get("commit") and not offline:
+            base_tree, has_layout, ref_cutoff = seen.get("tree"), True, head["cutoff"]
+        else:
+            base_tree, has_layout, ref_cutoff = _ref_head(git, base_commit)
+        incoming = {}
+        if not offline and base_tree != seen_tree:
+            if seen_tree and _missing_blobs(git, [seen_tree]):
+                seen_tree = None  # the cache names a tree this repository lost
+            incoming = diff_trees(git, seen_tree, base_tree)
+        cutoff = max(cutoff, ref_cutoff)
+        for path in _pruned_paths(git, pending, bodies, cutoff):
+            del pending[path]
+            if not dry_run:
+                state.settled(path, None)  # older than the prune: it stays here
+        send, lost = choose_winners(git, pending, incoming, bodies)
+        import_incoming(estate, git, {p: b for p, b in incoming.items() if p not in send},
+                        me, cutoff, report, dry_run, state)
+        if not dry_run:
+            for path in lost:
+                state.settled(path, None)
+        changes = dict(send)
+        if cutoff_asked:
+            changes.update(_prune_changes(git, base_tree, cutoff))
+            report["went_out"]["pruned"] = sum(1 for p, b in changes.items() if
+                                               b is None and p.startswith("sessions/"))
+            if not dry_run:
+                _prune_local(estate, cutoff)
+        extra = {}
+        if cutoff > ref_cutoff:
+            extra["prune.json"] = json_pretty({"schema_version": SCHEMA_VERSION,
+                                               "sessions_before": cutoff}).encode()
+        if not has_layout and (changes or base_commit):
+            extra["estate.json"] = json_pretty({"schema_version": SCHEMA_VERSION,
+                                                "layout": SYNC_LAYOUT}).encode()
+        for path, data in extra.items():
+            changes[path] = blob_id(data)
+            bodies[changes[path]] = data
+        _count_out(report, send)
+        if dry_run:
+            return
+        git.write_blobs({b: bodies[b] for b in set(changes.values()) if b and b not in
+                         stored and b in bodies},
+                        estate.path(SYNC_FOLDER, "tmp-%d" % os.getpid()))
+        stored.update(b for b in changes.values() if b)
+        tree = build_tree(git, base_tree, changes) if changes else base_tree
+        commit = base_commit
+        if tree != base_tree or (cutoff_asked and base_commit):
+            parents = [] if cutoff_asked or not base_commit else ["-p", base_commit]
+            message = "notrest sync from %s: %d session(s), %d thread event(s)\n" % (
+                machine_name(me), report["went_out"]["sessions"],
+                report["went_out"]["threads"] + report["went_out"]["lessons"])
+            commit = git.must(["commit-tree", tree] + parents, message.encode()
+                              ).decode().strip()
+            found = secret_findings(git, commit, base_commit)
+            if found:
+                state.save()
+                raise SyncFailure("refused", "refused to push: %s holds what looks like "
+                                  "a secret (%s); nothing left this machine. Remove it "
+                                  "from the estate (or prune it), then sync again" % (
+                                      found[0][0], found[0][1]))
+        if commit and commit != local_tip:
+            git.must(["update-ref", "-m", "notrest sync", ref, commit,
+                      local_tip or "0" * 40])
+            local_tip = commit
+        report["commit"] = commit or ""
+        if offline:
+            state.save()
+            raise offline
+        if commit == remote_tip:
+            break
+        pushed, why = push_estate(git, remote, ref, commit, remote_tip,
+                                  force=bool(cutoff_asked))
+        if pushed:
+            report["pushed"] = True
+            break
+        if why != "stale":
+            state.save()
+            raise SyncFailure("push", "%s refused the push: %s" % (remote, why))
+        import random
+        time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
+        seen, seen_tree = {"commit": base_commit, "tree": base_tree}, base_tree
+        head["cutoff"] = ref_cutoff
+        base_commit = remote_tip = _fetch(git, remote, ref, tracking)[0]
+        report["went_out"] = new_sync_report("", "", me, False)["went_out"]
+    else:
+        state.save()
+        raise SyncFailure("push", "the remote kept moving: %d pushes were overtaken; "
+                          "run `notrest sync` again" % SYNC_PUSH_TRIES)
+    for path, blob in send.items():
+        state.settled(path, blob)
+    if report["commit"] and report["commit"] != seen.get("commit"):
+        head["remotes"][remote] = {"commit": report["commit"], "tree": tree}
+        state.changed = True
+    if head.get("cutoff") != cutoff:
+        head["cutoff"] = cutoff
+        state.changed = True
+    state.save()
+
+
+def _pruned_paths(git, pending, bodies, cutoff):
+    """The pending session paths whose record was last active before cutoff."""
+    paths = [p for p in pending if p.startswith("sessions/")] if cutoff else []
+    need = [pending[p] for p in paths if pending[p] not in bodies]
+    found = {k: v[2] for k, v in git.cat(need).items() if v} if need else {}
+    return [p for p in paths if record_key(bodies.get(pending[p]) or found.get(
+        pending[p], b""), "")[1] < cutoff]
+
+
+def _prune_local(estate, cutoff):
+    """Remove the records of other machines' sessions last active before cutoff
+    (this machine's own records and journals stay: the person owns them)."""
+    removed = set()
+    try:
+        names = os.listdir(estate.path("sessions"))
+    except OSError:
+        return
+    for name in names:
+        session = name[:-5]
+        if not name.endswith(".json") or os.path.exists(estate.journal(session)):
+            continue
+        rec = load_session_record(estate, session)
+        if rec and isinstance(rec.get("machine"), dict) and (rec["updated"] or 0) < cutoff:
+            os.unlink(estate.record(session))
+            removed.add(session)
+    if removed:
+        index_synced(estate, [], removed=removed)
+
+
+def _count_out(report, send):
+    went = report["went_out"]
+    slugs = set()
+    for path in send:
+        head = path.split("/", 1)[0]
+        if head in ("sessions", "threads", "lessons", "journals"):
+            went[head] += 1
+        elif head == "compiled":
+            slugs.add(path.split("/")[1])
+    went["compiled"] = len(slugs)
+
+
+def push_estate(git, remote, ref, commit, expected, force=False):
+    """(pushed, why): why is "stale" when the remote moved since the fetch."""
+    spec = "%s%s:%s" % ("+" if force else "", commit, ref)
+    args = ["push", "--porcelain", "--no-verify", "--quiet"]
+    if force:
+        args.append("--force-with-lease=%s:%s" % (ref, expected or ""))
+    code, out, err = git.run(args + ["--", remote, spec], timeout=SYNC_NETWORK_TIMEOUT_S)
+    if code == 0:
+        return True, ""
+    text = (out + err).decode("utf-8", "replace")
+    if any(w in text for w in ("non-fast-forward", "fetch first", "stale info",
+                               "cannot lock ref", "failed to update ref",
+                               "incorrect old value")):
+        return False, "stale"
+    return False, _first_line(err or out)
+
+
+# ---- the person's side: install --sync, status, doctor -----------------------------------
+
+def enable_sync(estate, on=True, remote=None):
+    """install --sync / --no-sync: the config key that makes SessionEnd and Stop
+    start a detached sync."""
+    config = load_config(estate)
+    settings = config.get("sync") if isinstance(config.get("sync"), dict) else {}
+    settings = dict(settings, auto=bool(on))
+    if remote:
+        settings["remote"] = check_remote_name(remote)
+    config["sync"] = settings
+    write_atomic(estate.path("config.json"), json_pretty(config))
+    return ["sync %s: SessionEnd and Stop start a detached `notrest sync` (remote %s, "
+            "ref %s)" % ("on" if on else "off", settings.get("remote", SYNC_REMOTE),
+                         settings.get("ref", ESTATE_REF))]
+
+
+def last_sync(estate):
+    try:
+        last = read_json_file(estate.path(SYNC_FOLDER, "last.json"), "last sync")
+    except NotrestError:
+        return None
+    return last if isinstance(last, dict) else None
+
+
+def sync_status_line(estate):
+    """One line for `notrest status`, or '' when sync never ran and is off."""
+    last = last_sync(estate)
+    auto = sync_settings(load_config(estate))["auto"]
+    if last is None:
+        return "sync: %s, never run" % ("on" if auto else "off") if auto else ""
+    state = "ok" if last.get("ok") else "FAILED (%s): %s" % (last.get("outcome"),
+                                                            last.get("message"))
+    return "sync: %s, last run %s %s; %s in, %s out" % (
+        "on" if auto else "by hand", iso_time(last.get("t")), state,
+        last.get("came_in", 0), last.get("went_out", 0))
+
+
+def sync_findings(estate):
+    """Doctor: the last sync's outcome when sync is on or has run."""
+    last = last_sync(estate)
+    if last is None:
+        if sync_settings(load_config(estate))["auto"]:
+            return [Finding(True, "sync is on and has not run yet")]
+        return []
+    if last.get("ok"):
+        return [Finding(True, "last sync %s ok (%s %s)" % (
+            iso_time(last.get("t")), last.get("remote"), last.get("ref")))]
+    return [Finding(False, "last sync %s failed (%s): %s" % (
+        iso_time(last.get("t")), last.get("outcome"), last.get("message")),
+        "nothing was lost: the estate is whole here; fix the cause and run "
+        "`notrest sync`")]
+
+
+def print_sync_report(report, out):
+    came, went = report["came_in"], report["went_out"]
+    head = "notrest sync%s: %s %s, this machine is %s" % (
+        " (dry run)" if report["dry_run"] else "", report["remote"], report["ref"],
+        report["machine"])
+    lines = [head]
+    by_machine = {}
+    for item in came["sessions"]:
+        by_machine[item["machine"]] = by_machine.get(item["machine"], 0) + 1
+    parts = ["%d session(s)%s" % (len(came["sessions"]), (" (%s)" % ", ".join(
+        "%d from %s" % (n, m) for m, n in sorted(by_machine.items()))) if by_machine
+        else "")]
+    for key in ("threads", "lessons"):
+        if came[key]:
+            parts.append("%d %s event(s)" % (came[key], key[:-1]))
+    if came["compiled"]:
+        parts.append("compiled tool(s) %s" % ", ".join(came["compiled"]))
+    if came["removed"]:
+        parts.append("%d pruned session(s) removed" % came["removed"])
+    lines.append("came in: %s" % ", ".join(parts))
+    parts = ["%d session(s)" % went["sessions"]]
+    for key in ("threads", "lessons", "compiled", "journals"):
+        if went[key]:
+            parts.append("%d %s" % (went[key], key if key != "compiled" else
+                                    "compiled tool(s)"))
+    if went["pruned"]:
+        parts.append("%d session(s) pruned" % went["pruned"])
+    lines.append("%s: %s" % ("would go out" if report["dry_run"] else "went out",
+                             ", ".join(parts)))
+    for item in came["refused"]:
+        lines.append("refused: %s" % item)
+    if came["skipped"]:
+        lines.append("skipped %d file(s) of the ref that are not what notrest writes: %s"
+                     % (len(came["skipped"]), ", ".join(came["skipped"][:3])))
+    if report["outcome"] == "ok":
+        lines.append("pushed %s" % report["commit"][:12] if report["pushed"] else
+                     "nothing to push" if not report["dry_run"] else "nothing changed")
+    else:
+        lines.append("sync failed (%s): %s" % (report["outcome"], report["message"]))
+        if report["outcome"] in ("offline", "no-remote", "auth", "timeout", "push"):
+            lines.append("nothing is lost: this estate is whole, and the next sync "
+                         "sends what is waiting")
+    out.write("\n".join(lines) + "\n")
+
+
 # ==== CLI ===================================================================
 
 EXIT_CODES_HELP = """exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAIL),
@@ -16607,6 +18351,9 @@ def build_parser():
                      "the agent's commands (kept in config.json)")
     cmd.add_argument("--no-harden", dest="harden", action="store_false",
                      help="take the sandbox settings out again")
+    cmd.add_argument("--sync", action="store_true", default=None, help="SessionEnd and "
+                     "Stop start a detached `notrest sync` (config.json sync.auto)")
+    cmd.add_argument("--no-sync", dest="sync", action="store_false", help="turn that off")
     cmd = add("uninstall", "remove what install wrote (the estate stays)")
     cmd.add_argument("dir", nargs="?", default=".")
     cmd.add_argument("--purge", action="store_true", help="remove the estate too")
@@ -16639,6 +18386,20 @@ def build_parser():
     cmd.add_argument("--list", action="store_true", help="show the candidates")
     cmd.add_argument("--accept", metavar="ID")
     cmd.add_argument("--reject", metavar="ID")
+    cmd.add_argument("--json", action="store_true")
+    cmd = add("sync", "carry the estate to and from the git remote on %s (git "
+              "plumbing only: work tree, index, HEAD and branches untouched)" % ESTATE_REF)
+    cmd.add_argument("--remote", help="the git remote (default: config.json sync.remote, "
+                     "else %s)" % SYNC_REMOTE)
+    cmd.add_argument("--dry-run", action="store_true", help="fetch and say what would "
+                     "come in and go out; change nothing else")
+    cmd.add_argument("--journals", action="store_true", help="send the raw (redacted) "
+                     "journals too")
+    cmd.add_argument("--prune-before", metavar="DATE", help="(for people) remove from the "
+                     "estate ref every session last active before DATE (YYYY-MM-DD, UTC)")
+    cmd.add_argument("--label", help="name this machine in other machines' packets "
+                     "(kept in the machine id file)")
+    cmd.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
     cmd.add_argument("--json", action="store_true")
     cmd = add("compile", "turn a repeated sequence into a script and a skill")
     cmd.add_argument("id", nargs="?")
@@ -16829,6 +18590,8 @@ def cmd_install(args):
     clients = ("claude", "codex") if args.client == "both" else (args.client,)
     report = install_project(args.dir, clients, args.python, harden=args.harden)
     root = os.path.abspath(args.dir)
+    if args.sync is not None:
+        report += enable_sync(Estate(root), args.sync)
     sys.stdout.write("notrest %s installed in %s\n" % (__version__, root))
     sys.stdout.write("".join("- %s\n" % line for line in report))
     if not args.quiet:
@@ -17075,18 +18838,21 @@ def cmd_status(args):
     now = time.time()
     entries = load_index(estate)
     sessions = []
+    me = read_machine()
     for entry in entries[:10]:
         rec = current_session_record(estate, entry["session"], limit_bytes=DIED_TAIL_BYTES)
+        where = elsewhere(rec.get("machine"), me)
         sessions.append({"session": rec["session"], "client": rec["client"],
-                         "state": session_state(rec, now), "updated": rec["updated"],
-                         "note": rec["note"], "tools": rec["tools"],
-                         "changed": len(rec["files"])})
+                         "state": ("on %s" % where) if where else session_state(rec, now),
+                         "updated": rec["updated"], "note": rec["note"],
+                         "tools": rec["tools"], "changed": len(rec["files"])})
     threads = [t for t in load_threads(estate).values() if t.get("status") == "open"]
     book = load_lawbook(estate)
     banked = next((s for s in sessions if s["note"]), None)
     status = {"root": estate.root, "sessions_indexed": len(entries), "recent": sessions,
               "last_bank": banked, "open_threads": threads,
-              "laws": [law.id for law in book.active()], "law_problems": book.problems}
+              "laws": [law.id for law in book.active()], "law_problems": book.problems,
+              "sync": last_sync(estate)}
     if args.json:
         _print_json(status)
         return 0
@@ -17102,6 +18868,8 @@ def cmd_status(args):
     for thread in sorted(threads, key=_thread_order):
         out.append("  %s: %s" % (thread["id"], one_line(thread.get("text"), 120)))
     out.append("laws in force: %s" % ", ".join(status["laws"]))
+    if sync_status_line(estate):
+        out.append(sync_status_line(estate))
     for problem in book.problems:
         out.append("! %s" % problem)
     sys.stdout.write("\n".join(out) + "\n")
@@ -17151,6 +18919,7 @@ def rebuild_estate(estate):
             rec, _problem = read_session_record(estate, session)
             if rec is not None:
                 entries.append(_index_entry(rec))
+        entries += synced_index_entries(estate, {e["session"] for e in entries})
         entries.sort(key=lambda e: -(e.get("started") or e.get("updated") or 0))
         _entries, problems = read_index(estate)
         if problems:
@@ -17218,12 +18987,39 @@ def cmd_compile(args):
     return 0
 
 
+def cmd_sync(args):
+    estate = _estate(args, must_exist=True)
+    if args.background:
+        _background_bound(estate)
+    report = sync_estate(estate, remote=args.remote, dry_run=args.dry_run,
+                         journals=True if args.journals else None,
+                         prune_before=args.prune_before, background=args.background,
+                         label=args.label)
+    if args.background and report["outcome"] == "busy":
+        return 0
+    if args.json:
+        _print_json(report)
+    else:
+        if args.background:
+            sys.stdout.write("%s " % iso_time(time.time()))
+        print_sync_report(report, sys.stdout)
+    return 0 if report["outcome"] == "ok" else 1
+
+
+def _background_bound(estate):
+    """A detached sync: an alarm ends it past its bound even if a git call ignores
+    its own timeout."""
+    import signal
+    signal.signal(signal.SIGALRM, lambda *_: os._exit(124))
+    signal.alarm(SYNC_DETACHED_BOUND_S + 30)
+
+
 COMMANDS = {
     "packet": cmd_packet, "gate": cmd_gate, "bank": cmd_bank, "hook": cmd_hook,
     "install": cmd_install, "uninstall": cmd_uninstall, "doctor": cmd_doctor,
     "check": cmd_check, "laws": cmd_laws, "allow": cmd_allow, "log": cmd_log,
     "status": cmd_status, "rebuild": cmd_rebuild, "learn": cmd_learn,
-    "compile": cmd_compile,
+    "compile": cmd_compile, "sync": cmd_sync,
 }
 
 
