@@ -6068,11 +6068,12 @@ def run_doctor(estate, now=None):
     clients = [c for c in config.get("clients", []) if c in CLIENT_EVENTS]
     if not estate.exists():
         return [Finding(False, "no estate at %s" % estate.dir,
-                        "install notrest: `sh install.sh %s`" % estate.root)]
+                        "install notrest: `%s`" % reinstall_command(estate))]
     if not clients:
         findings.append(Finding(False, "config.json names no installed client (%s)" %
                                 estate.path("config.json"),
-                                "run `sh install.sh --client both %s`" % estate.root))
+                                "run `%s`" % reinstall_command(estate, config)))
+    fix_install = reinstall_command(estate, config)
     python = config.get("python")
     if python and os.access(python, os.X_OK):
         code, out, _ = run_command([python, "-I", "-S", "-c",
@@ -6083,19 +6084,19 @@ def run_doctor(estate, now=None):
         good = code == 0 and len(parts) == 2 and all(p.isdigit() for p in parts) and \
             tuple(int(p) for p in parts) >= (3, 9)
         findings.append(Finding(good, "interpreter %s (Python %s)" % (python, version),
-                                "install Python 3.9+ and run install.sh again"))
+                                "install Python 3.9+ and run `%s`" % fix_install))
     else:
         findings.append(Finding(False, "the recorded interpreter %r is missing" % python,
-                                "run install.sh again to record a Python 3.9+"))
+                                "run `%s` to record a Python 3.9+" % fix_install))
     for event, (name, _timeout) in HOOK_EVENTS.items():
         path = estate.path("hooks", name)
         ok = os.path.isfile(path) and os.access(path, os.X_OK)
         if not ok:
             findings.append(Finding(False, "hook launcher %s missing or not executable"
-                                    % path, "run install.sh again (or chmod +x it)"))
+                                    % path, "run `%s` (or chmod +x it)" % fix_install))
     if not os.path.isfile(estate.path("hooks", LAUNCH_FILE)):
         findings.append(Finding(False, "the launchers' common tail %s is missing" %
-                                estate.path("hooks", LAUNCH_FILE), "run install.sh again"))
+                                estate.path("hooks", LAUNCH_FILE), "run `%s`" % fix_install))
     if all(f.ok for f in findings[-len(HOOK_EVENTS):]) or not findings:
         findings.append(Finding(True, "hook launchers present and executable"))
     for client in clients:
@@ -6103,7 +6104,7 @@ def run_doctor(estate, now=None):
         wired = wired_events(settings)
         if wired is None:
             findings.append(Finding(False, "%s hook settings are not valid JSON (%s)" % (
-                client, settings), "fix the JSON by hand, then run install.sh again"))
+                client, settings), "fix the JSON by hand, then run `%s`" % fix_install))
             continue
         missing = [e for e in CLIENT_EVENTS[client] if e not in wired]
         broken = [e for e, cmd in wired.items() if not _command_target_ok(
@@ -6112,10 +6113,12 @@ def run_doctor(estate, now=None):
                                 "events to notrest (%s)" % (
                                     client, len(CLIENT_EVENTS[client]) - len(missing),
                                     len(CLIENT_EVENTS[client]), settings),
-                                "run `sh install.sh --client %s %s` (missing: %s%s)" % (
-                                    client, estate.root, ", ".join(missing) or "none",
+                                "run `%s` (missing: %s%s)" % (
+                                    reinstall_command(estate, config, client), ", ".join(missing) or "none",
                                     "; pointing nowhere: " + ", ".join(broken)
                                     if broken else "")))
+    if "codex" in clients:
+        findings += codex_trust_findings(estate)
     findings += _estate_findings(estate)
     book = load_lawbook(estate)
     for problem in book.problems:
@@ -6129,7 +6132,7 @@ def run_doctor(estate, now=None):
                 skill_texts[path] = handle.read()
         except OSError:
             findings.append(Finding(False, "the laws skill is missing (%s)" % path,
-                                    "run install.sh again"))
+                                    "run `%s`" % fix_install))
     for law, layers in law_layers(book, estate.root, clients, skill_texts):
         gaps = []
         if not layers["text"]:
@@ -6143,9 +6146,9 @@ def run_doctor(estate, now=None):
                     "no event this client has"))
         findings.append(Finding(not gaps, "law %s in all three layers" % law.id if not
                                 gaps else "law %s lacks: %s" % (law.id, "; ".join(gaps)),
-                                "run install.sh again (it re-renders the laws skill and "
+                                "run `%s` (it re-renders the laws skill and "
                                 "rewires hooks); give the law a text and a matcher or "
-                                "check in laws.json"))
+                                "check in laws.json" % fix_install))
     findings += compiled_findings(estate)
     findings += integrity_findings(estate) + hardening_findings(estate, config) + \
         canary_findings(estate, config)
@@ -6153,6 +6156,9 @@ def run_doctor(estate, now=None):
 
 
 def _command_target_ok(command, root):
+    words = split_words(str(command))
+    if len(words) >= 4 and words[:2] == ["sh", "-c"] and HOOK_MARK + "$0" in words[2]:
+        return os.path.isfile(os.path.join(root, ESTATE_DIR, "hooks", words[3]))
     text = str(command).replace("$CLAUDE_PROJECT_DIR", root).replace(
         "${CLAUDE_PROJECT_DIR}", root)
     words = split_words(text)
@@ -6722,87 +6728,375 @@ the journal that the next session sees. Ask for one; do not try to make one.
 """
 
 
-def merge_hook_settings(data, root, client, commands):
-    """Settings with our hook entries merged in (the user's keys and hooks kept).
-    commands: {event: command}. Returns (data, changed)."""
-    data = dict(data or {})
-    hooks = data.get("hooks")
-    if hooks is None:
-        hooks = {}
-    if not isinstance(hooks, dict):
-        raise NotrestError("`hooks` is not an object", root, "fix the settings file")
-    hooks = dict(hooks)
-    changed = False
-    for event, (command, timeout) in commands.items():
-        groups = list(hooks.get(event) or [])
-        entry = {"type": "command", "command": command, "timeout": timeout}
-        found = False
-        for gi, group in enumerate(groups):
-            if not isinstance(group, dict):
-                continue
-            inner = list(group.get("hooks") or [])
-            for hi, hook in enumerate(inner):
-                if isinstance(hook, dict) and "/.notrest/hooks/" in str(hook.get(
-                        "command", "")):
-                    found = True
-                    if hook != entry:
-                        inner[hi] = entry
-                        groups[gi] = dict(group, hooks=inner)
-                        changed = True
-        if not found:
-            group = {"hooks": [entry]}
-            if client == "claude" and event in TOOL_EVENTS:
-                group = {"matcher": "*", "hooks": [entry]}
-            groups.append(group)
-            changed = True
-        hooks[event] = groups
-    data["hooks"] = hooks
-    return data, changed
+# Settings files belong to the person: notrest edits their text, never re-serialises
+# it. A small span parser finds where each value sits; an edit inserts or removes
+# exactly the bytes of notrest's entries, in the file's own indentation, so the
+# rest stays byte for byte as the person wrote it.
+
+class JsonSpan:
+    """One JSON value in a text: kind (object, array, scalar), its [start, end) and,
+    for containers, its items: (key, member start, value span) for objects,
+    (None, start, value span) for arrays."""
+
+    __slots__ = ("kind", "start", "end", "items")
+
+    def __init__(self, kind, start, end=0, items=None):
+        self.kind, self.start, self.end, self.items = kind, start, end, items or []
+
+    def get(self, key):
+        for name, _start, span in self.items:
+            if name == key:
+                return span
+        return None
 
 
-def strip_hook_settings(data):
-    """Settings without our hook entries; empty events and groups removed."""
-    data = dict(data or {})
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return data, False
-    changed = False
-    kept = {}
-    for event, groups in hooks.items():
-        new_groups = []
-        for group in groups if isinstance(groups, list) else []:
-            if not isinstance(group, dict):
-                new_groups.append(group)
-                continue
-            inner = [h for h in group.get("hooks") or [] if not (
-                isinstance(h, dict) and "/.notrest/hooks/" in str(h.get("command", "")))]
-            if len(inner) != len(group.get("hooks") or []):
-                changed = True
-            if inner:
-                new_groups.append(dict(group, hooks=inner))
-        if new_groups:
-            kept[event] = new_groups
-        elif groups:
-            changed = True
-    if kept:
-        data["hooks"] = kept
+def _skip_ws(text, i):
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _string_end(text, i):
+    i += 1
+    while True:
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif c == '"':
+            return i + 1
+        else:
+            i += 1
+
+
+def parse_json_spans(text):
+    """The span tree of a valid JSON text (validate it with json_loads first)."""
+    span, end = _parse_span(text, _skip_ws(text, 0))
+    return span
+
+
+def _parse_span(text, i):
+    c = text[i]
+    if c == "{" or c == "[":
+        span = JsonSpan("object" if c == "{" else "array", i)
+        close = "}" if c == "{" else "]"
+        i = _skip_ws(text, i + 1)
+        while text[i] != close:
+            start, key = i, None
+            if span.kind == "object":
+                key_end = _string_end(text, i)
+                key = json_loads(text[i:key_end])
+                i = _skip_ws(text, _skip_ws(text, key_end) + 1)
+            value, i = _parse_span(text, i)
+            span.items.append((key, start, value))
+            i = _skip_ws(text, i)
+            if text[i] == ",":
+                i = _skip_ws(text, i + 1)
+        span.end = i + 1
+        return span, i + 1
+    start = i
+    if c == '"':
+        i = _string_end(text, i)
     else:
-        data.pop("hooks", None)
-    return data, changed
+        while i < len(text) and text[i] not in ",]} \t\r\n":
+            i += 1
+    return JsonSpan("scalar", start, i), i
+
+
+def _line_indent(text, pos):
+    """The whitespace that starts the line holding pos."""
+    line = text.rfind("\n", 0, pos) + 1
+    end = line
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return text[line:end]
+
+
+def _json_style(text, root):
+    """(indent unit or None for one-line files, item separator, key separator)."""
+    unit = None
+    for _key, start, _span in root.items:
+        between = text[root.start + 1:start]
+        if "\n" in between:
+            unit = between[between.rfind("\n") + 1:] or None
+        break
+    if unit is None and "\n" in text[root.start:root.end].strip():
+        unit = "  "
+    key_sep = ": " if '": ' in text or not text.strip() else ":"
+    item_sep = "," if unit is not None else (", " if ", " in text or '", "' in text
+                                             or not text.strip() else ",")
+    return unit, item_sep, key_sep
+
+
+def render_json_value(value, unit, item_sep, key_sep, base):
+    """value as JSON text in a file's style, its later lines indented by base."""
+    import json
+    if unit is None:
+        return json.dumps(value, ensure_ascii=False, separators=(item_sep, key_sep))
+    text = json.dumps(value, ensure_ascii=False, indent=unit, separators=(",", key_sep))
+    return text.replace("\n", "\n" + base)
+
+
+def json_text_add(text, path, key, value):
+    """text with `key: value` added to the object at `path` (a list of keys from
+    the root), or `value` appended to the array at `path` when key is None. Every
+    container on `path` must exist."""
+    root = parse_json_spans(text)
+    unit, item_sep, key_sep = _json_style(text, root)
+    node = root
+    for part in path:
+        node = node.get(part)
+    member = "" if key is None else _encode_key(key) + key_sep
+    if unit is None:
+        rendered = member + render_json_value(value, None, item_sep, key_sep, "")
+        if node.items:
+            at = node.items[-1][2].end
+            return text[:at] + item_sep + rendered + text[at:]
+        return text[:node.start + 1] + rendered + text[node.end - 1:]
+    if node.items:
+        last_start = node.items[-1][1]
+        indent = _line_indent(text, last_start) if "\n" in text[
+            node.start:last_start] else _line_indent(text, node.start) + unit
+        at = node.items[-1][2].end
+        rendered = member + render_json_value(value, unit, item_sep, key_sep, indent)
+        return text[:at] + ",\n" + indent + rendered + text[at:]
+    outer = _line_indent(text, node.start)
+    indent = outer + unit
+    rendered = member + render_json_value(value, unit, item_sep, key_sep, indent)
+    return (text[:node.start + 1] + "\n" + indent + rendered + "\n" + outer +
+            text[node.end - 1:])
+
+
+def json_text_replace(text, span, value):
+    """text with the value at span replaced by value, in the file's style."""
+    root = parse_json_spans(text)
+    unit, item_sep, key_sep = _json_style(text, root)
+    rendered = render_json_value(value, unit, item_sep, key_sep,
+                                 _line_indent(text, span.start))
+    return text[:span.start] + rendered + text[span.end:]
+
+
+def json_text_remove(text, container, index):
+    """text without item `index` of a container span, and the separator and
+    whitespace that belonged to it."""
+    items = container.items
+    _key, start, span = items[index]
+    if len(items) == 1:
+        return text[:container.start + 1] + text[container.end - 1:]
+    if index > 0:
+        cut_from = items[index - 1][2].end
+        return text[:cut_from] + text[span.end:]
+    return text[:start] + text[items[1][1]:]
+
+
+def _encode_key(key):
+    import json
+    return json.dumps(key, ensure_ascii=False)
+
+
+HOOK_MARK = "/.notrest/hooks/"
+# Codex runs a hook command with the session's cwd (the project, or a folder in it)
+# through `$SHELL -lc`, and trusts it by a hash of its text: so the command names no
+# path, finds the nearest .notrest/hooks/ above the cwd itself, and reads the same in
+# sh, bash, zsh and fish (one single-quoted sh script, no `!`, no backslash). Not
+# finding notrest fails the gate closed (exit 2 blocks the call) and the rest open.
+CODEX_HOOK_COMMAND = ("sh -c 'd=$PWD; until [ -z \"$d\" ] || [ -f \"$d/.notrest/hooks/$0\" ]; "
+                      "do d=${d%%/*}; done; [ -n \"$d\" ] && exec sh \"$d/.notrest/hooks/$0\" "
+                      "codex; echo \"notrest: no .notrest/hooks/$0 above $PWD\" >&2; exit %d' %s")
+CODEX_SESSION_END_TIMEOUT = 3  # Codex clamps SessionEnd to 3 s (and hashes the clamp)
 
 
 def hook_commands(root, client):
-    """{event: (command, timeout)} for one client."""
+    """{event: (command, timeout)} for one client; no command names a path."""
     out = {}
     for event in CLIENT_EVENTS[client]:
         name, timeout = HOOK_EVENTS[event]
         if client == "claude":
-            command = '"$CLAUDE_PROJECT_DIR"/.notrest/hooks/%s claude' % name
+            command = '"$CLAUDE_PROJECT_DIR"%s%s claude' % (HOOK_MARK, name)
         else:
-            command = "%s codex" % _quote_arg(os.path.join(root, ESTATE_DIR, "hooks",
-                                                             name))
+            command = CODEX_HOOK_COMMAND % (2 if event == "PreToolUse" else 0, name)
+            if event == "SessionEnd":
+                timeout = min(timeout, CODEX_SESSION_END_TIMEOUT)
         out[event] = (command, timeout)
     return out
+
+
+def _hook_group(client, event, command, timeout):
+    entry = {"type": "command", "command": command, "timeout": timeout}
+    if client == "claude" and event in TOOL_EVENTS:
+        return {"matcher": "*", "hooks": [entry]}
+    return {"hooks": [entry]}
+
+
+def _our_hooks(text, root_span):
+    """[(event, group index, handler index, hook span, group span, event span)] of
+    notrest's entries in a settings text."""
+    hooks = root_span.get("hooks")
+    found = []
+    if hooks is None or hooks.kind != "object":
+        return found
+    for event, _start, groups in hooks.items:
+        if groups.kind != "array":
+            continue
+        for gi, (_k, _s, group) in enumerate(groups.items):
+            inner = group.get("hooks") if group.kind == "object" else None
+            if inner is None or inner.kind != "array":
+                continue
+            for hi, (_k2, _s2, hook) in enumerate(inner.items):
+                if hook.kind == "object" and HOOK_MARK in text[hook.start:hook.end]:
+                    value = json_loads(text[hook.start:hook.end])
+                    if HOOK_MARK in str(value.get("command", "")):
+                        found.append((event, gi, hi, hook, group, groups))
+    return found
+
+
+def settings_with_hooks(text, client, commands, path=""):
+    """(new text, members created): the settings text with notrest's hook entries
+    for client, everything else kept byte for byte. text None: a new file."""
+    if text is None or not text.strip():
+        hooks = {event: [_hook_group(client, event, *commands[event])]
+                 for event in commands}
+        return json_pretty({"hooks": hooks}), ["hooks"]
+    data = json_loads(text)
+    if not isinstance(data, dict):
+        raise NotrestError("the hook settings are not a JSON object", path,
+                           "fix the file by hand and run again")
+    if "hooks" in data and not isinstance(data["hooks"], dict):
+        raise NotrestError("`hooks` is not an object", path, "fix the file by hand")
+    created = []
+    if "hooks" not in data:
+        hooks = {event: [_hook_group(client, event, *commands[event])]
+                 for event in commands}
+        return json_text_add(text, [], "hooks", hooks), ["hooks"]
+    for event, (command, timeout) in commands.items():
+        root = parse_json_spans(text)
+        entry = {"type": "command", "command": command, "timeout": timeout}
+        ours = [h for h in _our_hooks(text, root) if h[0] == event]
+        if ours:
+            hook = ours[0][3]
+            if json_loads(text[hook.start:hook.end]) != entry:
+                text = json_text_replace(text, hook, entry)
+            continue
+        groups = root.get("hooks").get(event)
+        if groups is None:
+            text = json_text_add(text, ["hooks"], event,
+                                 [_hook_group(client, event, command, timeout)])
+            created.append("hooks." + event)
+        elif groups.kind != "array":
+            raise NotrestError("`hooks.%s` is not a list" % event, path,
+                               "fix the file by hand")
+        else:
+            text = json_text_add(text, ["hooks", event], None,
+                                 _hook_group(client, event, command, timeout))
+    return text, created
+
+
+def settings_without_hooks(text, created=None):
+    """The settings text without notrest's hook entries, and without the events and
+    `hooks` object install created (created None, an install that kept no record:
+    events left empty go too)."""
+    while True:
+        root = parse_json_spans(text)
+        ours = _our_hooks(text, root)
+        if not ours:
+            return text
+        event, gi, hi, _hook, group, groups = ours[-1]
+        inner = group.get("hooks")
+        if len(inner.items) > 1:
+            text = json_text_remove(text, inner, hi)
+        elif len(groups.items) > 1:
+            text = json_text_remove(text, groups, gi)
+        elif created is None or "hooks." + event in created or "hooks" in created:
+            hooks = root.get("hooks")
+            index = [k for k, _s, _v in hooks.items].index(event)
+            if len(hooks.items) > 1:
+                text = json_text_remove(text, hooks, index)
+            elif created is None or "hooks" in created:
+                text = json_text_remove(text, root, [k for k, _s, _v in
+                                                     root.items].index("hooks"))
+            else:
+                text = json_text_remove(text, hooks, index)
+        else:
+            text = json_text_remove(text, groups, gi)
+
+
+def _text_sha(text):
+    import hashlib
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _write_keeping_mode(path, text):
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        mode = None
+    write_atomic(path, text)
+    if mode is not None:
+        os.chmod(path, mode)
+
+
+def install_settings(root, client, state, report, created):
+    """Wire notrest's hooks into one client's settings file, editing its text; the
+    bytes before the first edit are kept in install.json for uninstall."""
+    path = client_settings_path(root, client)
+    text = _read_text(path)
+    if text is not None and text.strip():
+        try:
+            json_loads(text)
+        except ValueError as exc:
+            raise NotrestError("the %s hook settings are not valid JSON (%s)" % (
+                client, exc), path, "fix it by hand and run install again")
+    new, members = settings_with_hooks(text, client, hook_commands(root, client), path)
+    if new == text:
+        return
+    records = state.setdefault("settings", {})
+    key = os.path.relpath(path, root)
+    record = records.get(key)
+    if not (record and text is not None and record.get("after") == _text_sha(text)):
+        before = None if text is None else settings_without_hooks(text, [])
+        record = {"before": before, "created": []}
+    record["created"] = sorted(set(record.get("created", [])) | set(members))
+    _write_keeping_mode(path, new)
+    record["after"] = _text_sha(new)
+    records[key] = record
+    if text is None:
+        created.append(path)
+    report.append("wired %d %s hooks in %s" % (len(CLIENT_EVENTS[client]), client, key))
+
+
+def uninstall_settings(root, client, state):
+    """Take notrest's hooks out of one client's settings file: the person's own bytes
+    back when the file is as install left it, else only notrest's entries removed
+    from the text. Returns a report line or None."""
+    path = client_settings_path(root, client)
+    key = os.path.relpath(path, root)
+    text = _read_text(path)
+    if text is None:
+        return None
+    record = (state.get("settings") or {}).get(key)
+    if record and record.get("after") == _text_sha(text):
+        new = record.get("before")
+    else:
+        try:
+            data = json_loads(text)
+        except ValueError:
+            return "left %s alone: it is not valid JSON (remove notrest's hooks by " \
+                "hand)" % key
+        if not isinstance(data, dict):
+            return None
+        new = settings_without_hooks(text, record.get("created") if record else None)
+        if new == text:
+            return None
+        made_by_us = record.get("before", "") is None if record else path in set(
+            state.get("created") or [])
+        if not json_loads(new) and made_by_us:
+            new = None
+    if new is None:
+        os.unlink(path)
+        _remove_empty_dirs(os.path.dirname(path), root)
+        return "removed %s" % key
+    if new != text:
+        _write_keeping_mode(path, new)
+    return "removed the notrest hooks from %s" % key
 
 
 def _write_if_changed(path, text, report, created, what):
@@ -6820,10 +7114,47 @@ def _write_if_changed(path, text, report, created, what):
     return True
 
 
+def installer_of(source):
+    """How the notrest being run was installed, so that fix lines name a command that
+    exists: a checkout (install.sh beside it), pip or pipx (the `notrest` console
+    script), or a vendored notrest.py. None for a project's own copy."""
+    source = os.path.abspath(source)
+    folder = os.path.dirname(source)
+    if os.path.basename(folder) == ESTATE_DIR:
+        return None
+    if os.path.isfile(os.path.join(folder, "install.sh")) and os.path.isdir(
+            os.path.join(folder, "hooks")):
+        return {"how": "install.sh", "command": "sh %s" % _quote_arg(
+            os.path.join(folder, "install.sh"))}
+    if "-packages" + os.sep in source:
+        return {"how": "pip", "command": "notrest install"}
+    return {"how": "vendored", "command": "python3 %s install" % _quote_arg(source)}
+
+
+def reinstall_command(estate, config=None, client="both"):
+    """The install command for this project, as it was installed, if that command is
+    still there; else the project's own copy installing itself."""
+    import shutil
+    config = load_config(estate) if config is None else config
+    installer = config.get("installer") if isinstance(config.get("installer"), dict) \
+        else installer_of(__file__) or {}
+    command, how = str(installer.get("command") or ""), installer.get("how")
+    words = split_words(command) if command else []
+    exists = {"install.sh": lambda: len(words) > 1 and os.path.isfile(words[1]),
+              "pip": lambda: bool(shutil.which("notrest")),
+              "vendored": lambda: len(words) > 1 and os.path.isfile(words[1])}
+    if not (how in exists and exists[how]()):
+        command = "python3 %s install" % _quote_arg(os.path.join(
+            estate.dir, "notrest.py")) if os.path.isfile(estate.path("notrest.py")) \
+            else "sh install.sh"
+    return "%s --client %s %s" % (command, client, _quote_arg(estate.root))
+
+
 def install_project(target, clients=("claude", "codex"), python=None, source=None,
-                    harden=None):
+                    harden=None, trust=False):
     """Install notrest into target; returns the lines of a report. harden: True or
-    False switches the clients' sandboxes on or off; None keeps config.json's."""
+    False switches the clients' sandboxes on or off; None keeps config.json's. trust:
+    the person asked for Codex's trust too (the caller runs trust_codex)."""
     root = os.path.abspath(target)
     if not os.path.isdir(root):
         raise NotrestError("no such folder", root, "create it or name another", code=2)
@@ -6864,22 +7195,13 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
                    "clients": sorted(set(clients) | set(
                        c for c in config.get("clients", []) if c in CLIENT_EVENTS)),
                    "cli": ".notrest/notrest", "version": __version__})
+    installer = installer_of(source)
+    if installer:
+        config["installer"] = installer
     write_atomic(estate.path("config.json"), json_pretty(config))
     book = load_lawbook(estate)
     for client in clients:
-        settings = client_settings_path(root, client)
-        data = read_json_file(settings, "%s hook settings" % client)
-        if data is not None and not isinstance(data, dict):
-            raise NotrestError("the hook settings are not a JSON object", settings,
-                               "fix the file by hand and run again")
-        merged, changed = merge_hook_settings(data, root, client,
-                                              hook_commands(root, client))
-        if changed:
-            if data is None:
-                created.append(settings)
-            write_atomic(settings, json_pretty(merged))
-            report.append("wired %d %s hooks in %s" % (len(CLIENT_EVENTS[client]), client,
-                                                       os.path.relpath(settings, root)))
+        install_settings(root, client, install_state, report, created)
         for name in ("notrest", "notrest-laws"):
             path = skill_path(root, client, name)
             text = render_skill(name, book, ".notrest/notrest")
@@ -6889,9 +7211,9 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
             _write_if_changed(path, text, report, created, os.path.relpath(path, root))
     _install_agents_block(root, report, created)
     _precompile(python, target_code)
-    state = {"schema_version": SCHEMA_VERSION, "clients": config["clients"],
-             "created": sorted(set(created_before) | set(created)),
-             "harden": install_state.get("harden") or {}}
+    state = dict(install_state, schema_version=SCHEMA_VERSION, clients=config["clients"],
+                 created=sorted(set(created_before) | set(created)),
+                 harden=install_state.get("harden") or {})
     try:
         apply_hardening(root, config["clients"], harden, state, report)
     except NotrestError:
@@ -6902,11 +7224,11 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     record_manifest(estate)
     if not report:
         report.append("already installed; nothing changed")
-    if "codex" in clients:
-        report.append("Codex: trust this project and its hooks once: start `codex` here, "
-                      "accept the project, and approve the notrest hooks in /hooks "
-                      "(until then Codex skips them silently; AGENTS.md tells the agent "
-                      "how to use notrest by hand).")
+    if "codex" in clients and not trust:
+        report.append("Codex skips these hooks silently until you trust them: run "
+                      "`.notrest/notrest trust codex` (or `install --trust`), or approve "
+                      "them in Codex's /hooks; `.notrest/notrest doctor` shows their "
+                      "state.")
     return report
 
 
@@ -6968,21 +7290,10 @@ def uninstall_project(target, purge=False):
     apply_hardening(root, (), False, state, report)
     remove_project_store(root)
     for client in CLIENT_EVENTS:
-        settings = client_settings_path(root, client)
-        data = read_json_file(settings, "%s hook settings" % client)
-        if not isinstance(data, dict):
+        line = uninstall_settings(root, client, state)
+        if line is None:
             continue
-        stripped, changed = strip_hook_settings(data)
-        if not changed:
-            continue
-        if not stripped and settings in created:
-            os.unlink(settings)
-            _remove_empty_dirs(os.path.dirname(settings), root)
-            report.append("removed %s" % os.path.relpath(settings, root))
-        else:
-            write_atomic(settings, json_pretty(stripped))
-            report.append("removed the notrest hooks from %s" % os.path.relpath(settings,
-                                                                                 root))
+        report.append(line)
         for name in ("notrest", "notrest-laws"):
             if remove_managed_skill(root, client, name):
                 report.append("removed %s" % os.path.relpath(skill_path(root, client, name),
@@ -7427,8 +7738,604 @@ def remove_project_store(root, env=None):
     shutil.rmtree(store, ignore_errors=True)
 
 
+# ==== trust =================================================================
+# Codex runs a project's or a plugin's hook only once the person has trusted it: a
+# `[hooks.state."<key>"] trusted_hash = "sha256:…"` table in $CODEX_HOME/config.toml,
+# where the hash covers the hook's event, matcher, command text and timeout (and, for
+# a plugin, its files). Untrusted hooks are skipped without a word. `notrest trust
+# codex` asks Codex itself, through `codex app-server` (JSON-RPC on stdio), for the
+# hashes of notrest's hooks and has it write them, so Codex's own code hashes and
+# edits its config; doctor reads the config with the TOML subset below and recomputes
+# each project hook's hash (reference/codex-trust.md) to say trusted, untrusted or
+# changed since trust.
+
+class TomlError(ValueError):
+    def __init__(self, message, line):
+        super().__init__("line %d: %s" % (line, message))
+        self.line = line
+
+
+_TOML_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_TOML_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"',
+                 "\\": "\\", "e": "\x1b"}
+
+
+class _Toml:
+    """A reader of TOML 1.0 documents into dicts. Dates and times stay as their
+    text; integers, floats and booleans are converted; it is strict about syntax
+    (a document Codex would reject is named with its line) and lenient about
+    redefinitions, which only a writer must police."""
+
+    def __init__(self, text):
+        self.text, self.i = text, 0
+
+    def line(self):
+        return self.text.count("\n", 0, self.i) + 1
+
+    def fail(self, message):
+        raise TomlError(message, self.line())
+
+    def peek(self, n=1):
+        return self.text[self.i:self.i + n]
+
+    def skip_ws(self):
+        while self.peek() in (" ", "\t") and self.peek():
+            self.i += 1
+
+    def skip_comment(self):
+        if self.peek() == "#":
+            end = self.text.find("\n", self.i)
+            self.i = len(self.text) if end < 0 else end
+
+    def skip_blank(self):
+        """Whitespace, newlines and comments (inside arrays)."""
+        while True:
+            self.skip_ws()
+            self.skip_comment()
+            if self.peek() in ("\n", "\r") and self.peek():
+                self.i += 1
+            else:
+                return
+
+    def end_of_line(self):
+        self.skip_ws()
+        self.skip_comment()
+        if self.peek() == "\r":
+            self.i += 1
+        if self.peek() not in ("\n", ""):
+            self.fail("expected the end of the line, found %r" % self.peek())
+        if self.peek():
+            self.i += 1
+
+    def document(self):
+        root, table = {}, None
+        table = root
+        while self.i < len(self.text):
+            self.skip_blank()
+            if self.i >= len(self.text):
+                break
+            if self.peek(2) == "[[":
+                self.i += 2
+                keys = self.key()
+                if self.peek(2) != "]]":
+                    self.fail("expected ]]")
+                self.i += 2
+                parent = self.walk(root, keys[:-1])
+                items = parent.setdefault(keys[-1], [])
+                if not isinstance(items, list):
+                    self.fail("%s is not an array of tables" % ".".join(keys))
+                table = {}
+                items.append(table)
+            elif self.peek() == "[":
+                self.i += 1
+                keys = self.key()
+                if self.peek() != "]":
+                    self.fail("expected ]")
+                self.i += 1
+                table = self.walk(root, keys)
+            else:
+                keys = self.key()
+                if self.peek() != "=":
+                    self.fail("expected = after the key")
+                self.i += 1
+                self.skip_ws()
+                self.assign(table, keys, self.value())
+            self.end_of_line()
+        return root
+
+    def walk(self, table, keys):
+        for key in keys:
+            value = table.setdefault(key, {})
+            if isinstance(value, list) and value and isinstance(value[-1], dict):
+                value = value[-1]
+            if not isinstance(value, dict):
+                self.fail("%s is not a table" % key)
+            table = value
+        return table
+
+    def assign(self, table, keys, value):
+        table = self.walk(table, keys[:-1])
+        if keys[-1] in table:
+            self.fail("%s is defined twice" % ".".join(keys))
+        table[keys[-1]] = value
+
+    def key(self):
+        keys = []
+        while True:
+            self.skip_ws()
+            c = self.peek()
+            if c == '"':
+                keys.append(self.basic_string())
+            elif c == "'":
+                keys.append(self.literal_string())
+            else:
+                start = self.i
+                while self.peek() in _TOML_BARE and self.peek():
+                    self.i += 1
+                if start == self.i:
+                    self.fail("expected a key, found %r" % c)
+                keys.append(self.text[start:self.i])
+            self.skip_ws()
+            if self.peek() != ".":
+                return keys
+            self.i += 1
+
+    def value(self):
+        c = self.peek()
+        if self.peek(3) == '"""':
+            return self.multiline_basic()
+        if self.peek(3) == "'''":
+            return self.multiline_literal()
+        if c == '"':
+            return self.basic_string()
+        if c == "'":
+            return self.literal_string()
+        if c == "[":
+            return self.array()
+        if c == "{":
+            return self.inline_table()
+        start = self.i
+        while self.i < len(self.text) and self.text[self.i] not in ",]}#\r\n":
+            if self.text[self.i] == " " and not (
+                    self.text[start:self.i].count("-") == 2 and self.i - start == 10):
+                break
+            self.i += 1
+        return self.scalar(self.text[start:self.i].strip())
+
+    def scalar(self, word):
+        if word in ("true", "false"):
+            return word == "true"
+        if not word:
+            self.fail("expected a value")
+        if word[:4].isdigit() and word[4:5] == "-" or word[2:3] == ":":
+            return word  # a date or a time, kept as written
+        plain = word.replace("_", "")
+        try:
+            if plain[:2] in ("0x", "0o", "0b"):
+                return int(plain[2:], {"0x": 16, "0o": 8, "0b": 2}[plain[:2]])
+            if plain.lstrip("+-").isdigit():
+                return int(plain)
+            if plain.lstrip("+-") in ("inf", "nan"):
+                return float(plain)
+            if any(ch in plain for ch in ".eE") and plain.lstrip("+-")[:1].isdigit():
+                return float(plain)
+        except ValueError:
+            self.fail("bad number %r" % word)
+        self.fail("unknown value %r" % word)
+
+    def basic_string(self):
+        self.i += 1
+        out = []
+        while True:
+            c = self.peek()
+            if not c or c == "\n":
+                self.fail("unterminated string")
+            self.i += 1
+            if c == '"':
+                return "".join(out)
+            if c == "\\":
+                out.append(self.escape())
+            else:
+                out.append(c)
+
+    def escape(self):
+        c = self.peek()
+        self.i += 1
+        if c in _TOML_ESCAPES:
+            return _TOML_ESCAPES[c]
+        if c in ("u", "U"):
+            size = 4 if c == "u" else 8
+            digits = self.text[self.i:self.i + size]
+            self.i += size
+            try:
+                return chr(int(digits, 16))
+            except ValueError:
+                self.fail("bad escape \\%s%s" % (c, digits))
+        self.fail("bad escape \\%s" % c)
+
+    def literal_string(self):
+        end = self.text.find("'", self.i + 1)
+        newline = self.text.find("\n", self.i + 1)
+        if end < 0 or 0 <= newline < end:
+            self.fail("unterminated string")
+        value = self.text[self.i + 1:end]
+        self.i = end + 1
+        return value
+
+    def multiline_basic(self):
+        self.i += 3
+        if self.peek() == "\n":
+            self.i += 1
+        elif self.peek(2) == "\r\n":
+            self.i += 2
+        out = []
+        while True:
+            if self.i >= len(self.text):
+                self.fail("unterminated string")
+            if self.peek(3) == '"""':
+                return "".join(out) + self.closing_quotes('"')
+            c = self.peek()
+            self.i += 1
+            if c == "\\":
+                rest = self.i
+                while self.peek() in (" ", "\t", "\r") and self.peek():
+                    self.i += 1
+                if self.peek() == "\n":
+                    while self.peek() in (" ", "\t", "\r", "\n") and self.peek():
+                        self.i += 1
+                    continue
+                self.i = rest
+                out.append(self.escape())
+            else:
+                out.append(c)
+
+    def multiline_literal(self):
+        self.i += 3
+        if self.peek() == "\n":
+            self.i += 1
+        elif self.peek(2) == "\r\n":
+            self.i += 2
+        end = self.text.find("'''", self.i)
+        if end < 0:
+            self.fail("unterminated string")
+        value = self.text[self.i:end]
+        self.i = end
+        return value + self.closing_quotes("'")
+
+    def closing_quotes(self, quote):
+        """At a closing triple quote: up to two more quotes belong to the string."""
+        end = self.i
+        while self.text[end:end + 1] == quote:
+            end += 1
+        extra = end - self.i - 3
+        if extra > 2:
+            self.fail("too many quotes closing a string")
+        self.i = end
+        return quote * extra
+
+    def array(self):
+        self.i += 1
+        items = []
+        while True:
+            self.skip_blank()
+            if self.peek() == "]":
+                self.i += 1
+                return items
+            items.append(self.value())
+            self.skip_blank()
+            if self.peek() == ",":
+                self.i += 1
+            elif self.peek() != "]":
+                self.fail("expected , or ] in an array")
+
+    def inline_table(self):
+        self.i += 1
+        table = {}
+        self.skip_ws()
+        if self.peek() == "}":
+            self.i += 1
+            return table
+        while True:
+            keys = self.key()
+            if self.peek() != "=":
+                self.fail("expected = in an inline table")
+            self.i += 1
+            self.skip_ws()
+            self.assign(table, keys, self.value())
+            self.skip_ws()
+            if self.peek() == "}":
+                self.i += 1
+                return table
+            if self.peek() != ",":
+                self.fail("expected , or } in an inline table")
+            self.i += 1
+
+
+def parse_toml(text):
+    """The dict of a TOML document; TomlError (with the line) when it is not TOML."""
+    return _Toml(text.replace("\r\n", "\n")).document()
+
+
+CODEX_EVENT_KEYS = {
+    "SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit",
+    "PreToolUse": "pre_tool_use", "PermissionRequest": "permission_request",
+    "PostToolUse": "post_tool_use", "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop", "Stop": "stop", "PreCompact": "pre_compact",
+    "PostCompact": "post_compact", "SessionEnd": "session_end",
+}
+CODEX_MATCHER_EVENTS = ("PreToolUse", "PostToolUse", "PermissionRequest")
+APP_SERVER_TIMEOUT_S = 30
+
+
+def codex_home(env=None):
+    env = os.environ if env is None else env
+    home = env.get("CODEX_HOME")
+    if home and home.startswith("/"):
+        return home
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".codex")
+
+
+def codex_hook_hash(event, group, hook):
+    """Codex's trust hash of one command hook: sha256 of the compact, key-sorted JSON
+    of its normalised identity (timeout 600 when absent, at least 1; SessionEnd
+    clamped to 3 s; the matcher only for the events that have one)."""
+    import hashlib
+    import json
+    timeout = hook.get("timeout")
+    timeout = max(1, int(timeout)) if isinstance(timeout, (int, float)) and not \
+        isinstance(timeout, bool) else 600
+    if event == "SessionEnd":
+        timeout = min(timeout, 3)
+    handler = {"type": "command", "command": hook.get("command"), "timeout": timeout,
+               "async": bool(hook.get("async", False))}
+    if hook.get("statusMessage") is not None:
+        handler["statusMessage"] = hook["statusMessage"]
+    identity = {"event_name": CODEX_EVENT_KEYS[event], "hooks": [handler]}
+    if event in CODEX_MATCHER_EVENTS and group.get("matcher") is not None:
+        identity["matcher"] = group["matcher"]
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def codex_project_hooks(root):
+    """[(event, key, hash)] of notrest's hooks in a project's .codex/hooks.json, keyed
+    as Codex keys them (the file's absolute path, event, group and handler index)."""
+    path = client_settings_path(root, "codex")
+    data = read_json_file(path, "codex hook settings")
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    out = []
+    for event, groups in (hooks or {}).items():
+        if event not in CODEX_EVENT_KEYS or not isinstance(groups, list):
+            continue
+        for gi, group in enumerate(groups):
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            for hi, hook in enumerate(inner if isinstance(inner, list) else []):
+                if isinstance(hook, dict) and HOOK_MARK in str(hook.get("command", "")):
+                    key = "%s:%s:%d:%d" % (path, CODEX_EVENT_KEYS[event], gi, hi)
+                    out.append((event, key, codex_hook_hash(event, group, hook)))
+    return out
+
+
+def read_codex_config(env=None):
+    """(config dict, path); an absent file is {}; NotrestError when it is not TOML."""
+    path = os.path.join(codex_home(env), "config.toml")
+    try:  # the person's file: a symlink into their dotfiles is fine to read
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        text = None
+    except OSError as exc:
+        raise NotrestError("cannot read Codex's config (%s)" % exc.strerror, path,
+                           "check its permissions")
+    if text is None:
+        return {}, path
+    try:
+        return parse_toml(text), path
+    except TomlError as exc:
+        raise NotrestError("Codex's config is not TOML (%s)" % exc, path,
+                           "fix it (Codex refuses it too), then run `notrest trust codex`")
+
+
+def codex_trust_status(root, env=None):
+    """What Codex will do with notrest's project hooks: {"config": path, "project":
+    trust level or "", "hooks": [(event, key, status)]} where status is trusted,
+    untrusted, changed (edited since it was trusted) or disabled."""
+    config, path = read_codex_config(env)
+    projects = config.get("projects") if isinstance(config.get("projects"), dict) else {}
+    level = ""
+    for candidate in (root, os.path.realpath(root)):
+        entry = projects.get(candidate)
+        if isinstance(entry, dict) and isinstance(entry.get("trust_level"), str):
+            level = entry["trust_level"]
+            break
+    hooks_cfg = config.get("hooks") if isinstance(config.get("hooks"), dict) else {}
+    states = hooks_cfg.get("state") if isinstance(hooks_cfg.get("state"), dict) else {}
+    out = []
+    for event, key, current in codex_project_hooks(root):
+        state = states.get(key) if isinstance(states.get(key), dict) else {}
+        if state.get("enabled") is False:
+            status = "disabled"
+        elif state.get("trusted_hash") == current:
+            status = "trusted"
+        elif state.get("trusted_hash"):
+            status = "changed"
+        else:
+            status = "untrusted"
+        out.append((event, key, status))
+    return {"config": path, "project": level, "hooks": out}
+
+
+TRUST_WORDS = {"trusted": "trusted", "untrusted": "untrusted (Codex skips it "
+               "silently)", "changed": "changed since it was trusted (Codex skips it "
+               "again)", "disabled": "switched off in Codex (/hooks)"}
+
+
+def codex_trust_findings(estate, env=None):
+    """Doctor's view of Codex's trust: the project, then each notrest hook."""
+    fix = "run `%s trust codex` (or approve the hooks in Codex's /hooks)" % cli_hint(
+        estate)
+    try:
+        status = codex_trust_status(estate.root, env)
+    except NotrestError as exc:
+        return [Finding(False, str(exc), exc.fix)]
+    findings = []
+    if status["project"] != "trusted":
+        findings.append(Finding(False, "Codex does not trust the project %s (%s), so "
+                                "it loads none of its hooks" % (
+                                    estate.root, status["config"]), fix))
+    for event, key, state in status["hooks"]:
+        findings.append(Finding(state == "trusted", "Codex hook %s: %s" % (
+            event, TRUST_WORDS[state]), fix if state != "disabled" else
+            "switch it on again in Codex's /hooks"))
+    if not status["hooks"]:
+        findings.append(Finding(False, "no notrest hook in %s" % client_settings_path(
+            estate.root, "codex"), "run `%s`" % reinstall_command(estate, None, "codex")))
+    return findings
+
+
+def find_codex(env=None, explicit=None):
+    """The codex binary: --codex, $NOTREST_CODEX, else codex on PATH."""
+    import shutil
+    env = os.environ if env is None else env
+    for candidate in (explicit, env.get("NOTREST_CODEX")):
+        if candidate:
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+            raise NotrestError("no executable codex at this path", candidate,
+                               "name the codex binary with --codex PATH")
+    found = shutil.which("codex", path=env.get("PATH"))
+    if not found:
+        raise NotrestError("the codex command is not on PATH", "",
+                           "install Codex, or name it with --codex PATH (or trust the "
+                           "hooks in Codex itself: start `codex` here and open /hooks)",
+                           code=3)
+    return found
+
+
+class CodexAppServer:
+    """`codex app-server`: one JSON-RPC message per line on stdin/stdout."""
+
+    def __init__(self, codex, cwd, env):
+        import subprocess
+        self.proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        self.next_id = 1
+        self.deadline = time.monotonic() + APP_SERVER_TIMEOUT_S
+        self.call("initialize", {"clientInfo": {"name": "notrest", "version":
+                                                __version__}})
+        self.send({"method": "initialized"})
+
+    def send(self, message):
+        self.proc.stdin.write((json_dumps(message) + "\n").encode("utf-8"))
+        self.proc.stdin.flush()
+
+    def call(self, method, params):
+        import select
+        ident = self.next_id
+        self.next_id += 1
+        self.send({"id": ident, "method": method, "params": params})
+        while True:
+            left = self.deadline - time.monotonic()
+            ready = select.select([self.proc.stdout], [], [], max(0, left))[0]
+            line = self.proc.stdout.readline() if ready else b""
+            if not line:
+                raise NotrestError("codex app-server gave no answer to %s" % method, "",
+                                   "check that `codex` runs here; or trust the hooks in "
+                                   "Codex itself (/hooks)")
+            try:
+                message = json_loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if isinstance(message, dict) and message.get("id") == ident:
+                if message.get("error"):
+                    raise NotrestError("codex app-server refused %s: %s" % (
+                        method, one_line(json_dumps(message["error"]), 300)), "",
+                        "trust the hooks in Codex itself (/hooks)")
+                return message.get("result") or {}
+
+    def close(self):
+        import signal
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+
+
+def _notrest_listed(hook, root, plugin):
+    """Whether a hook Codex lists is notrest's: the project's own, or (plugin) the
+    notrest plugin's."""
+    if plugin and str(hook.get("pluginId") or "").startswith("notrest@"):
+        return True
+    source = str(hook.get("sourcePath") or "")
+    return (hook.get("source") == "project" and source in (
+        client_settings_path(root, "codex"), client_settings_path(
+            os.path.realpath(root), "codex")) and HOOK_MARK in str(hook.get("command")))
+
+
+def trust_codex(root, env=None, codex=None, plugin=False):
+    """Have Codex trust this project and notrest's hooks in it (plugin: also the
+    notrest plugin's hooks, which Codex trusts for every project). Only notrest's
+    hooks are touched. Returns the report lines."""
+    env = dict(os.environ if env is None else env)
+    root = os.path.abspath(root)
+    binary = find_codex(env, codex)
+    config, path = read_codex_config(env)
+    level = ((config.get("projects") or {}).get(root) or {}).get("trust_level")
+    if level == "untrusted":
+        raise NotrestError("this project is marked untrusted in Codex's config", path,
+                           "trust it in Codex yourself if you mean to, or install the "
+                           "notrest Codex plugin, whose hooks also run in untrusted "
+                           "projects")
+    report = []
+    server = CodexAppServer(binary, root, env)
+    try:
+        if level != "trusted":
+            server.call("config/batchWrite", {"edits": [{
+                "keyPath": "projects", "mergeStrategy": "upsert",
+                "value": {root: {"trust_level": "trusted"}}}]})
+            report.append("trusted the project %s in Codex (its .codex/ files load)" %
+                          root)
+        listed = server.call("hooks/list", {"cwds": [root]})
+        hooks = [h for entry in listed.get("data") or [] for h in entry.get("hooks") or []
+                 if isinstance(h, dict) and _notrest_listed(h, root, plugin)]
+        todo = {h["key"]: h["currentHash"] for h in hooks if h.get("trustStatus") !=
+                "trusted" and h.get("key") and h.get("currentHash")}
+        if todo:
+            server.call("config/batchWrite", {"edits": [{
+                "keyPath": "hooks.state", "mergeStrategy": "upsert",
+                "value": {key: {"trusted_hash": value} for key, value in todo.items()}}]})
+        after = server.call("hooks/list", {"cwds": [root]})
+    finally:
+        server.close()
+    final = [h for entry in after.get("data") or [] for h in entry.get("hooks") or []
+             if isinstance(h, dict) and _notrest_listed(h, root, plugin)]
+    if not final:
+        raise NotrestError("Codex lists no notrest hook for this project", path,
+                           "install notrest for Codex first (`--client codex`)")
+    left = [h.get("key") for h in final if h.get("trustStatus") != "trusted"]
+    if left:
+        raise NotrestError("Codex still reports %d notrest hook(s) untrusted: %s" % (
+            len(left), ", ".join(left[:3])), path, "trust them in Codex (/hooks)")
+    disabled = [h.get("key") for h in final if h.get("enabled") is False]
+    report.append("Codex trusts %d notrest hook(s)%s (%d newly), recorded in %s" % (
+        len(final), " incl. the plugin's, for every project" if plugin else
+        " for this project", len(todo), path))
+    if disabled:
+        report.append("%d of them are switched off in Codex (/hooks): %s" % (
+            len(disabled), ", ".join(disabled[:3])))
+    return report
+
+
 # ==== CLI ===================================================================
 
+LOG_LIMIT = 200
+STATUS_SESSIONS = 10
 EXIT_CODES_HELP = """exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAIL),
 2 usage error or a block/deny, 3 estate unusable (path and fix printed)"""
 
@@ -7441,7 +8348,7 @@ def build_parser():
         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", help="project root (default: the nearest folder "
                         "holding .notrest/, else the current folder)")
-    parser.add_argument("--version", action="version", version=__version__)
+    parser.add_argument("-V", "--version", action="version", version=__version__)
     sub = parser.add_subparsers(dest="verb", metavar="COMMAND")
     sub.required = True
 
@@ -7487,9 +8394,21 @@ def build_parser():
                      "the agent's commands (kept in config.json)")
     cmd.add_argument("--no-harden", dest="harden", action="store_false",
                      help="take the sandbox settings out again")
+    cmd.add_argument("--trust", action="store_true", help="also have Codex trust "
+                     "notrest's hooks in this project (as `notrest trust codex`)")
+    cmd.add_argument("--codex", metavar="PATH", help="the codex binary for --trust "
+                     "(default: codex on PATH)")
     cmd = add("uninstall", "remove what install wrote (the estate stays)")
     cmd.add_argument("dir", nargs="?", default=".")
     cmd.add_argument("--purge", action="store_true", help="remove the estate too")
+    cmd = add("trust", "(for people) have Codex trust notrest's hooks in this project")
+    cmd.add_argument("client", choices=("codex",), help="the client whose trust to "
+                     "record (Claude runs project hooks without one)")
+    cmd.add_argument("--plugin", action="store_true", help="also trust the notrest "
+                     "Codex plugin's hooks (for every project on this machine)")
+    cmd.add_argument("--codex", metavar="PATH", help="the codex binary (default: "
+                     "$NOTREST_CODEX, else codex on PATH)")
+    cmd.add_argument("--json", action="store_true")
     cmd = add("doctor", "prove the install: hooks, settings, estate, laws in 3 layers")
     cmd.add_argument("--json", action="store_true")
     cmd = add("check", "evaluate one law: exit 0 holds, 1 broken")
@@ -7508,9 +8427,10 @@ def build_parser():
     cmd.add_argument("--why", required=True)
     cmd.add_argument("--minutes", type=int, default=60, help="permit lifetime "
                      "(default 60)")
-    cmd = add("log", "read a session's journal")
+    cmd = add("log", "read a session's journal (the newest records)")
     cmd.add_argument("--session")
-    cmd.add_argument("--limit", type=int, default=200)
+    cmd.add_argument("--limit", type=int, default=LOG_LIMIT, help="show at most this "
+                     "many of the newest records, 0 for all (default %d)" % LOG_LIMIT)
     cmd.add_argument("--json", action="store_true")
     cmd = add("status", "sessions, last bank, open threads, laws")
     cmd.add_argument("--json", action="store_true")
@@ -7525,7 +8445,22 @@ def build_parser():
     cmd.add_argument("--list", action="store_true")
     cmd.add_argument("--remove", metavar="SLUG")
     cmd.add_argument("--json", action="store_true")
+    cmd = add("help", "show the help of notrest or of one command")
+    cmd.add_argument("topic", nargs="?", metavar="COMMAND")
     return parser
+
+
+def cmd_help(args):
+    parser = build_parser()
+    if not args.topic:
+        parser.print_help()
+        return 0
+    choices = parser._subparsers._group_actions[0].choices
+    if args.topic not in choices:
+        raise NotrestError("no command %r" % args.topic, "", "commands: %s" % ", ".join(
+            sorted(choices)), code=2)
+    choices[args.topic].print_help()
+    return 0
 
 
 def main(argv=None):
@@ -7548,7 +8483,7 @@ def _estate(args, must_exist=False):
     estate = Estate(root)
     if must_exist and not estate.exists():
         raise NotrestError("notrest is not installed here", estate.dir,
-                           "run `sh install.sh %s` first" % root, code=3)
+                           "run `%s` first" % reinstall_command(estate), code=3)
     return estate
 
 
@@ -7666,8 +8601,16 @@ def cmd_install(args):
     if args.uninstall:
         return cmd_uninstall(args)
     clients = ("claude", "codex") if args.client == "both" else (args.client,)
-    report = install_project(args.dir, clients, args.python, harden=args.harden)
+    report = install_project(args.dir, clients, args.python, harden=args.harden,
+                             trust=args.trust)
     root = os.path.abspath(args.dir)
+    code = 0
+    if args.trust and "codex" in clients:
+        try:
+            report += trust_codex(root, codex=args.codex)
+        except NotrestError as exc:
+            report.append("Codex trust FAILED: %s" % str(exc)[len("notrest: "):])
+            code = 1
     sys.stdout.write("notrest %s installed in %s\n" % (__version__, root))
     sys.stdout.write("".join("- %s\n" % line for line in report))
     if not args.quiet:
@@ -7677,6 +8620,16 @@ def cmd_install(args):
         sys.stdout.write(build_packet(gather_snapshot(estate, "", time.time(),
                                                       config=config),
                                       _packet_budget(config)))
+    return code
+
+
+def cmd_trust(args):
+    estate = _estate(args, must_exist=True)
+    report = trust_codex(estate.root, codex=args.codex, plugin=args.plugin)
+    if args.json:
+        _print_json({"client": args.client, "report": report})
+    else:
+        sys.stdout.write("".join("- %s\n" % line for line in report))
     return 0
 
 
@@ -7844,12 +8797,17 @@ def cmd_log(args):
             torn += 1
         else:
             records.append(record)
+    total = len(records)
     records = records[-args.limit:] if args.limit > 0 else records
     if args.json:
-        _print_json({"session": session, "records": records, "torn": torn})
+        _print_json({"session": session, "records": records, "torn": torn,
+                     "total": total, "truncated": len(records) < total,
+                     "limit": args.limit})
         return 0
-    sys.stdout.write("session %s: %d record(s)%s\n" % (
-        session, len(records), ", %d damaged line(s) skipped" % torn if torn else ""))
+    sys.stdout.write("session %s: %d record(s)%s%s\n" % (
+        session, total, " (the newest %d shown; --limit 0 shows all)" % len(records)
+        if len(records) < total else "",
+        ", %d damaged line(s) skipped" % torn if torn else ""))
     for record in records:
         sys.stdout.write("%s  %s\n" % (iso_time(record.get("t")), describe_record(record)))
     return 0
@@ -7891,7 +8849,7 @@ def cmd_status(args):
     now = time.time()
     entries = load_index(estate)
     sessions = []
-    for entry in entries[:10]:
+    for entry in entries[:STATUS_SESSIONS]:
         rec = current_session_record(estate, entry["session"], limit_bytes=DIED_TAIL_BYTES)
         sessions.append({"session": rec["session"], "client": rec["client"],
                          "state": session_state(rec, now), "updated": rec["updated"],
@@ -7901,6 +8859,7 @@ def cmd_status(args):
     book = load_lawbook(estate)
     banked = next((s for s in sessions if s["note"]), None)
     status = {"root": estate.root, "sessions_indexed": len(entries), "recent": sessions,
+              "total": len(entries), "truncated": len(entries) > len(sessions),
               "last_bank": banked, "open_threads": threads,
               "laws": [law.id for law in book.active()], "law_problems": book.problems}
     if args.json:
@@ -8016,7 +8975,7 @@ COMMANDS = {
     "install": cmd_install, "uninstall": cmd_uninstall, "doctor": cmd_doctor,
     "check": cmd_check, "laws": cmd_laws, "allow": cmd_allow, "log": cmd_log,
     "status": cmd_status, "rebuild": cmd_rebuild, "learn": cmd_learn,
-    "compile": cmd_compile,
+    "compile": cmd_compile, "trust": cmd_trust, "help": cmd_help,
 }
 
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, make_project
+from conftest import REPO, make_project, write_codex_trust
 import notrest
 
 USER_CLAUDE = {
@@ -189,10 +189,20 @@ def test_hooks_fall_back_to_python3_when_the_recorded_interpreter_is_gone(proj):
     assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
-def test_doctor_passes_on_a_fresh_install(proj):
+def test_doctor_passes_on_a_fresh_install_once_codex_trusts_the_hooks(proj):
+    untrusted = proj.cli("doctor")
+    assert untrusted.code == 1
+    failed = [line for line in untrusted.stdout.splitlines() if line.startswith("FAIL")]
+    assert failed[0].startswith("FAIL  Codex does not trust the project")
+    assert sorted(failed[1:]) == sorted(
+        "FAIL  Codex hook %s: untrusted (Codex skips it silently)" % event
+        for event in notrest.CLIENT_EVENTS["codex"])
+    assert "trust codex" in untrusted.stdout
+    write_codex_trust(proj)
     result = proj.cli("doctor")
     assert result.code == 0, result.stdout
     assert "FAIL" not in result.stdout
+    assert "PASS  Codex hook PreToolUse: trusted" in result.stdout
     for law in notrest.BUILTIN_LAWS:
         assert "law %s in all three layers" % law["id"] in result.stdout
 
@@ -213,6 +223,7 @@ def test_doctor_fails_a_law_without_its_hook(proj):
 
 
 def test_doctor_fails_a_law_without_its_text(proj):
+    write_codex_trust(proj)
     laws = proj.root / ".notrest" / "laws.json"
     laws.write_text(json.dumps({"schema_version": 1, "laws": [
         {"id": "no-curl", "text": "Never call curl in this project.", "on": ["PreToolUse"],
