@@ -30,6 +30,7 @@ __version__ = "1.0.0"
 
 SCHEMA_VERSION = 1
 ESTATE_DIR = ".notrest"
+HOOK_MARK = "/.notrest/hooks/"  # in every hook command install writes, and only there
 PACKET_BUDGET_BYTES = 6000
 PACKET_LINE_MAX = 240
 STDIN_CAP_BYTES = 32 * 1024 * 1024
@@ -2766,6 +2767,22 @@ def apply_overrides(verdicts, overrides, permits, stop_blocks=0, bound=STOP_BLOC
 # ==== estate storage ========================================================
 # Every replace goes through write_atomic; every append through append_record.
 
+ESTATE_GITIGNORE = """# notrest: runtime state is local; the code, hooks and laws.json may be shared
+journal/
+sessions/
+learned/
+index.json
+threads.jsonl
+permits.json
+config.json
+install.json
+__pycache__/
+*.lock
+.*.lock
+*.tmp.*
+"""
+
+
 class Estate:
     """The .notrest/ folder of one project."""
 
@@ -3325,8 +3342,57 @@ def locate_root(event, env, code_dir):
         return os.path.dirname(code_dir)
     for start in (env.get("CLAUDE_PROJECT_DIR"), event.cwd):
         if _valid_dir(start):
-            return find_root(start) or start
+            return find_root(start) or _repo_top(start) or start
     return os.getcwd()
+
+
+def _repo_top(start):
+    """The nearest folder at or above start holding .git (a plugin's first hook in
+    a subfolder: the estate belongs at the top of the repository)."""
+    path = start
+    while True:
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def running_as_plugin(env, code_dir):
+    """Whether this process is a plugin's hook: both clients name the plugin's
+    folder in $CLAUDE_PLUGIN_ROOT (Codex also in $PLUGIN_ROOT)."""
+    plugin = env.get("PLUGIN_ROOT") or env.get("CLAUDE_PLUGIN_ROOT")
+    return bool(plugin) and os.path.realpath(plugin) == os.path.realpath(code_dir)
+
+
+def project_install_acts(root, client, kind, env):
+    """Whether the project's own install runs this event for this client, so that a
+    plugin's hook must step aside (one packet, one journal line per event)."""
+    launcher = HOOK_EVENTS.get(kind, ("",))[0]
+    if not launcher or not os.path.isfile(os.path.join(root, ESTATE_DIR, "hooks",
+                                                       launcher)):
+        return False
+    names = ((".claude", "settings.json"), (".claude", "settings.local.json")) if \
+        client == "claude" else ((".codex", "hooks.json"),)
+    wired = False
+    for parts in names:
+        try:
+            with open(os.path.join(root, *parts), "rb") as handle:
+                text = handle.read()
+            wired = wired or (HOOK_MARK.encode() in text and launcher.encode() in text)
+        except OSError:
+            pass
+    if not wired or client != "codex":
+        return wired
+    try:  # Codex runs project hooks only once the person has trusted them
+        trusted = globals().get("codex_event_trusted")
+        if trusted is None:  # a launcher loaded only the hot or the warm part
+            import notrest
+            trusted = notrest.codex_event_trusted
+        return trusted(root, kind, env)
+    except Exception:
+        return False
 
 
 def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
@@ -3357,6 +3423,10 @@ def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
         event = normalise(payload, event_name, env, client)
         code_dir = os.path.dirname(os.path.abspath(__file__))
         event.root = locate_root(event, env, code_dir)
+        if running_as_plugin(env, code_dir) and project_install_acts(
+                event.root, event.client, event.kind, env):
+            out.write("{}\n")
+            return 0
         if event.kind == "SessionStart" and "start_git_state" in globals():
             event.facts["git"] = start_git_state(event.root)  # runs while we work
         event.cwd = event.cwd or event.root
@@ -4441,6 +4511,7 @@ def dispatch_cold(estate, event, env, started):
         return _stamp(record, started)
 
     if kind == "SessionStart":
+        ensure_estate_gitignore(estate)
         git = event.facts.pop("git", None) or start_git_state(estate.root)
         notice = integrity_on_hook(estate, event, now)
         pid, pid_start = client_process()
@@ -4547,6 +4618,17 @@ def _escalate(verdict, blocks, law_blocks, bound):
     elif blocks:
         reason += " (block %d of %d)" % (blocks + 1, bound)
     return reason
+
+
+def ensure_estate_gitignore(estate):
+    """The estate keeps its runtime state out of git however notrest came (install,
+    plugin): a missing .notrest/.gitignore is written, an existing one left alone."""
+    path = estate.path(".gitignore")
+    if not os.path.exists(path):
+        try:
+            write_atomic(path, ESTATE_GITIGNORE, durable=False)
+        except (OSError, NotrestError):
+            pass
 
 
 def _export_session_id(env, session):
@@ -6072,7 +6154,10 @@ def run_doctor(estate, now=None):
     if not clients:
         findings.append(Finding(False, "config.json names no installed client (%s)" %
                                 estate.path("config.json"),
-                                "run `%s`" % reinstall_command(estate, config)))
+                                "run `%s` (config.json is local: a fresh clone has "
+                                "none)" % reinstall_command(estate, config)))
+        clients = [c for c in CLIENT_EVENTS if wired_events(client_settings_path(
+            estate.root, c))]
     fix_install = reinstall_command(estate, config)
     python = config.get("python")
     if python and os.access(python, os.X_OK):
@@ -6466,20 +6551,6 @@ def canary_findings(estate, config, env=None, now=None):
 MANAGED_MARK = "<!-- notrest:managed -->"
 BLOCK_BEGIN = "<!-- notrest:begin -->"
 BLOCK_END = "<!-- notrest:end -->"
-ESTATE_GITIGNORE = """# notrest: runtime state is local; the code, hooks and laws.json may be shared
-journal/
-sessions/
-learned/
-index.json
-threads.jsonl
-permits.json
-config.json
-install.json
-__pycache__/
-*.lock
-.*.lock
-*.tmp.*
-"""
 CLI_WRAPPER = """#!/bin/sh
 # notrest command line for this project: `.notrest/notrest packet`, `... bank`.
 # Written by install.sh; the interpreter below was recorded at install time.
@@ -6893,7 +6964,6 @@ def _encode_key(key):
     return json.dumps(key, ensure_ascii=False)
 
 
-HOOK_MARK = "/.notrest/hooks/"
 # Codex runs a hook command with the session's cwd (the project, or a folder in it)
 # through `$SHELL -lc`, and trusts it by a hash of its text: so the command names no
 # path, finds the nearest .notrest/hooks/ above the cwd itself, and reads the same in
@@ -6918,6 +6988,21 @@ def hook_commands(root, client):
                 timeout = min(timeout, CODEX_SESSION_END_TIMEOUT)
         out[event] = (command, timeout)
     return out
+
+
+def plugin_hooks(client):
+    """The hooks file of the plugin form (hooks/hooks.json for Claude Code,
+    hooks/codex-hooks.json for Codex): commands relative to the plugin's folder,
+    which each client names in ${CLAUDE_PLUGIN_ROOT} / ${PLUGIN_ROOT}."""
+    var = "CLAUDE_PLUGIN_ROOT" if client == "claude" else "PLUGIN_ROOT"
+    hooks = {}
+    for event in CLIENT_EVENTS[client]:
+        name, timeout = HOOK_EVENTS[event]
+        if client == "codex" and event == "SessionEnd":
+            timeout = min(timeout, CODEX_SESSION_END_TIMEOUT)
+        hooks[event] = [_hook_group(client, event, '"${%s}"/hooks/%s %s' % (
+            var, name, client), timeout)]
+    return json_pretty({"hooks": hooks})
 
 
 def _hook_group(client, event, command, timeout):
@@ -8193,6 +8278,14 @@ def codex_trust_findings(estate, env=None):
     return findings
 
 
+def codex_event_trusted(root, kind, env=None):
+    """Whether Codex runs the project's notrest hook of one event: the project is
+    trusted and that hook's recorded hash is its current one."""
+    status = codex_trust_status(root, env)
+    return status["project"] == "trusted" and any(
+        event == kind and state == "trusted" for event, _key, state in status["hooks"])
+
+
 def find_codex(env=None, explicit=None):
     """The codex binary: --codex, $NOTREST_CODEX, else codex on PATH."""
     import shutil
@@ -8267,27 +8360,35 @@ class CodexAppServer:
         self.proc.wait()
 
 
-def _notrest_listed(hook, root, plugin):
+def _notrest_listed(hook, root, project, plugin):
     """Whether a hook Codex lists is notrest's: the project's own, or (plugin) the
     notrest plugin's."""
-    if plugin and str(hook.get("pluginId") or "").startswith("notrest@"):
-        return True
+    if hook.get("pluginId"):
+        return plugin and str(hook["pluginId"]).startswith("notrest@")
     source = str(hook.get("sourcePath") or "")
-    return (hook.get("source") == "project" and source in (
+    return project and (hook.get("source") == "project" and source in (
         client_settings_path(root, "codex"), client_settings_path(
             os.path.realpath(root), "codex")) and HOOK_MARK in str(hook.get("command")))
 
 
 def trust_codex(root, env=None, codex=None, plugin=False):
-    """Have Codex trust this project and notrest's hooks in it (plugin: also the
-    notrest plugin's hooks, which Codex trusts for every project). Only notrest's
-    hooks are touched. Returns the report lines."""
+    """Have Codex trust notrest's hooks: the project's (and the project itself, whose
+    .codex/ Codex loads only when trusted) when notrest is installed there for Codex;
+    with plugin, the notrest plugin's, which Codex then runs in every project. Only
+    notrest's hooks are touched. Returns the report lines."""
     env = dict(os.environ if env is None else env)
     root = os.path.abspath(root)
+    project = bool(os.path.isfile(client_settings_path(root, "codex")) and
+                   codex_project_hooks(root))
+    if not project and not plugin:
+        raise NotrestError("notrest is not installed for Codex here", root,
+                           "run `%s` first, or trust the notrest Codex plugin's hooks "
+                           "with --plugin" % reinstall_command(Estate(root), None,
+                                                                "codex"))
     binary = find_codex(env, codex)
     config, path = read_codex_config(env)
     level = ((config.get("projects") or {}).get(root) or {}).get("trust_level")
-    if level == "untrusted":
+    if project and level == "untrusted":
         raise NotrestError("this project is marked untrusted in Codex's config", path,
                            "trust it in Codex yourself if you mean to, or install the "
                            "notrest Codex plugin, whose hooks also run in untrusted "
@@ -8295,41 +8396,57 @@ def trust_codex(root, env=None, codex=None, plugin=False):
     report = []
     server = CodexAppServer(binary, root, env)
     try:
-        if level != "trusted":
+        if project and level != "trusted":
             server.call("config/batchWrite", {"edits": [{
                 "keyPath": "projects", "mergeStrategy": "upsert",
                 "value": {root: {"trust_level": "trusted"}}}]})
-            report.append("trusted the project %s in Codex (its .codex/ files load)" %
+            report.append("trusted the project %s in Codex (so it loads its .codex/)" %
                           root)
-        listed = server.call("hooks/list", {"cwds": [root]})
-        hooks = [h for entry in listed.get("data") or [] for h in entry.get("hooks") or []
-                 if isinstance(h, dict) and _notrest_listed(h, root, plugin)]
+        hooks = _listed_notrest_hooks(server, root, project, plugin)
         todo = {h["key"]: h["currentHash"] for h in hooks if h.get("trustStatus") !=
                 "trusted" and h.get("key") and h.get("currentHash")}
         if todo:
             server.call("config/batchWrite", {"edits": [{
                 "keyPath": "hooks.state", "mergeStrategy": "upsert",
                 "value": {key: {"trusted_hash": value} for key, value in todo.items()}}]})
-        after = server.call("hooks/list", {"cwds": [root]})
+        final = _listed_notrest_hooks(server, root, project, plugin)
     finally:
         server.close()
-    final = [h for entry in after.get("data") or [] for h in entry.get("hooks") or []
-             if isinstance(h, dict) and _notrest_listed(h, root, plugin)]
-    if not final:
-        raise NotrestError("Codex lists no notrest hook for this project", path,
-                           "install notrest for Codex first (`--client codex`)")
+    for kind, wanted in (("project", project), ("plugin", plugin)):
+        if wanted and not any(_hook_kind(h) == kind for h in final):
+            raise NotrestError("Codex lists no notrest %s hook" % kind, path,
+                               "install the notrest Codex plugin first (`codex plugin "
+                               "marketplace add DIR`, `codex plugin add notrest@notrest`)"
+                               if kind == "plugin" else "install notrest for Codex here")
     left = [h.get("key") for h in final if h.get("trustStatus") != "trusted"]
     if left:
         raise NotrestError("Codex still reports %d notrest hook(s) untrusted: %s" % (
             len(left), ", ".join(left[:3])), path, "trust them in Codex (/hooks)")
+    for kind, wanted in (("project", project), ("plugin", plugin)):
+        if wanted:
+            count = sum(1 for h in final if _hook_kind(h) == kind)
+            report.append("Codex trusts the %d notrest %s hooks%s (%d newly), in %s" % (
+                count, kind, " for this project" if kind == "project" else
+                " (%s) for every project" % ", ".join(sorted({str(h.get("pluginId"))
+                                                            for h in final if
+                                                            _hook_kind(h) == kind})),
+                sum(1 for key in todo if any(h.get("key") == key and _hook_kind(h) ==
+                                             kind for h in final)), path))
     disabled = [h.get("key") for h in final if h.get("enabled") is False]
-    report.append("Codex trusts %d notrest hook(s)%s (%d newly), recorded in %s" % (
-        len(final), " incl. the plugin's, for every project" if plugin else
-        " for this project", len(todo), path))
     if disabled:
         report.append("%d of them are switched off in Codex (/hooks): %s" % (
             len(disabled), ", ".join(disabled[:3])))
     return report
+
+
+def _hook_kind(hook):
+    return "plugin" if hook.get("pluginId") else "project"
+
+
+def _listed_notrest_hooks(server, root, project, plugin):
+    listed = server.call("hooks/list", {"cwds": [root]})
+    return [h for entry in listed.get("data") or [] for h in entry.get("hooks") or []
+            if isinstance(h, dict) and _notrest_listed(h, root, project, plugin)]
 
 
 # ==== CLI ===================================================================
@@ -8624,7 +8741,7 @@ def cmd_install(args):
 
 
 def cmd_trust(args):
-    estate = _estate(args, must_exist=True)
+    estate = _estate(args, must_exist=not args.plugin)
     report = trust_codex(estate.root, codex=args.codex, plugin=args.plugin)
     if args.json:
         _print_json({"client": args.client, "report": report})
