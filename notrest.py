@@ -3068,6 +3068,32 @@ def cli_hint(estate, config=None):
 # Rendering a verdict in each client's dialect. Codex rejects unknown keys and
 # runs the command on an "ask", so every answer uses only the keys both accept.
 
+DENY_LINE_MAX = 165
+DENY_INSTEAD_MAX = 90
+
+
+def deny_text(verdict):
+    """A deny's reason as people see it. Claude Code's TUI shows only the first line
+    of a hook's reason, after its own "PreToolUse:Bash hook error: " label (2.1.x
+    turns every hook deny into a blocking error), cut at ~200 characters. So a long
+    deny gets a first line that fits: the law, the reason without the echo of the
+    command (the TUI shows the command above it) and the Instead; the whole text
+    follows on the next line, which the model reads too."""
+    full = verdict.text()
+    if len(full) <= DENY_LINE_MAX and "\n" not in full:
+        return full
+    head = "notrest %s [%s]: " % (verdict.action, verdict.law)
+    tail = " Instead: %s" % one_line(verdict.instead, DENY_INSTEAD_MAX) if \
+        verdict.instead else ""
+    reason = " ".join(str(verdict.reason).split())
+    if reason.startswith("`") and "` " in reason[1:]:
+        reason = reason[reason.index("` ", 1) + 2:]
+    reason = one_line(reason, max(30, DENY_LINE_MAX - len(head) - len(tail) - 1))
+    first = head + reason.rstrip(" .") + ("" if reason.endswith(("!", "?", "\u2026"))
+                                          else ".") + tail
+    return first + "\nIn full: " + full[len(head):]
+
+
 def render_answer(event, verdict, context=None):
     """(stdout, stderr, exit code) for one event's final verdict."""
     kind, client = event.kind, event.client
@@ -3081,7 +3107,7 @@ def render_answer(event, verdict, context=None):
             out["hookSpecificOutput"] = {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "ask" if action == "ask" else "deny",
-                "permissionDecisionReason": verdict.text()}
+                "permissionDecisionReason": deny_text(verdict)}
         elif action == "warn" or verdict.message or context:
             note = context or verdict.message or verdict.text()
             out["hookSpecificOutput"] = {"hookEventName": "PreToolUse",
@@ -3090,7 +3116,7 @@ def render_answer(event, verdict, context=None):
         if action in ("deny", "block"):
             out["hookSpecificOutput"] = {"hookEventName": "PermissionRequest",
                                          "decision": {"behavior": "deny",
-                                                      "message": verdict.text()}}
+                                                      "message": deny_text(verdict)}}
     elif kind == "UserPromptSubmit":
         if action in ("deny", "block", "ask"):
             out["decision"] = "block"

@@ -305,3 +305,73 @@ def test_a_broken_codex_config_is_named_not_a_traceback(proj):
     assert result.code == 1 and "Traceback" not in result.stdout + result.stderr
     assert "Codex's config is not TOML (line 2" in result.stdout
     assert str(config) in result.stdout
+
+
+def test_a_long_deny_fits_claudes_first_line_and_keeps_everything_after(proj):
+    payload = proj.payload("PreToolUse", "dn-1", tool_name="Bash",
+                           tool_input={"command": "rm -rf ~"})
+    reason = proj.hook("PreToolUse", payload).answer["hookSpecificOutput"][
+        "permissionDecisionReason"]
+    first, _, rest = reason.partition("\n")
+    # Claude's TUI shows the first line only, cut at ~200 characters after its own
+    # 28-character "PreToolUse:Bash hook error: " label
+    assert len(first) <= notrest.DENY_LINE_MAX
+    assert first.startswith("notrest deny [no-destroy]: deletes your home folder")
+    assert " Instead: delete only what you made" in first
+    assert rest.startswith("In full: `rm -rf %s` deletes your home folder" % proj.home)
+    assert rest.endswith("and ask the user to do anything wider")
+    short = notrest.Verdict("deny", "no-force-push", "pushes with --force", "push a branch")
+    assert notrest.deny_text(short) == short.text() == (
+        "notrest deny [no-force-push]: pushes with --force. Instead: push a branch")
+
+
+def _plugin_copy(tmp_path):
+    """The plugin as a client installs it: the repository copied into its cache."""
+    plugin = tmp_path / "plugin-cache" / "notrest" / "1.0.0"
+    plugin.mkdir(parents=True)
+    shutil.copy(REPO / "notrest.py", plugin / "notrest.py")
+    shutil.copytree(REPO / "hooks", plugin / "hooks")
+    return plugin
+
+
+def _plugin_hook(plugin, project_root, home, event, payload, client):
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8",
+           "CLAUDE_PLUGIN_ROOT": str(plugin)}
+    if client == "claude":
+        env["CLAUDE_PROJECT_DIR"] = str(project_root)
+    else:
+        env["PLUGIN_ROOT"] = str(plugin)
+    name = notrest.HOOK_EVENTS[event][0]
+    return subprocess.run(["sh", str(plugin / "hooks" / name), client],
+                          input=json.dumps(payload).encode(), capture_output=True,
+                          cwd=str(project_root), env=env, timeout=30)
+
+
+@pytest.mark.parametrize("client", ["claude", "codex"])
+def test_a_plugin_acts_alone_then_steps_aside_for_the_project_install(tmp_path, client):
+    plugin = _plugin_copy(tmp_path)
+    project = make_project(tmp_path, install=False)
+    sub = project.root / "src"
+    sub.mkdir()
+    start = project.payload("SessionStart", "pl-1", client=client, source="startup",
+                            cwd=str(sub if client == "codex" else project.root))
+    alone = _plugin_hook(plugin, project.root, project.home, "SessionStart", start, client)
+    assert "notrest start packet for project." in alone.stdout.decode()
+    estate = project.root / ".notrest"
+    assert (estate / ".gitignore").read_text() == notrest.ESTATE_GITIGNORE
+    assert (estate / "journal" / "pl-1.jsonl").exists() and not (sub / ".notrest").exists()
+    # the project gets its own install: it acts, the plugin steps aside
+    assert run_install(project, "--client", client).returncode == 0
+    if client == "codex":
+        untrusted = _plugin_hook(plugin, project.root, project.home, "SessionStart",
+                                 dict(start, session_id="pl-2"), client)
+        assert "notrest start packet" in untrusted.stdout.decode(), \
+            "Codex skips untrusted project hooks: the plugin must still act"
+        write_codex_trust(project)
+    for event, payload in (("SessionStart", dict(start, session_id="pl-3")), (
+            "PreToolUse", project.payload("PreToolUse", "pl-3", client=client,
+                                          tool_name="Bash",
+                                          tool_input={"command": "rm -rf ~"}))):
+        aside = _plugin_hook(plugin, project.root, project.home, event, payload, client)
+        assert aside.returncode == 0 and aside.stdout == b"{}\n", aside.stdout
+    assert not (estate / "journal" / "pl-3.jsonl").exists(), "the plugin wrote nothing"

@@ -84,6 +84,9 @@ notrest: install_notrest(project, home, clients="both", codex_home=None) runs
     ``sh REPO/install.sh --client CLIENTS PROJECT`` as a user would (raises
     unless it exits 0); read_journal(path) -> records (notrest.read_records);
     session_id(result) -> the session id the client printed.
+TUI: run_claude_tui(project, home, prompt, base_url, width=120) -> the screen
+    text of Claude Code's interactive TUI in a detached tmux pane after the
+    prompt's turn (what a person sees; needs tmux).
 Hook timing as the client reports it: client_hook_times(result) -> [(event,
     ms)], from Claude's ``--debug-file`` ("Hooks: EVENT[:matcher] [cmd] finished
     with status N (Mms)") or Codex's stderr with ``RUST_LOG=CODEX_HOOK_LOG``
@@ -584,6 +587,64 @@ def run_claude(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
     return run_process("claude", argv, project, claude_env(home, base_url, env),
                        timeout=timeout, kill_after=kill_after, kill_when=kill_when,
                        reap_strays=reap_strays)
+
+
+def run_claude_tui(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
+                   width: int = 120, height: int = 40, settle: float = 25.0,
+                   done: str = "done") -> str:
+    """Claude Code's interactive TUI in a detached tmux pane (the person's view):
+    starts ``claude --dangerously-skip-permissions`` in project, types prompt,
+    waits until the screen shows ``done`` (at most ``settle`` s) and returns the
+    screen text.  HOME's ~/.claude.json is written so that no first-run dialog
+    (onboarding, folder trust, API key) stands in the way."""
+    import shutil
+    if not shutil.which("tmux"):
+        import pytest
+        if os.environ.get("CI"):
+            pytest.fail("e2e: tmux is needed for the TUI test", pytrace=False)
+        pytest.skip("e2e: tmux not installed")
+    claude = require_binary("claude")
+    project = str(Path(project).resolve())
+    state = Path(home) / ".claude.json"
+    state.write_text(json.dumps({
+        "hasCompletedOnboarding": True, "bypassPermissionsModeAccepted": True,
+        "theme": "dark", "customApiKeyResponses": {"approved": ["sk-test"],
+                                                   "rejected": []},
+        "projects": {project: {"hasTrustDialogAccepted": True,
+                               "hasCompletedProjectOnboarding": True}}}),
+        encoding="utf-8")
+    env = claude_env(home, base_url)
+    session = "notrest-%s" % uuid.uuid4().hex[:8]
+    tmux = ["tmux", "-L", session]
+    command = "exec env -i %s %s --dangerously-skip-permissions" % (" ".join(
+        "%s=%s" % (k, sh_quote(v)) for k, v in env.items()), sh_quote(str(claude)))
+
+    def screen():
+        return subprocess.run(tmux + ["capture-pane", "-p", "-t", session],
+                              capture_output=True, text=True).stdout
+
+    def wait_for(text, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if text in screen():
+                return True
+            time.sleep(0.3)
+        return False
+
+    subprocess.run(tmux + ["new-session", "-d", "-s", session, "-x", str(width), "-y",
+                           str(height), "-c", project, command], check=True,
+                   env={"PATH": os.environ.get("PATH", ""), "TERM": "xterm-256color",
+                        "HOME": str(home)})
+    try:
+        if not wait_for("bypass permissions on", settle):
+            raise AssertionError("the TUI did not start:\n" + screen())
+        subprocess.run(tmux + ["send-keys", "-t", session, "-l", prompt], check=True)
+        wait_for(prompt[:20], 5)
+        subprocess.run(tmux + ["send-keys", "-t", session, "Enter"], check=True)
+        wait_for(done, settle)
+        return screen()
+    finally:
+        subprocess.run(tmux + ["kill-server"], capture_output=True)
 
 
 # --------------------------------------------------------------------------

@@ -224,3 +224,23 @@ def _assert_single(records):
     assert kinds.count("call") == 1, kinds
     stops = [r for r in records if r.get("k") == "stop"]
     assert len(stops) == 1, kinds
+
+
+# --------------------------------------------------------------------------
+# what the person sees of a deny in Claude's TUI
+# --------------------------------------------------------------------------
+def test_claudes_tui_shows_the_law_the_reason_and_the_instead(e2e):
+    env = e2e("claude", {"scripts": {"tui-1": [tool_turn(shell_call("claude", "rm -rf ~")),
+                                               text_turn("understood")]}})
+    rig.install_notrest(env.project, env.home, "claude")
+    screen = rig.run_claude_tui(env.project, env.home, "tui-1: clean my home", env.url,
+                                width=120, done="understood")
+    lines = screen.splitlines()
+    at = next(i for i, line in enumerate(lines) if "Reason:" in line)
+    shown = " ".join(line.strip(" │") for line in lines[at:at + 3])
+    # Claude's own label stays (every hook deny is a "blocking error" in 2.1.x);
+    # what follows it is notrest's first line: the law, why, and what to do instead
+    assert "PreToolUse:Bash hook error: notrest deny [no-destroy]: deletes your home" \
+        in shown, screen
+    assert "Instead: delete only what you made" in shown, screen
+    assert "In full:" not in shown
