@@ -2776,6 +2776,7 @@ threads.jsonl
 permits.json
 config.json
 install.json
+view.html
 __pycache__/
 *.lock
 .*.lock
@@ -8475,6 +8476,290 @@ def _listed_notrest_hooks(server, root, project, plugin):
             if isinstance(h, dict) and _notrest_listed(h, root, project, plugin)]
 
 
+# ==== view ==================================================================
+# `notrest view` writes one self-contained HTML page of the estate: a timeline of
+# the sessions per machine and client, each session's note, next step, prompts,
+# tools, files, failures, denials and overrides, the laws with how often each fired,
+# learned candidates and compiled tools. Stdlib only, inline CSS and SVG, no script,
+# a Content-Security-Policy that lets the page load nothing. It is bounded: the
+# newest VIEW_SESSIONS sessions (the index's, at most INDEX_MAX_SESSIONS) in detail,
+# and it says how many it left out. Everything from the estate is agent-written
+# text: it is escaped, every time, by _h.
+
+VIEW_SESSIONS = 200
+VIEW_JOURNAL_TAIL = 64 * 1024
+VIEW_LIST_MAX = 40
+VIEW_STATES = ("live", "died", "banked")
+VIEW_COLORS = {"live": "#1f77b4", "died": "#d62728", "banked": "#2ca02c"}
+VIEW_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1f24;
+background:#f6f7f9}
+header{background:#1b1f24;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}
+header p{margin:4px 0 0;color:#c9d1d9}main{padding:8px 24px 40px;max-width:1200px}
+h2{font-size:17px;margin:26px 0 8px}section{background:#fff;border:1px solid #d8dee4;
+border-radius:6px;padding:4px 16px 14px;margin-top:14px}
+.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;
+width:12px;height:12px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+svg text{font:11px system-ui,sans-serif;fill:#57606a}
+details.session{border-top:1px solid #eaeef2;padding:6px 0}details.session>summary{
+cursor:pointer}details.session[open]>summary{font-weight:600}
+.state{display:inline-block;min-width:52px;text-align:center;border-radius:10px;
+padding:0 7px;color:#fff;font-size:12px}.state-live{background:#1f77b4}
+.state-died{background:#d62728}.state-banked{background:#2ca02c}
+.meta{color:#57606a}dl{margin:6px 0 4px 18px;display:grid;grid-template-columns:
+170px 1fr;gap:5px 14px}dt{font-weight:600;color:#424a53}dd{margin:0}dd ul,dd ol{margin:0}ul,ol{margin:2px 0;padding-left:20px}code,.mono{font:12px/1.4
+ui-monospace,SFMono-Regular,Menlo,monospace;white-space:pre-wrap;word-break:break-word}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
+border-bottom:1px solid #eaeef2;vertical-align:top}th{font-size:12px;color:#57606a}
+td.num{text-align:right;font-variant-numeric:tabular-nums}.deny{color:#a40e26}
+.override{color:#8a4600}.none{color:#8c959f}
+"""
+
+
+def _h(value):
+    """Text from the estate, safe inside HTML text and attribute values: escaped,
+    control and bidi characters made visible, line breaks kept."""
+    import html
+    text = "" if value is None else str(value)
+    return html.escape("\n".join(neutralise(line) for line in text.split("\n")),
+                       quote=True)
+
+
+def _view_state(rec, now):
+    state = session_state(rec, now)
+    return "banked" if state == "ended" else state
+
+
+def _view_machine(rec, fallback):
+    machine = rec.get("machine")
+    return str(machine) if isinstance(machine, str) and machine else fallback
+
+
+def _journal_tail(estate, session):
+    """Prompts, denials and overrides from a session's journal tail (bounded)."""
+    prompts, denies, receipts = [], [], []
+    for record, _line, _end in read_records(estate.journal(session), 0,
+                                            VIEW_JOURNAL_TAIL):
+        if not record:
+            continue
+        kind = record.get("k")
+        if kind == "prompt":
+            prompts.append(record)
+        elif kind == "deny":
+            denies.append(record)
+        elif kind == "receipt":
+            receipts.append(record)
+    return prompts, denies, receipts
+
+
+def gather_view(estate, now, limit=VIEW_SESSIONS):
+    """What the page shows, read from the estate within its bounds."""
+    import socket
+    entries = load_index(estate)
+    try:
+        journals = sum(1 for n in os.listdir(estate.path("journal")) if
+                       n.endswith(".jsonl"))
+    except OSError:
+        journals = 0
+    here = socket.gethostname() or "this machine"
+    sessions = []
+    fired = {}
+    for entry in entries[:limit]:
+        rec = current_session_record(estate, entry["session"],
+                                     limit_bytes=VIEW_JOURNAL_TAIL)
+        prompts, denies, receipts = _journal_tail(estate, entry["session"])
+        for deny in denies:
+            item = fired.setdefault(deny.get("law") or "?", {"deny": 0, "ask": 0,
+                                                             "warn": 0, "override": 0})
+            action = deny.get("action") if deny.get("action") in ("ask", "warn") else \
+                "deny"
+            item[action] += 1
+        for receipt in receipts:
+            fired.setdefault(receipt.get("law") or "?", {"deny": 0, "ask": 0, "warn": 0,
+                                                         "override": 0})["override"] += 1
+        sessions.append({
+            "session": rec["session"], "client": rec["client"] or "?",
+            "machine": _view_machine(rec, here), "state": _view_state(rec, now),
+            "started": rec["started"], "updated": rec["updated"], "note": rec["note"],
+            "next": rec["next"], "tools": rec["tools"], "actions": rec["actions"],
+            "files": sorted(rec["files"]), "failed": rec["failed"],
+            "denied": denies or rec["denied"], "receipts": receipts or rec["receipts"],
+            "prompts": [redact_secrets(str(p.get("text") or "")) for p in prompts] or (
+                [redact_secrets(rec["last_prompt"])] if rec["last_prompt"] else []),
+            "prompt_count": rec["prompts"]})
+    book = load_lawbook(estate)
+    return {"root": estate.root, "project": os.path.basename(estate.root),
+            "generated": now, "sessions": sessions, "total": max(journals, len(entries)),
+            "limit": limit, "laws": [(law.id, law.action, law.text, fired.get(law.id, {}))
+                                     for law in book.laws if not law.disabled],
+            "unknown_laws": {k: v for k, v in fired.items() if book.get(k) is None},
+            "candidates": load_candidates(estate), "compiled": load_compiled(estate)}
+
+
+def render_view(view):
+    """The page (pure: the same view gives the same bytes)."""
+    shown, total = len(view["sessions"]), view["total"]
+    bound = ("all %d sessions" % total if shown >= total else
+             "the newest %d of %d sessions (bounded: `notrest view --sessions N`, at "
+             "most %d; older ones: `notrest log --session ID`)" % (
+                 shown, total, INDEX_MAX_SESSIONS))
+    parts = [
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        'style-src \'unsafe-inline\'; img-src data:">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>notrest: %s</title><style>%s</style></head><body>" % (
+            _h(view["project"]), VIEW_CSS),
+        '<header><h1>notrest: %s</h1><p>%s &middot; generated %s &middot; showing %s</p>'
+        "</header><main>" % (_h(view["project"]), _h(view["root"]),
+                             _h(iso_time(view["generated"])), _h(bound)),
+        _view_timeline(view), _view_sessions(view), _view_laws(view),
+        _view_learned(view), "</main></body></html>\n"]
+    return "".join(parts)
+
+
+def _view_timeline(view):
+    sessions = [s for s in view["sessions"] if s["started"]]
+    lanes = sorted({(s["machine"], s["client"]) for s in sessions})
+    counts = {state: sum(1 for s in view["sessions"] if s["state"] == state)
+              for state in VIEW_STATES}
+    legend = "".join('<span><i style="background:%s"></i>%s (%d)</span>' % (
+        VIEW_COLORS[state], state, counts[state]) for state in VIEW_STATES)
+    out = ['<section id="timeline"><h2>Timeline</h2><p class="legend">%s</p>' % legend]
+    if not sessions:
+        out.append('<p class="none">No sessions yet.</p></section>')
+        return "".join(out)
+    start = min(s["started"] for s in sessions)
+    end = max(s["updated"] or s["started"] for s in sessions)
+    span = max(end - start, 1.0)
+    left, width, row = 190, 960, 26
+    height = row * len(lanes) + 30
+    out.append('<svg role="img" aria-label="sessions over time" width="%d" height="%d" '
+               'viewBox="0 0 %d %d" xmlns="http://www.w3.org/2000/svg">' % (
+                   left + width + 10, height, left + width + 10, height))
+    for index, (machine, client) in enumerate(lanes):
+        y = 8 + index * row
+        out.append('<text x="4" y="%d">%s &middot; %s</text>' % (
+            y + 14, _h(clip(machine, 22)), _h(client)))
+        out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#eaeef2"/>' % (
+            left, left + width, y + row - 2, y + row - 2))
+    for s in sessions:
+        y = 8 + lanes.index((s["machine"], s["client"])) * row
+        x = left + (s["started"] - start) / span * width
+        w = max(4.0, ((s["updated"] or s["started"]) - s["started"]) / span * width)
+        out.append('<a href="#s-%s"><rect class="bar bar-%s" x="%.1f" y="%d" width="%.1f" '
+                   'height="16" rx="2" fill="%s"><title>%s %s %s: %s</title></rect></a>' % (
+                       _h(s["session"]), s["state"], x, y + 2, min(w, left + width - x),
+                       VIEW_COLORS[s["state"]], _h(short_id(s["session"])), s["state"],
+                       _h(iso_time(s["started"])), _h(one_line(s["note"], 80))))
+    base = 8 + len(lanes) * row + 14
+    stamp = (lambda t: time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(t))) if \
+        span < 3600 else iso_time
+    out.append('<text x="%d" y="%d">%s</text><text x="%d" y="%d" text-anchor="end">%s'
+               '</text></svg></section>' % (left, base, _h(stamp(start)), left + width,
+                                            base, _h(stamp(end))))
+    return "".join(out)
+
+
+def _view_list(items, css=""):
+    items = list(items)
+    if not items:
+        return '<span class="none">none</span>'
+    more = len(items) - VIEW_LIST_MAX
+    body = "".join("<li%s>%s</li>" % (' class="%s"' % css if css else "", item)
+                   for item in items[:VIEW_LIST_MAX])
+    return "<ul>%s%s</ul>" % (body, "<li class=\"none\">and %d more</li>" % more
+                              if more > 0 else "")
+
+
+def _view_sessions(view):
+    out = ['<section id="sessions"><h2>Sessions</h2>']
+    if not view["sessions"]:
+        out.append('<p class="none">No sessions yet.</p>')
+    for number, s in enumerate(view["sessions"]):
+        fields = [
+            ("Note", _h(s["note"]) or '<span class="none">none banked</span>'),
+            ("Next step", _h(s["next"]) or '<span class="none">none</span>'),
+            ("Prompts (%d, redacted)" % s["prompt_count"], "<ol>%s</ol>" % "".join(
+                '<li class="mono">%s</li>' % _h(clip(p, 600)) for p in s["prompts"][
+                    -VIEW_LIST_MAX:]) if s["prompts"] else '<span class="none">none'
+             "</span>"),
+            ("Tools (%d calls; the last ones)" % s["tools"], _view_list(
+                "<code>%s</code>" % _h(a) for a in s["actions"])),
+            ("Files changed", _view_list("<code>%s</code>" % _h(f) for f in s["files"])),
+            ("Failures", _view_list(["<code>%s</code> %s" % (
+                _h(f.get("what")), _h(clip(f.get("error"), 200))) for f in s["failed"]])),
+            ("Denials", _view_list(["<b>%s</b> %s: <code>%s</code>" % (
+                _h(d.get("law")), _h(d.get("action") or "deny"), _h(d.get("what")))
+                for d in s["denied"]], "deny")),
+            ("Overrides", _view_list(["<b>%s</b> by %s: %s <code>%s</code>" % (
+                _h(r.get("law")), _h(r.get("by") or r.get("who")), _h(r.get("why")),
+                _h(r.get("what"))) for r in s["receipts"]], "override")),
+        ]
+        out.append(
+            '<details class="session" id="s-%s" data-session="%s" data-state="%s" '
+            'data-client="%s"%s><summary><span class="state state-%s">%s</span> %s '
+            '<span class="meta">%s &middot; %s &middot; %s</span> %s</summary><dl>%s</dl>'
+            "</details>" % (
+                _h(s["session"]), _h(s["session"]), s["state"], _h(s["client"]),
+                "" if number else " open", s["state"], s["state"], _h(iso_time(s["started"])), _h(s["machine"]),
+                _h(s["client"]), _h(short_id(s["session"])), _h(one_line(s["note"], 120)),
+                "".join("<dt>%s</dt><dd>%s</dd>" % (_h(k), v) for k, v in fields)))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _view_laws(view):
+    rows = []
+    for law_id, action, text, fired in view["laws"] + [
+            (k, "?", "(not in the law book now)", v) for k, v in sorted(
+                view["unknown_laws"].items())]:
+        denied = sum(fired.get(k, 0) for k in ("deny", "ask", "warn"))
+        rows.append('<tr data-law="%s"><td><b>%s</b></td><td>%s</td><td class="num">%d'
+                    '</td><td class="num">%d</td><td>%s</td></tr>' % (
+                        _h(law_id), _h(law_id), _h(action), denied,
+                        fired.get("override", 0), _h(one_line(text, 200))))
+    return ('<section id="laws"><h2>Laws</h2><p class="meta">How often each law fired in '
+            "the sessions shown (their journals' last %d KB).</p><table><thead><tr><th>"
+            "law</th><th>action</th><th>fired</th><th>overridden</th><th>text</th></tr>"
+            "</thead><tbody>%s</tbody></table></section>" % (
+                VIEW_JOURNAL_TAIL // 1024, "".join(rows)))
+
+
+def _view_learned(view):
+    rows = "".join(
+        '<tr data-candidate="%s"><td><code>%s</code></td><td>%s</td><td>%s</td>'
+        '<td class="num">%s</td><td class="num">%s</td><td class="mono">%s</td></tr>' % (
+            _h(c.get("id")), _h(c.get("id")), _h(c.get("kind")), _h(c.get("status")),
+            _h(c.get("sessions")), _h(c.get("occurrences")), _h(one_line(
+                c.get("text") or " && ".join(c.get("pattern") or []), 300)))
+        for c in view["candidates"] if isinstance(c, dict))
+    tools = "".join(
+        '<tr data-compiled="%s"><td><code>%s</code></td><td class="mono">sh .notrest/'
+        "compiled/%s/run.sh %s</td><td>%s</td></tr>" % (
+            _h(slug), _h(slug), _h(slug), _h(" ".join(str(a) for a in meta.get("args")
+                                                        or [])),
+            _h(meta.get("candidate") or meta.get("id") or ""))
+        for slug, meta in sorted(view["compiled"].items()))
+    return ('<section id="learned"><h2>Learned</h2><h3>Candidates</h3>%s<h3>Compiled '
+            "tools</h3>%s</section>" % (
+                "<table><thead><tr><th>id</th><th>kind</th><th>status</th><th>sessions"
+                "</th><th>times</th><th>what</th></tr></thead><tbody>%s</tbody></table>"
+                % rows if rows else '<p class="none">No candidates yet (`notrest learn`)'
+                "</p>", "<table><thead><tr><th>slug</th><th>run</th><th>from</th></tr>"
+                "</thead><tbody>%s</tbody></table>" % tools if tools else
+                '<p class="none">No compiled tools yet (`notrest compile ID`).</p>'))
+
+
+def write_view(estate, out=None, limit=VIEW_SESSIONS, now=None):
+    """Write the page; returns its path."""
+    limit = max(1, min(int(limit), INDEX_MAX_SESSIONS))
+    path = os.path.abspath(out or estate.path("view.html"))
+    page = render_view(gather_view(estate, time.time() if now is None else now, limit))
+    write_atomic(path, page, durable=False)
+    return path
+
+
 # ==== CLI ===================================================================
 
 LOG_LIMIT = 200
@@ -8588,9 +8873,23 @@ def build_parser():
     cmd.add_argument("--list", action="store_true")
     cmd.add_argument("--remove", metavar="SLUG")
     cmd.add_argument("--json", action="store_true")
+    cmd = add("view", "write one self-contained HTML page of the estate and print its "
+              "path")
+    cmd.add_argument("--out", metavar="FILE", help="where to write it (default "
+                     ".notrest/view.html)")
+    cmd.add_argument("--sessions", type=int, default=VIEW_SESSIONS, metavar="N",
+                     help="show the newest N sessions in detail (default %d, at most %d)"
+                     % (VIEW_SESSIONS, INDEX_MAX_SESSIONS))
     cmd = add("help", "show the help of notrest or of one command")
     cmd.add_argument("topic", nargs="?", metavar="COMMAND")
     return parser
+
+
+def cmd_view(args):
+    estate = _estate(args, must_exist=True)
+    path = write_view(estate, args.out, args.sessions)
+    sys.stdout.write("%s\n" % path)
+    return 0
 
 
 def cmd_help(args):
@@ -9118,7 +9417,7 @@ COMMANDS = {
     "install": cmd_install, "uninstall": cmd_uninstall, "doctor": cmd_doctor,
     "check": cmd_check, "laws": cmd_laws, "allow": cmd_allow, "log": cmd_log,
     "status": cmd_status, "rebuild": cmd_rebuild, "learn": cmd_learn,
-    "compile": cmd_compile, "trust": cmd_trust, "help": cmd_help,
+    "compile": cmd_compile, "trust": cmd_trust, "view": cmd_view, "help": cmd_help,
 }
 
 
