@@ -7164,8 +7164,12 @@ def install_settings(root, client, state, report, created):
     key = os.path.relpath(path, root)
     record = records.get(key)
     if not (record and text is not None and record.get("after") == _text_sha(text)):
-        before = None if text is None else settings_without_hooks(text, [])
-        record = {"before": before, "created": []}
+        # first edit, or the person changed the file since: what it holds without
+        # notrest's entries is theirs
+        before = None if text is None else settings_without_hooks(
+            text, record.get("created") if record else None)
+        record = {"before": before, "created": list(record.get("created", []))
+                  if record else []}
     record["created"] = sorted(set(record.get("created", [])) | set(members))
     _write_keeping_mode(path, new)
     record["after"] = _text_sha(new)
