@@ -8341,9 +8341,14 @@ class CodexAppServer:
 
     def __init__(self, codex, cwd, env):
         import subprocess
-        self.proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            self.proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL,
+                                         start_new_session=True)
+        except OSError as exc:
+            raise NotrestError("cannot start codex (%s)" % exc.strerror, codex,
+                               "name a working codex binary with --codex PATH")
         self.next_id = 1
         self.deadline = time.monotonic() + APP_SERVER_TIMEOUT_S
         self.call("initialize", {"clientInfo": {"name": "notrest", "version":
@@ -8351,8 +8356,13 @@ class CodexAppServer:
         self.send({"method": "initialized"})
 
     def send(self, message):
-        self.proc.stdin.write((json_dumps(message) + "\n").encode("utf-8"))
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write((json_dumps(message) + "\n").encode("utf-8"))
+            self.proc.stdin.flush()
+        except OSError:
+            raise NotrestError("codex app-server stopped early", "",
+                               "check that `codex app-server` runs here; or trust the "
+                               "hooks in Codex itself (/hooks)")
 
     def call(self, method, params):
         import select

@@ -375,3 +375,19 @@ def test_a_plugin_acts_alone_then_steps_aside_for_the_project_install(tmp_path, 
         aside = _plugin_hook(plugin, project.root, project.home, event, payload, client)
         assert aside.returncode == 0 and aside.stdout == b"{}\n", aside.stdout
     assert not (estate / "journal" / "pl-3.jsonl").exists(), "the plugin wrote nothing"
+
+
+def test_trust_without_a_working_codex_says_what_to_do(proj, tmp_path):
+    fake = tmp_path / "codex"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    for args, what in ((["--codex", str(tmp_path / "nope")], "no executable codex"),
+                       (["--codex", str(fake)], "codex app-server "),
+                       ([], "the codex command is not on PATH")):
+        result = proj.cli("trust", "codex", *args, PATH="/usr/bin:/bin")
+        assert result.code == 3, result.stderr
+        assert what in result.stderr and "Traceback" not in result.stderr
+        assert "/hooks" in result.stderr or "--codex" in result.stderr
+    installed = proj.cli("install", str(proj.root), "--trust", "--codex", str(fake),
+                         "--quiet")
+    assert installed.code == 1 and "Codex trust FAILED" in installed.stdout
