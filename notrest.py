@@ -5,7 +5,8 @@ One stdlib-only module. The verbs:
   gate      judge a tool call (--command / --path / payload on stdin): exit 0 allow, 2 deny
   bank      write the session record (--note, --next, --open, --close)
   hook EV   the adapter the sh launchers call: read the client's payload, act, answer
-Also: install, uninstall, doctor, check, laws, allow, log, status, rebuild, learn, compile.
+Also: install (--trust), uninstall, trust codex, doctor, check, laws, allow, log,
+status, rebuild, learn, compile, view (one HTML page of the estate), help [VERB].
 
 Estate (.notrest/ at the project root; the journal is the truth, the rest are views):
   laws.json, config.json, permits.json, journal/<session>.jsonl (append-only, locked,
@@ -18,7 +19,7 @@ block, 3 estate unusable (the path and the fix are printed).
 Sections (grep '^# ===='). The hot part, all a tool-call hook loads: constants,
 records, json, text, redaction, shell parsing, paths and globs, laws, estate storage,
 gate, hook adapter. Below the cold line: sessions, packet, bank, session hooks, learn,
-compile (the warm part, for session events), then doctor, install, CLI.
+compile (the warm part, for session events), then doctor, install, trust, view, CLI.
 """
 import os
 import sys
@@ -8514,7 +8515,7 @@ h2{font-size:17px;margin:26px 0 8px}section{background:#fff;border:1px solid #d8
 border-radius:6px;padding:4px 16px 14px;margin-top:14px}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;
 width:12px;height:12px;border-radius:2px;margin-right:5px;vertical-align:-1px}
-svg text{font:11px system-ui,sans-serif;fill:#57606a}
+svg{max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif;fill:#57606a}
 details.session{border-top:1px solid #eaeef2;padding:6px 0}details.session>summary{
 cursor:pointer}details.session[open]>summary{font-weight:600}
 .state{display:inline-block;min-width:52px;text-align:center;border-radius:10px;
