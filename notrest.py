@@ -6209,7 +6209,8 @@ def run_doctor(estate, now=None):
                                     % path, "run `%s` (or chmod +x it)" % fix_install))
     if not os.path.isfile(estate.path("hooks", LAUNCH_FILE)):
         findings.append(Finding(False, "the launchers' common tail %s is missing" %
-                                estate.path("hooks", LAUNCH_FILE), "run `%s`" % fix_install))
+                                estate.path("hooks", LAUNCH_FILE),
+                                "run `%s`" % fix_install))
     if all(f.ok for f in findings[-len(HOOK_EVENTS):]) or not findings:
         findings.append(Finding(True, "hook launchers present and executable"))
     for client in clients:
@@ -6227,7 +6228,8 @@ def run_doctor(estate, now=None):
                                     client, len(CLIENT_EVENTS[client]) - len(missing),
                                     len(CLIENT_EVENTS[client]), settings),
                                 "run `%s` (missing: %s%s)" % (
-                                    reinstall_command(estate, config, client), ", ".join(missing) or "none",
+                                    reinstall_command(estate, config, client),
+                                    ", ".join(missing) or "none",
                                     "; pointing nowhere: " + ", ".join(broken)
                                     if broken else "")))
     if "codex" in clients:
@@ -6997,9 +6999,10 @@ def _encode_key(key):
 # path, finds the nearest .notrest/hooks/ above the cwd itself, and reads the same in
 # sh, bash, zsh and fish (one single-quoted sh script, no `!`, no backslash). Not
 # finding notrest fails the gate closed (exit 2 blocks the call) and the rest open.
-CODEX_HOOK_COMMAND = ("sh -c 'd=$PWD; until [ -z \"$d\" ] || [ -f \"$d/.notrest/hooks/$0\" ]; "
-                      "do d=${d%%/*}; done; [ -n \"$d\" ] && exec sh \"$d/.notrest/hooks/$0\" "
-                      "codex; echo \"notrest: no .notrest/hooks/$0 above $PWD\" >&2; exit %d' %s")
+CODEX_HOOK_COMMAND = (
+    "sh -c 'd=$PWD; until [ -z \"$d\" ] || [ -f \"$d/.notrest/hooks/$0\" ]; do "
+    "d=${d%%/*}; done; [ -n \"$d\" ] && exec sh \"$d/.notrest/hooks/$0\" codex; "
+    "echo \"notrest: no .notrest/hooks/$0 above $PWD\" >&2; exit %d' %s")
 CODEX_SESSION_END_TIMEOUT = 3  # Codex clamps SessionEnd to 3 s (and hashes the clamp)
 
 
@@ -8250,7 +8253,8 @@ def read_codex_config(env=None):
         return parse_toml(text), path
     except TomlError as exc:
         raise NotrestError("Codex's config is not TOML (%s)" % exc, path,
-                           "fix it (Codex refuses it too), then run `notrest trust codex`")
+                           "fix it (Codex refuses it too), then run `notrest trust "
+                           "codex`")
 
 
 def codex_trust_status(root, env=None):
@@ -8522,7 +8526,8 @@ cursor:pointer}details.session[open]>summary{font-weight:600}
 padding:0 7px;color:#fff;font-size:12px}.state-live{background:#1f77b4}
 .state-died{background:#d62728}.state-banked{background:#2ca02c}
 .meta{color:#57606a}dl{margin:6px 0 4px 18px;display:grid;grid-template-columns:
-170px 1fr;gap:5px 14px}dt{font-weight:600;color:#424a53}dd{margin:0}dd ul,dd ol{margin:0}ul,ol{margin:2px 0;padding-left:20px}code,.mono{font:12px/1.4
+170px 1fr;gap:5px 14px}dt{font-weight:600;color:#424a53}dd{margin:0}
+dd ul,dd ol{margin:0}ul,ol{margin:2px 0;padding-left:20px}code,.mono{font:12px/1.4
 ui-monospace,SFMono-Regular,Menlo,monospace;white-space:pre-wrap;word-break:break-word}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 border-bottom:1px solid #eaeef2;vertical-align:top}th{font-size:12px;color:#57606a}
@@ -8662,8 +8667,9 @@ def _view_timeline(view):
         y = 8 + lanes.index((s["machine"], s["client"])) * row
         x = left + (s["started"] - start) / span * width
         w = max(4.0, ((s["updated"] or s["started"]) - s["started"]) / span * width)
-        out.append('<a href="#s-%s"><rect class="bar bar-%s" x="%.1f" y="%d" width="%.1f" '
-                   'height="16" rx="2" fill="%s"><title>%s %s %s: %s</title></rect></a>' % (
+        out.append('<a href="#s-%s"><rect class="bar bar-%s" x="%.1f" y="%d" '
+                   'width="%.1f" height="16" rx="2" fill="%s"><title>%s %s %s: %s</title>'
+                   '</rect></a>' % (
                        _h(s["session"]), s["state"], x, y + 2, min(w, left + width - x),
                        VIEW_COLORS[s["state"]], _h(short_id(s["session"])), s["state"],
                        _h(iso_time(s["started"])), _h(one_line(s["note"], 80))))
@@ -8717,7 +8723,8 @@ def _view_sessions(view):
             '<span class="meta">%s &middot; %s &middot; %s</span> %s</summary><dl>%s</dl>'
             "</details>" % (
                 _h(s["session"]), _h(s["session"]), s["state"], _h(s["client"]),
-                "" if number else " open", s["state"], s["state"], _h(iso_time(s["started"])), _h(s["machine"]),
+                "" if number else " open", s["state"], s["state"],
+                _h(iso_time(s["started"])), _h(s["machine"]),
                 _h(s["client"]), _h(short_id(s["session"])), _h(one_line(s["note"], 120)),
                 "".join("<dt>%s</dt><dd>%s</dd>" % (_h(k), v) for k, v in fields)))
     out.append("</section>")

@@ -391,3 +391,21 @@ def test_trust_without_a_working_codex_says_what_to_do(proj, tmp_path):
     installed = proj.cli("install", str(proj.root), "--trust", "--codex", str(fake),
                          "--quiet")
     assert installed.code == 1 and "Codex trust FAILED" in installed.stdout
+
+
+# The trust Codex records covers each hook's command text and timeout: a change here
+# makes every user's notrest hooks untrusted again (silently skipped until they run
+# `trust codex` again). Change it only on purpose, and say so in the release notes.
+PINNED_CODEX_HASHES = {
+    "SessionStart": "78885b93ce5c", "UserPromptSubmit": "cf4bc5797636",
+    "PreToolUse": "55c72565b241", "PostToolUse": "205d85496c9d",
+    "SubagentStart": "2077c78559c7", "SubagentStop": "4c8570551c0b",
+    "Stop": "610e7923df93", "PreCompact": "805b69579b04", "PostCompact": "d3780f7e632e",
+    "SessionEnd": "664b6f4968b1",
+}
+
+
+def test_codex_hook_texts_keep_their_trust_hashes(proj):
+    hashes = {event: digest[7:19] for event, _key, digest in
+              notrest.codex_project_hooks(str(proj.root))}
+    assert hashes == PINNED_CODEX_HASHES
