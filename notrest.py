@@ -6540,9 +6540,10 @@ def canary_findings(estate, config, env=None, now=None):
         silent = sorted((t, s, p) for t, s, p in seen if s and t > since and not
                         os.path.exists(estate.journal(sanitize_session_id(s))) and (
                             last is None or t > last[0] + CANARY_SLACK_S))
-        fix = ("trust the project and its hooks in Codex: start `codex` here, accept "
-               "the project, approve the notrest hooks in /hooks (untrusted hooks are "
-               "skipped without a word)" if client == "codex" else
+        fix = ("have Codex trust the project and its hooks: `%s trust codex` (or "
+               "start `codex` here, accept the project, approve the notrest hooks in "
+               "/hooks); untrusted hooks are skipped without a word" % cli_hint(estate)
+               if client == "codex" else
                "start Claude Code from the project root with the hooks in "
                ".claude/settings.json (`notrest install` rewires them)")
         if silent:

@@ -79,9 +79,12 @@ def test_install_trust_makes_codex_run_the_hooks_without_the_bypass(e2e):
     assert "Codex trusts the 10 notrest project hooks for this project (10 newly)" in \
         proc.stdout
     after = notrest_cli(env.project, env.home, "doctor")
-    assert "FAIL" not in after.stdout, after.stdout
+    assert "FAIL  Codex" not in after.stdout, after.stdout
     for event in ("SessionStart", "PreToolUse", "Stop", "SessionEnd"):
         assert "PASS  Codex hook %s: trusted" % event in after.stdout
+    # the live canary still remembers the session that ran without the hooks
+    assert "FAIL  codex ran here without notrest's hooks" in after.stdout
+    assert "trust codex" in after.stdout
     config = (env.codex_home / "config.toml").read_text()
     assert '[projects."/somewhere/else"]' in config, "the person's config is kept"
     assert 'base_url = "%s/v1"' % env.url.rstrip("/") in config or "fake" in config
@@ -92,6 +95,8 @@ def test_install_trust_makes_codex_run_the_hooks_without_the_bypass(e2e):
     out = tool_output(bodies(env)[seen + 1], 0)
     assert "Command blocked by PreToolUse hook" in out and "protect-secrets" in out, out
     assert SECRET not in json.dumps(bodies(env)[seen + 1])
+    clean = notrest_cli(env.project, env.home, "doctor")
+    assert clean.returncode == 0 and "FAIL" not in clean.stdout, clean.stdout
     # trusting again changes nothing
     again = notrest_cli(env.project, env.home, "trust", "codex", "--codex", codex_bin())
     assert again.returncode == 0 and "(0 newly)" in again.stdout, again.stdout
