@@ -5,8 +5,9 @@ One stdlib-only module. The verbs:
   gate      judge a tool call (--command / --path / payload on stdin): exit 0 allow, 2 deny
   bank      write the session record (--note, --next, --open, --close)
   hook EV   the adapter the sh launchers call: read the client's payload, act, answer
-Also: install, uninstall, doctor, check, laws, allow, log, status, rebuild, learn, compile,
-sync (the estate to and from the git remote, on refs/notrest/estate).
+Also: install (--trust), uninstall, trust codex, doctor, check, laws, allow, log,
+status, rebuild, learn, compile, sync (the estate to and from the git remote, on
+refs/notrest/estate), view (one HTML page of the estate), help [VERB].
 
 Estate (.notrest/ at the project root; the journal is the truth, the rest are views):
   laws.json, config.json, permits.json, journal/<session>.jsonl (append-only, locked,
@@ -20,9 +21,10 @@ block, 3 estate unusable (the path and the fix are printed).
 Sections (grep '^# ===='). The hot part, all a tool-call hook loads: constants,
 records, json, text, redaction, shell parsing, paths and globs, laws, estate storage,
 gate, hook adapter. Below the cold line: sessions, packet, bank, session hooks, learn,
-compile (the warm part, for session events), then doctor, gate readers (what the gate
-loads only for a call that runs code, make, package scripts, archives, git's
-work-tree rewriters, ...), install, CLI.
+compile (the warm part, for session events), then doctor, gate readers and pack
+judges (what the gate loads only for a call that runs code, make, package scripts,
+archives, git's work-tree rewriters, a pack's programs), install, sync, trust, view,
+CLI.
 """
 import os
 import sys
@@ -34,6 +36,7 @@ __version__ = "1.0.0"
 
 SCHEMA_VERSION = 1
 ESTATE_DIR = ".notrest"
+HOOK_MARK = "/.notrest/hooks/"  # in every hook command install writes, and only there
 PACKET_BUDGET_BYTES = 6000
 PACKET_LINE_MAX = 240
 STDIN_CAP_BYTES = 32 * 1024 * 1024
@@ -6743,6 +6746,23 @@ def judge_pack(law, ctx):
 # ==== estate storage ========================================================
 # Every replace goes through write_atomic; every append through append_record.
 
+ESTATE_GITIGNORE = """# notrest: runtime state is local; the code, hooks and laws.json may be shared
+journal/
+sessions/
+learned/
+index.json
+threads.jsonl
+permits.json
+config.json
+install.json
+view.html
+__pycache__/
+*.lock
+.*.lock
+*.tmp.*
+"""
+
+
 class Estate:
     """The .notrest/ folder of one project."""
 
@@ -7489,6 +7509,32 @@ def cli_hint(estate, config=None):
 # Rendering a verdict in each client's dialect. Codex rejects unknown keys and
 # runs the command on an "ask", so every answer uses only the keys both accept.
 
+DENY_LINE_MAX = 165
+DENY_INSTEAD_MAX = 90
+
+
+def deny_text(verdict):
+    """A deny's reason as people see it. Claude Code's TUI shows only the first line
+    of a hook's reason, after its own "PreToolUse:Bash hook error: " label (2.1.x
+    turns every hook deny into a blocking error), cut at ~200 characters. So a long
+    deny gets a first line that fits: the law, the reason without the echo of the
+    command (the TUI shows the command above it) and the Instead; the whole text
+    follows on the next line, which the model reads too."""
+    full = verdict.text()
+    if len(full) <= DENY_LINE_MAX and "\n" not in full:
+        return full
+    head = "notrest %s [%s]: " % (verdict.action, verdict.law)
+    tail = " Instead: %s" % one_line(verdict.instead, DENY_INSTEAD_MAX) if \
+        verdict.instead else ""
+    reason = " ".join(str(verdict.reason).split())
+    if reason.startswith("`") and "` " in reason[1:]:
+        reason = reason[reason.index("` ", 1) + 2:]
+    reason = one_line(reason, max(30, DENY_LINE_MAX - len(head) - len(tail) - 1))
+    first = head + reason.rstrip(" .") + ("" if reason.endswith(("!", "?", "\u2026"))
+                                          else ".") + tail
+    return first + "\nIn full: " + full[len(head):]
+
+
 def render_answer(event, verdict, context=None):
     """(stdout, stderr, exit code) for one event's final verdict."""
     kind, client = event.kind, event.client
@@ -7502,7 +7548,7 @@ def render_answer(event, verdict, context=None):
             out["hookSpecificOutput"] = {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "ask" if action == "ask" else "deny",
-                "permissionDecisionReason": verdict.text()}
+                "permissionDecisionReason": deny_text(verdict)}
         elif action == "warn" or verdict.message or context:
             note = context or verdict.message or verdict.text()
             out["hookSpecificOutput"] = {"hookEventName": "PreToolUse",
@@ -7511,7 +7557,7 @@ def render_answer(event, verdict, context=None):
         if action in ("deny", "block"):
             out["hookSpecificOutput"] = {"hookEventName": "PermissionRequest",
                                          "decision": {"behavior": "deny",
-                                                      "message": verdict.text()}}
+                                                      "message": deny_text(verdict)}}
     elif kind == "UserPromptSubmit":
         if action in ("deny", "block", "ask"):
             out["decision"] = "block"
@@ -7938,7 +7984,7 @@ def locate_root(event, env, code_dir):
         return os.path.dirname(code_dir)
     for start in (env.get("CLAUDE_PROJECT_DIR"), event.cwd):
         if _valid_dir(start):
-            return find_root(start) or start
+            return find_root(start) or _repo_top(start) or start
     return os.getcwd()
 
 
@@ -8033,6 +8079,54 @@ def fault_answer(kind, why, payload=None, raw=b""):
         "why)" % (clip(neutralise(kind), 40), why), 0
 
 
+def _repo_top(start):
+    """The nearest folder at or above start holding .git (a plugin's first hook in
+    a subfolder: the estate belongs at the top of the repository)."""
+    path = start
+    while True:
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def running_as_plugin(env, code_dir):
+    """Whether this process is a plugin's hook: both clients name the plugin's
+    folder in $CLAUDE_PLUGIN_ROOT (Codex also in $PLUGIN_ROOT)."""
+    plugin = env.get("PLUGIN_ROOT") or env.get("CLAUDE_PLUGIN_ROOT")
+    return bool(plugin) and os.path.realpath(plugin) == os.path.realpath(code_dir)
+
+
+def project_install_acts(root, client, kind, env):
+    """Whether the project's own install runs this event for this client, so that a
+    plugin's hook must step aside (one packet, one journal line per event)."""
+    launcher = HOOK_EVENTS.get(kind, ("",))[0]
+    if not launcher or not os.path.isfile(os.path.join(root, ESTATE_DIR, "hooks",
+                                                       launcher)):
+        return False
+    names = ((".claude", "settings.json"), (".claude", "settings.local.json")) if \
+        client == "claude" else ((".codex", "hooks.json"),)
+    wired = False
+    for parts in names:
+        try:
+            with open_plain(os.path.join(root, *parts)) as handle:
+                text = handle.read()
+            wired = wired or (HOOK_MARK.encode() in text and launcher.encode() in text)
+        except OSError:
+            pass
+    if not wired or client != "codex":
+        return wired
+    try:  # Codex runs project hooks only once the person has trusted them
+        trusted = globals().get("codex_event_trusted")
+        if trusted is None:  # a launcher loaded only the hot or the warm part
+            trusted = cold_module().codex_event_trusted
+        return trusted(root, kind, env)
+    except Exception:
+        return False
+
+
 def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
     """Entry point of the sh launchers. Never raises; returns the exit code. Its
     own deadline covers reading stdin and the work; every fault ends in an answer
@@ -8103,6 +8197,9 @@ def _hook_answer(seen, stdin_fd, env, client, started, stdin_deadline):
     event = normalise(payload, event_name, env, client)
     code_dir = os.path.dirname(os.path.abspath(__file__))
     event.root = locate_root(event, env, code_dir)
+    if running_as_plugin(env, code_dir) and project_install_acts(
+            event.root, event.client, event.kind, env):
+        return "{}", "", 0  # the project's own install answers this event
     if event.kind == "SessionStart" and "start_git_state" in globals():
         event.facts["git"] = start_git_state(event.root)  # runs while we work
     event.cwd = event.cwd or event.root
@@ -9359,6 +9456,7 @@ def dispatch_cold(estate, event, env, started):
         return _stamp(record, started)
 
     if kind == "SessionStart":
+        ensure_estate_gitignore(estate)
         git = event.facts.pop("git", None) or start_git_state(estate.root)
         notice = integrity_notice(estate, event, now)
         pid, pid_start = client_process()
@@ -9514,6 +9612,17 @@ def _escalate(verdict, blocks, law_blocks, bound):
     elif blocks:
         reason += " (block %d of %d)" % (blocks + 1, bound)
     return reason
+
+
+def ensure_estate_gitignore(estate):
+    """The estate keeps its runtime state out of git however notrest came (install,
+    plugin): a missing .notrest/.gitignore is written, an existing one left alone."""
+    path = estate.path(".gitignore")
+    if not os.path.exists(path):
+        try:
+            write_atomic(path, ESTATE_GITIGNORE, durable=False)
+        except (OSError, NotrestError):
+            pass
 
 
 def _export_session_id(env, session):
@@ -11284,11 +11393,15 @@ def run_doctor(estate, now=None):
     clients = [c for c in config.get("clients", []) if c in CLIENT_EVENTS]
     if not estate.exists():
         return [Finding(False, "no estate at %s" % estate.dir,
-                        "install notrest: `sh install.sh %s`" % estate.root)]
+                        "install notrest: `%s`" % reinstall_command(estate))]
     if not clients:
         findings.append(Finding(False, "config.json names no installed client (%s)" %
                                 estate.path("config.json"),
-                                "run `sh install.sh --client both %s`" % estate.root))
+                                "run `%s` (config.json is local: a fresh clone has "
+                                "none)" % reinstall_command(estate, config)))
+        clients = [c for c in CLIENT_EVENTS if wired_events(client_settings_path(
+            estate.root, c))]
+    fix_install = reinstall_command(estate, config)
     python = config.get("python")
     if python and os.access(python, os.X_OK):
         code, out, _ = run_command([python, "-I", "-S", "-c",
@@ -11299,19 +11412,20 @@ def run_doctor(estate, now=None):
         good = code == 0 and len(parts) == 2 and all(p.isdigit() for p in parts) and \
             tuple(int(p) for p in parts) >= (3, 9)
         findings.append(Finding(good, "interpreter %s (Python %s)" % (python, version),
-                                "install Python 3.9+ and run install.sh again"))
+                                "install Python 3.9+ and run `%s`" % fix_install))
     else:
         findings.append(Finding(False, "the recorded interpreter %r is missing" % python,
-                                "run install.sh again to record a Python 3.9+"))
+                                "run `%s` to record a Python 3.9+" % fix_install))
     for event, (name, _timeout) in HOOK_EVENTS.items():
         path = estate.path("hooks", name)
         ok = os.path.isfile(path) and os.access(path, os.X_OK)
         if not ok:
             findings.append(Finding(False, "hook launcher %s missing or not executable"
-                                    % path, "run install.sh again (or chmod +x it)"))
+                                    % path, "run `%s` (or chmod +x it)" % fix_install))
     if not os.path.isfile(estate.path("hooks", LAUNCH_FILE)):
         findings.append(Finding(False, "the launchers' common tail %s is missing" %
-                                estate.path("hooks", LAUNCH_FILE), "run install.sh again"))
+                                estate.path("hooks", LAUNCH_FILE),
+                                "run `%s`" % fix_install))
     if all(f.ok for f in findings[-len(HOOK_EVENTS):]) or not findings:
         findings.append(Finding(True, "hook launchers present and executable"))
     for client in clients:
@@ -11319,7 +11433,7 @@ def run_doctor(estate, now=None):
         wired = wired_events(settings)
         if wired is None:
             findings.append(Finding(False, "%s hook settings are not valid JSON (%s)" % (
-                client, settings), "fix the JSON by hand, then run install.sh again"))
+                client, settings), "fix the JSON by hand, then run `%s`" % fix_install))
             continue
         missing = [e for e in CLIENT_EVENTS[client] if e not in wired]
         broken = [e for e, cmd in wired.items() if not _command_target_ok(
@@ -11328,10 +11442,13 @@ def run_doctor(estate, now=None):
                                 "events to notrest (%s)" % (
                                     client, len(CLIENT_EVENTS[client]) - len(missing),
                                     len(CLIENT_EVENTS[client]), settings),
-                                "run `sh install.sh --client %s %s` (missing: %s%s)" % (
-                                    client, estate.root, ", ".join(missing) or "none",
+                                "run `%s` (missing: %s%s)" % (
+                                    reinstall_command(estate, config, client),
+                                    ", ".join(missing) or "none",
                                     "; pointing nowhere: " + ", ".join(broken)
                                     if broken else "")))
+    if "codex" in clients:
+        findings += codex_trust_findings(estate)
     findings += _estate_findings(estate)
     book = load_lawbook(estate)
     for problem in book.problems:
@@ -11345,7 +11462,7 @@ def run_doctor(estate, now=None):
                 skill_texts[path] = handle.read()
         except OSError:
             findings.append(Finding(False, "the laws skill is missing (%s)" % path,
-                                    "run install.sh again"))
+                                    "run `%s`" % fix_install))
     for law, layers in law_layers(book, estate.root, clients, skill_texts):
         gaps = []
         if not layers["text"]:
@@ -11359,9 +11476,9 @@ def run_doctor(estate, now=None):
                     "no event this client has"))
         findings.append(Finding(not gaps, "law %s in all three layers" % law.id if not
                                 gaps else "law %s lacks: %s" % (law.id, "; ".join(gaps)),
-                                "run install.sh again (it re-renders the laws skill and "
+                                "run `%s` (it re-renders the laws skill and "
                                 "rewires hooks); give the law a text and a matcher or "
-                                "check in laws.json"))
+                                "check in laws.json" % fix_install))
     findings += compiled_findings(estate)
     findings += integrity_findings(estate) + hardening_findings(estate, config) + \
         canary_findings(estate, config)
@@ -11370,6 +11487,9 @@ def run_doctor(estate, now=None):
 
 
 def _command_target_ok(command, root):
+    words = split_words(str(command))
+    if len(words) >= 4 and words[:2] == ["sh", "-c"] and HOOK_MARK + "$0" in words[2]:
+        return os.path.isfile(os.path.join(root, ESTATE_DIR, "hooks", words[3]))
     text = str(command).replace("$CLAUDE_PROJECT_DIR", root).replace(
         "${CLAUDE_PROJECT_DIR}", root)
     words = split_words(text)
@@ -11709,9 +11829,10 @@ def canary_findings(estate, config, env=None, now=None):
         silent = sorted((t, s, p) for t, s, p in seen if s and t > since and not
                         os.path.exists(estate.journal(sanitize_session_id(s))) and (
                             last is None or t > last[0] + CANARY_SLACK_S))
-        fix = ("trust the project and its hooks in Codex: start `codex` here, accept "
-               "the project, approve the notrest hooks in /hooks (untrusted hooks are "
-               "skipped without a word)" if client == "codex" else
+        fix = ("have Codex trust the project and its hooks: `%s trust codex` (or "
+               "start `codex` here, accept the project, approve the notrest hooks in "
+               "/hooks); untrusted hooks are skipped without a word" % cli_hint(estate)
+               if client == "codex" else
                "start Claude Code from the project root with the hooks in "
                ".claude/settings.json (`notrest install` rewires them)")
         if silent:
@@ -16062,87 +16183,394 @@ the journal that the next session sees. Ask for one; do not try to make one.
 """
 
 
-def merge_hook_settings(data, root, client, commands):
-    """Settings with our hook entries merged in (the user's keys and hooks kept).
-    commands: {event: command}. Returns (data, changed)."""
-    data = dict(data or {})
-    hooks = data.get("hooks")
-    if hooks is None:
-        hooks = {}
-    if not isinstance(hooks, dict):
-        raise NotrestError("`hooks` is not an object", root, "fix the settings file")
-    hooks = dict(hooks)
-    changed = False
-    for event, (command, timeout) in commands.items():
-        groups = list(hooks.get(event) or [])
-        entry = {"type": "command", "command": command, "timeout": timeout}
-        found = False
-        for gi, group in enumerate(groups):
-            if not isinstance(group, dict):
-                continue
-            inner = list(group.get("hooks") or [])
-            for hi, hook in enumerate(inner):
-                if isinstance(hook, dict) and "/.notrest/hooks/" in str(hook.get(
-                        "command", "")):
-                    found = True
-                    if hook != entry:
-                        inner[hi] = entry
-                        groups[gi] = dict(group, hooks=inner)
-                        changed = True
-        if not found:
-            group = {"hooks": [entry]}
-            if client == "claude" and event in TOOL_EVENTS:
-                group = {"matcher": "*", "hooks": [entry]}
-            groups.append(group)
-            changed = True
-        hooks[event] = groups
-    data["hooks"] = hooks
-    return data, changed
+# Settings files belong to the person: notrest edits their text, never re-serialises
+# it. A small span parser finds where each value sits; an edit inserts or removes
+# exactly the bytes of notrest's entries, in the file's own indentation, so the
+# rest stays byte for byte as the person wrote it.
+
+class JsonSpan:
+    """One JSON value in a text: kind (object, array, scalar), its [start, end) and,
+    for containers, its items: (key, member start, value span) for objects,
+    (None, start, value span) for arrays."""
+
+    __slots__ = ("kind", "start", "end", "items")
+
+    def __init__(self, kind, start, end=0, items=None):
+        self.kind, self.start, self.end, self.items = kind, start, end, items or []
+
+    def get(self, key):
+        for name, _start, span in self.items:
+            if name == key:
+                return span
+        return None
 
 
-def strip_hook_settings(data):
-    """Settings without our hook entries; empty events and groups removed."""
-    data = dict(data or {})
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return data, False
-    changed = False
-    kept = {}
-    for event, groups in hooks.items():
-        new_groups = []
-        for group in groups if isinstance(groups, list) else []:
-            if not isinstance(group, dict):
-                new_groups.append(group)
-                continue
-            inner = [h for h in group.get("hooks") or [] if not (
-                isinstance(h, dict) and "/.notrest/hooks/" in str(h.get("command", "")))]
-            if len(inner) != len(group.get("hooks") or []):
-                changed = True
-            if inner:
-                new_groups.append(dict(group, hooks=inner))
-        if new_groups:
-            kept[event] = new_groups
-        elif groups:
-            changed = True
-    if kept:
-        data["hooks"] = kept
+def _skip_ws(text, i):
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _string_end(text, i):
+    i += 1
+    while True:
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif c == '"':
+            return i + 1
+        else:
+            i += 1
+
+
+def parse_json_spans(text):
+    """The span tree of a valid JSON text (validate it with json_loads first)."""
+    span, end = _parse_span(text, _skip_ws(text, 0))
+    return span
+
+
+def _parse_span(text, i):
+    c = text[i]
+    if c == "{" or c == "[":
+        span = JsonSpan("object" if c == "{" else "array", i)
+        close = "}" if c == "{" else "]"
+        i = _skip_ws(text, i + 1)
+        while text[i] != close:
+            start, key = i, None
+            if span.kind == "object":
+                key_end = _string_end(text, i)
+                key = json_loads(text[i:key_end])
+                i = _skip_ws(text, _skip_ws(text, key_end) + 1)
+            value, i = _parse_span(text, i)
+            span.items.append((key, start, value))
+            i = _skip_ws(text, i)
+            if text[i] == ",":
+                i = _skip_ws(text, i + 1)
+        span.end = i + 1
+        return span, i + 1
+    start = i
+    if c == '"':
+        i = _string_end(text, i)
     else:
-        data.pop("hooks", None)
-    return data, changed
+        while i < len(text) and text[i] not in ",]} \t\r\n":
+            i += 1
+    return JsonSpan("scalar", start, i), i
+
+
+def _line_indent(text, pos):
+    """The whitespace that starts the line holding pos."""
+    line = text.rfind("\n", 0, pos) + 1
+    end = line
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return text[line:end]
+
+
+def _json_style(text, root):
+    """(indent unit or None for one-line files, item separator, key separator)."""
+    unit = None
+    for _key, start, _span in root.items:
+        between = text[root.start + 1:start]
+        if "\n" in between:
+            unit = between[between.rfind("\n") + 1:] or None
+        break
+    if unit is None and "\n" in text[root.start:root.end].strip():
+        unit = "  "
+    key_sep = ": " if '": ' in text or not text.strip() else ":"
+    item_sep = "," if unit is not None else (", " if ", " in text or '", "' in text
+                                             or not text.strip() else ",")
+    return unit, item_sep, key_sep
+
+
+def render_json_value(value, unit, item_sep, key_sep, base):
+    """value as JSON text in a file's style, its later lines indented by base."""
+    import json
+    if unit is None:
+        return json.dumps(value, ensure_ascii=False, separators=(item_sep, key_sep))
+    text = json.dumps(value, ensure_ascii=False, indent=unit, separators=(",", key_sep))
+    return text.replace("\n", "\n" + base)
+
+
+def json_text_add(text, path, key, value):
+    """text with `key: value` added to the object at `path` (a list of keys from
+    the root), or `value` appended to the array at `path` when key is None. Every
+    container on `path` must exist."""
+    root = parse_json_spans(text)
+    unit, item_sep, key_sep = _json_style(text, root)
+    node = root
+    for part in path:
+        node = node.get(part)
+    member = "" if key is None else _encode_key(key) + key_sep
+    if unit is None:
+        rendered = member + render_json_value(value, None, item_sep, key_sep, "")
+        if node.items:
+            at = node.items[-1][2].end
+            return text[:at] + item_sep + rendered + text[at:]
+        return text[:node.start + 1] + rendered + text[node.end - 1:]
+    if node.items:
+        last_start = node.items[-1][1]
+        indent = _line_indent(text, last_start) if "\n" in text[
+            node.start:last_start] else _line_indent(text, node.start) + unit
+        at = node.items[-1][2].end
+        rendered = member + render_json_value(value, unit, item_sep, key_sep, indent)
+        return text[:at] + ",\n" + indent + rendered + text[at:]
+    outer = _line_indent(text, node.start)
+    indent = outer + unit
+    rendered = member + render_json_value(value, unit, item_sep, key_sep, indent)
+    return (text[:node.start + 1] + "\n" + indent + rendered + "\n" + outer +
+            text[node.end - 1:])
+
+
+def json_text_replace(text, span, value):
+    """text with the value at span replaced by value, in the file's style."""
+    root = parse_json_spans(text)
+    unit, item_sep, key_sep = _json_style(text, root)
+    rendered = render_json_value(value, unit, item_sep, key_sep,
+                                 _line_indent(text, span.start))
+    return text[:span.start] + rendered + text[span.end:]
+
+
+def json_text_remove(text, container, index):
+    """text without item `index` of a container span, and the separator and
+    whitespace that belonged to it."""
+    items = container.items
+    _key, start, span = items[index]
+    if len(items) == 1:
+        return text[:container.start + 1] + text[container.end - 1:]
+    if index > 0:
+        cut_from = items[index - 1][2].end
+        return text[:cut_from] + text[span.end:]
+    return text[:start] + text[items[1][1]:]
+
+
+def _encode_key(key):
+    import json
+    return json.dumps(key, ensure_ascii=False)
+
+
+# Codex runs a hook command with the session's cwd (the project, or a folder in it)
+# through `$SHELL -lc`, and trusts it by a hash of its text: so the command names no
+# path, finds the nearest .notrest/hooks/ above the cwd itself, and reads the same in
+# sh, bash, zsh and fish (one single-quoted sh script, no `!`, no backslash). Not
+# finding notrest fails the gate closed (exit 2 blocks the call) and the rest open.
+CODEX_HOOK_COMMAND = (
+    "sh -c 'd=$PWD; until [ -z \"$d\" ] || [ -f \"$d/.notrest/hooks/$0\" ]; do "
+    "d=${d%%/*}; done; [ -n \"$d\" ] && exec sh \"$d/.notrest/hooks/$0\" codex; "
+    "echo \"notrest: no .notrest/hooks/$0 above $PWD\" >&2; exit %d' %s")
+CODEX_SESSION_END_TIMEOUT = 3  # Codex clamps SessionEnd to 3 s (and hashes the clamp)
 
 
 def hook_commands(root, client):
-    """{event: (command, timeout)} for one client."""
+    """{event: (command, timeout)} for one client; no command names a path."""
     out = {}
     for event in CLIENT_EVENTS[client]:
         name, timeout = HOOK_EVENTS[event]
         if client == "claude":
-            command = '"$CLAUDE_PROJECT_DIR"/.notrest/hooks/%s claude' % name
+            command = '"$CLAUDE_PROJECT_DIR"%s%s claude' % (HOOK_MARK, name)
         else:
-            command = "%s codex" % _quote_arg(os.path.join(root, ESTATE_DIR, "hooks",
-                                                             name))
+            command = CODEX_HOOK_COMMAND % (2 if event == "PreToolUse" else 0, name)
+            if event == "SessionEnd":
+                timeout = min(timeout, CODEX_SESSION_END_TIMEOUT)
         out[event] = (command, timeout)
     return out
+
+
+def plugin_hooks(client):
+    """The hooks file of the plugin form (hooks/hooks.json for Claude Code,
+    hooks/codex-hooks.json for Codex): commands relative to the plugin's folder,
+    which each client names in ${CLAUDE_PLUGIN_ROOT} / ${PLUGIN_ROOT}."""
+    var = "CLAUDE_PLUGIN_ROOT" if client == "claude" else "PLUGIN_ROOT"
+    hooks = {}
+    for event in CLIENT_EVENTS[client]:
+        name, timeout = HOOK_EVENTS[event]
+        if client == "codex" and event == "SessionEnd":
+            timeout = min(timeout, CODEX_SESSION_END_TIMEOUT)
+        hooks[event] = [_hook_group(client, event, '"${%s}"/hooks/%s %s' % (
+            var, name, client), timeout)]
+    return json_pretty({"hooks": hooks})
+
+
+def _hook_group(client, event, command, timeout):
+    entry = {"type": "command", "command": command, "timeout": timeout}
+    if client == "claude" and event in TOOL_EVENTS:
+        return {"matcher": "*", "hooks": [entry]}
+    return {"hooks": [entry]}
+
+
+def _our_hooks(text, root_span):
+    """[(event, group index, handler index, hook span, group span, event span)] of
+    notrest's entries in a settings text."""
+    hooks = root_span.get("hooks")
+    found = []
+    if hooks is None or hooks.kind != "object":
+        return found
+    for event, _start, groups in hooks.items:
+        if groups.kind != "array":
+            continue
+        for gi, (_k, _s, group) in enumerate(groups.items):
+            inner = group.get("hooks") if group.kind == "object" else None
+            if inner is None or inner.kind != "array":
+                continue
+            for hi, (_k2, _s2, hook) in enumerate(inner.items):
+                if hook.kind == "object" and HOOK_MARK in text[hook.start:hook.end]:
+                    value = json_loads(text[hook.start:hook.end])
+                    if HOOK_MARK in str(value.get("command", "")):
+                        found.append((event, gi, hi, hook, group, groups))
+    return found
+
+
+def settings_with_hooks(text, client, commands, path=""):
+    """(new text, members created): the settings text with notrest's hook entries
+    for client, everything else kept byte for byte. text None: a new file."""
+    if text is None or not text.strip():
+        hooks = {event: [_hook_group(client, event, *commands[event])]
+                 for event in commands}
+        return json_pretty({"hooks": hooks}), ["hooks"]
+    data = json_loads(text)
+    if not isinstance(data, dict):
+        raise NotrestError("the hook settings are not a JSON object", path,
+                           "fix the file by hand and run again")
+    if "hooks" in data and not isinstance(data["hooks"], dict):
+        raise NotrestError("`hooks` is not an object", path, "fix the file by hand")
+    created = []
+    if "hooks" not in data:
+        hooks = {event: [_hook_group(client, event, *commands[event])]
+                 for event in commands}
+        return json_text_add(text, [], "hooks", hooks), ["hooks"]
+    for event, (command, timeout) in commands.items():
+        root = parse_json_spans(text)
+        entry = {"type": "command", "command": command, "timeout": timeout}
+        ours = [h for h in _our_hooks(text, root) if h[0] == event]
+        if ours:
+            hook = ours[0][3]
+            if json_loads(text[hook.start:hook.end]) != entry:
+                text = json_text_replace(text, hook, entry)
+            continue
+        groups = root.get("hooks").get(event)
+        if groups is None:
+            text = json_text_add(text, ["hooks"], event,
+                                 [_hook_group(client, event, command, timeout)])
+            created.append("hooks." + event)
+        elif groups.kind != "array":
+            raise NotrestError("`hooks.%s` is not a list" % event, path,
+                               "fix the file by hand")
+        else:
+            text = json_text_add(text, ["hooks", event], None,
+                                 _hook_group(client, event, command, timeout))
+    return text, created
+
+
+def settings_without_hooks(text, created=None):
+    """The settings text without notrest's hook entries, and without the events and
+    `hooks` object install created (created None, an install that kept no record:
+    events left empty go too)."""
+    while True:
+        root = parse_json_spans(text)
+        ours = _our_hooks(text, root)
+        if not ours:
+            return text
+        event, gi, hi, _hook, group, groups = ours[-1]
+        inner = group.get("hooks")
+        if len(inner.items) > 1:
+            text = json_text_remove(text, inner, hi)
+        elif len(groups.items) > 1:
+            text = json_text_remove(text, groups, gi)
+        elif created is None or "hooks." + event in created or "hooks" in created:
+            hooks = root.get("hooks")
+            index = [k for k, _s, _v in hooks.items].index(event)
+            if len(hooks.items) > 1:
+                text = json_text_remove(text, hooks, index)
+            elif created is None or "hooks" in created:
+                text = json_text_remove(text, root, [k for k, _s, _v in
+                                                     root.items].index("hooks"))
+            else:
+                text = json_text_remove(text, hooks, index)
+        else:
+            text = json_text_remove(text, groups, gi)
+
+
+def _text_sha(text):
+    import hashlib
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _write_keeping_mode(path, text):
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        mode = None
+    write_atomic(path, text)
+    if mode is not None:
+        os.chmod(path, mode)
+
+
+def install_settings(root, client, state, report, created):
+    """Wire notrest's hooks into one client's settings file, editing its text; the
+    bytes before the first edit are kept in install.json for uninstall."""
+    path = client_settings_path(root, client)
+    text = _read_text(path)
+    if text is not None and text.strip():
+        try:
+            json_loads(text)
+        except ValueError as exc:
+            raise NotrestError("the %s hook settings are not valid JSON (%s)" % (
+                client, exc), path, "fix it by hand and run install again")
+    new, members = settings_with_hooks(text, client, hook_commands(root, client), path)
+    if new == text:
+        return
+    records = state.setdefault("settings", {})
+    key = os.path.relpath(path, root)
+    record = records.get(key)
+    if not (record and text is not None and record.get("after") == _text_sha(text)):
+        # first edit, or the person changed the file since: what it holds without
+        # notrest's entries is theirs
+        before = None if text is None else settings_without_hooks(
+            text, record.get("created") if record else None)
+        record = {"before": before, "created": list(record.get("created", []))
+                  if record else []}
+    record["created"] = sorted(set(record.get("created", [])) | set(members))
+    _write_keeping_mode(path, new)
+    record["after"] = _text_sha(new)
+    records[key] = record
+    if text is None:
+        created.append(path)
+    report.append("wired %d %s hooks in %s" % (len(CLIENT_EVENTS[client]), client, key))
+
+
+def uninstall_settings(root, client, state):
+    """Take notrest's hooks out of one client's settings file: the person's own bytes
+    back when the file is as install left it, else only notrest's entries removed
+    from the text. Returns a report line or None."""
+    path = client_settings_path(root, client)
+    key = os.path.relpath(path, root)
+    text = _read_text(path)
+    if text is None:
+        return None
+    record = (state.get("settings") or {}).get(key)
+    if record and record.get("after") == _text_sha(text):
+        new = record.get("before")
+    else:
+        try:
+            data = json_loads(text)
+        except ValueError:
+            return "left %s alone: it is not valid JSON (remove notrest's hooks by " \
+                "hand)" % key
+        if not isinstance(data, dict):
+            return None
+        new = settings_without_hooks(text, record.get("created") if record else None)
+        if new == text:
+            return None
+        made_by_us = record.get("before", "") is None if record else path in set(
+            state.get("created") or [])
+        if not json_loads(new) and made_by_us:
+            new = None
+    if new is None:
+        os.unlink(path)
+        _remove_empty_dirs(os.path.dirname(path), root)
+        return "removed %s" % key
+    if new != text:
+        _write_keeping_mode(path, new)
+    return "removed the notrest hooks from %s" % key
 
 
 def _write_if_changed(path, text, report, created, what):
@@ -16160,10 +16588,47 @@ def _write_if_changed(path, text, report, created, what):
     return True
 
 
+def installer_of(source):
+    """How the notrest being run was installed, so that fix lines name a command that
+    exists: a checkout (install.sh beside it), pip or pipx (the `notrest` console
+    script), or a vendored notrest.py. None for a project's own copy."""
+    source = os.path.abspath(source)
+    folder = os.path.dirname(source)
+    if os.path.basename(folder) == ESTATE_DIR:
+        return None
+    if os.path.isfile(os.path.join(folder, "install.sh")) and os.path.isdir(
+            os.path.join(folder, "hooks")):
+        return {"how": "install.sh", "command": "sh %s" % _quote_arg(
+            os.path.join(folder, "install.sh"))}
+    if "-packages" + os.sep in source:
+        return {"how": "pip", "command": "notrest install"}
+    return {"how": "vendored", "command": "python3 %s install" % _quote_arg(source)}
+
+
+def reinstall_command(estate, config=None, client="both"):
+    """The install command for this project, as it was installed, if that command is
+    still there; else the project's own copy installing itself."""
+    import shutil
+    config = load_config(estate) if config is None else config
+    installer = config.get("installer") if isinstance(config.get("installer"), dict) \
+        else installer_of(__file__) or {}
+    command, how = str(installer.get("command") or ""), installer.get("how")
+    words = split_words(command) if command else []
+    exists = {"install.sh": lambda: len(words) > 1 and os.path.isfile(words[1]),
+              "pip": lambda: bool(shutil.which("notrest")),
+              "vendored": lambda: len(words) > 1 and os.path.isfile(words[1])}
+    if not (how in exists and exists[how]()):
+        command = "python3 %s install" % _quote_arg(os.path.join(
+            estate.dir, "notrest.py")) if os.path.isfile(estate.path("notrest.py")) \
+            else "sh install.sh"
+    return "%s --client %s %s" % (command, client, _quote_arg(estate.root))
+
+
 def install_project(target, clients=("claude", "codex"), python=None, source=None,
-                    harden=None):
+                    harden=None, trust=False):
     """Install notrest into target; returns the lines of a report. harden: True or
-    False switches the clients' sandboxes on or off; None keeps config.json's."""
+    False switches the clients' sandboxes on or off; None keeps config.json's. trust:
+    the person asked for Codex's trust too (the caller runs trust_codex)."""
     root = os.path.abspath(target)
     if not os.path.isdir(root):
         raise NotrestError("no such folder", root, "create it or name another", code=2)
@@ -16218,22 +16683,13 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
                    "clients": sorted(set(clients) | set(
                        c for c in config.get("clients", []) if c in CLIENT_EVENTS)),
                    "cli": ".notrest/notrest", "version": __version__})
+    installer = installer_of(source)
+    if installer:
+        config["installer"] = installer
     write_atomic(estate.path("config.json"), json_pretty(config))
     book = load_lawbook(estate)
     for client in clients:
-        settings = client_settings_path(root, client)
-        data = read_json_file(settings, "%s hook settings" % client)
-        if data is not None and not isinstance(data, dict):
-            raise NotrestError("the hook settings are not a JSON object", settings,
-                               "fix the file by hand and run again")
-        merged, changed = merge_hook_settings(data, root, client,
-                                              hook_commands(root, client))
-        if changed:
-            if data is None:
-                created.append(settings)
-            write_atomic(settings, json_pretty(merged))
-            report.append("wired %d %s hooks in %s" % (len(CLIENT_EVENTS[client]), client,
-                                                       os.path.relpath(settings, root)))
+        install_settings(root, client, install_state, report, created)
         for name in ("notrest", "notrest-laws"):
             path = skill_path(root, client, name)
             text = render_skill(name, book, ".notrest/notrest")
@@ -16243,9 +16699,9 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
             _write_if_changed(path, text, report, created, os.path.relpath(path, root))
     _install_agents_block(root, report, created)
     _precompile(python, target_code)
-    state = {"schema_version": SCHEMA_VERSION, "clients": config["clients"],
-             "created": sorted(set(created_before) | set(created)),
-             "harden": install_state.get("harden") or {}}
+    state = dict(install_state, schema_version=SCHEMA_VERSION, clients=config["clients"],
+                 created=sorted(set(created_before) | set(created)),
+                 harden=install_state.get("harden") or {})
     try:
         apply_hardening(root, config["clients"], harden, state, report)
     except NotrestError:
@@ -16256,11 +16712,11 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     record_manifest(estate)
     if not report:
         report.append("already installed; nothing changed")
-    if "codex" in clients:
-        report.append("Codex: trust this project and its hooks once: start `codex` here, "
-                      "accept the project, and approve the notrest hooks in /hooks "
-                      "(until then Codex skips them silently; AGENTS.md tells the agent "
-                      "how to use notrest by hand).")
+    if "codex" in clients and not trust:
+        report.append("Codex skips these hooks silently until you trust them: run "
+                      "`.notrest/notrest trust codex` (or `install --trust`), or approve "
+                      "them in Codex's /hooks; `.notrest/notrest doctor` shows their "
+                      "state.")
     return report
 
 
@@ -16322,21 +16778,10 @@ def uninstall_project(target, purge=False):
     apply_hardening(root, (), False, state, report)
     remove_project_store(root)
     for client in CLIENT_EVENTS:
-        settings = client_settings_path(root, client)
-        data = read_json_file(settings, "%s hook settings" % client)
-        if not isinstance(data, dict):
+        line = uninstall_settings(root, client, state)
+        if line is None:
             continue
-        stripped, changed = strip_hook_settings(data)
-        if not changed:
-            continue
-        if not stripped and settings in created:
-            os.unlink(settings)
-            _remove_empty_dirs(os.path.dirname(settings), root)
-            report.append("removed %s" % os.path.relpath(settings, root))
-        else:
-            write_atomic(settings, json_pretty(stripped))
-            report.append("removed the notrest hooks from %s" % os.path.relpath(settings,
-                                                                                 root))
+        report.append(line)
         for name in ("notrest", "notrest-laws"):
             if remove_managed_skill(root, client, name):
                 report.append("removed %s" % os.path.relpath(skill_path(root, client, name),
@@ -18289,10 +18734,934 @@ def print_sync_report(report, out):
             lines.append("nothing is lost: this estate is whole, and the next sync "
                          "sends what is waiting")
     out.write("\n".join(lines) + "\n")
+# ==== trust =================================================================
+# Codex runs a project's or a plugin's hook only once the person has trusted it: a
+# `[hooks.state."<key>"] trusted_hash = "sha256:…"` table in $CODEX_HOME/config.toml,
+# where the hash covers the hook's event, matcher, command text and timeout (and, for
+# a plugin, its files). Untrusted hooks are skipped without a word. `notrest trust
+# codex` asks Codex itself, through `codex app-server` (JSON-RPC on stdio), for the
+# hashes of notrest's hooks and has it write them, so Codex's own code hashes and
+# edits its config; doctor reads the config with the TOML subset below and recomputes
+# each project hook's hash (reference/codex-trust.md) to say trusted, untrusted or
+# changed since trust.
+
+class TomlError(ValueError):
+    def __init__(self, message, line):
+        super().__init__("line %d: %s" % (line, message))
+        self.line = line
+
+
+_TOML_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_TOML_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"',
+                 "\\": "\\", "e": "\x1b"}
+
+
+class _Toml:
+    """A reader of TOML 1.0 documents into dicts. Dates and times stay as their
+    text; integers, floats and booleans are converted; it is strict about syntax
+    (a document Codex would reject is named with its line) and lenient about
+    redefinitions, which only a writer must police."""
+
+    def __init__(self, text):
+        self.text, self.i = text, 0
+
+    def line(self):
+        return self.text.count("\n", 0, self.i) + 1
+
+    def fail(self, message):
+        raise TomlError(message, self.line())
+
+    def peek(self, n=1):
+        return self.text[self.i:self.i + n]
+
+    def skip_ws(self):
+        while self.peek() in (" ", "\t") and self.peek():
+            self.i += 1
+
+    def skip_comment(self):
+        if self.peek() == "#":
+            end = self.text.find("\n", self.i)
+            self.i = len(self.text) if end < 0 else end
+
+    def skip_blank(self):
+        """Whitespace, newlines and comments (inside arrays)."""
+        while True:
+            self.skip_ws()
+            self.skip_comment()
+            if self.peek() in ("\n", "\r") and self.peek():
+                self.i += 1
+            else:
+                return
+
+    def end_of_line(self):
+        self.skip_ws()
+        self.skip_comment()
+        if self.peek() == "\r":
+            self.i += 1
+        if self.peek() not in ("\n", ""):
+            self.fail("expected the end of the line, found %r" % self.peek())
+        if self.peek():
+            self.i += 1
+
+    def document(self):
+        root, table = {}, None
+        table = root
+        while self.i < len(self.text):
+            self.skip_blank()
+            if self.i >= len(self.text):
+                break
+            if self.peek(2) == "[[":
+                self.i += 2
+                keys = self.key()
+                if self.peek(2) != "]]":
+                    self.fail("expected ]]")
+                self.i += 2
+                parent = self.walk(root, keys[:-1])
+                items = parent.setdefault(keys[-1], [])
+                if not isinstance(items, list):
+                    self.fail("%s is not an array of tables" % ".".join(keys))
+                table = {}
+                items.append(table)
+            elif self.peek() == "[":
+                self.i += 1
+                keys = self.key()
+                if self.peek() != "]":
+                    self.fail("expected ]")
+                self.i += 1
+                table = self.walk(root, keys)
+            else:
+                keys = self.key()
+                if self.peek() != "=":
+                    self.fail("expected = after the key")
+                self.i += 1
+                self.skip_ws()
+                self.assign(table, keys, self.value())
+            self.end_of_line()
+        return root
+
+    def walk(self, table, keys):
+        for key in keys:
+            value = table.setdefault(key, {})
+            if isinstance(value, list) and value and isinstance(value[-1], dict):
+                value = value[-1]
+            if not isinstance(value, dict):
+                self.fail("%s is not a table" % key)
+            table = value
+        return table
+
+    def assign(self, table, keys, value):
+        table = self.walk(table, keys[:-1])
+        if keys[-1] in table:
+            self.fail("%s is defined twice" % ".".join(keys))
+        table[keys[-1]] = value
+
+    def key(self):
+        keys = []
+        while True:
+            self.skip_ws()
+            c = self.peek()
+            if c == '"':
+                keys.append(self.basic_string())
+            elif c == "'":
+                keys.append(self.literal_string())
+            else:
+                start = self.i
+                while self.peek() in _TOML_BARE and self.peek():
+                    self.i += 1
+                if start == self.i:
+                    self.fail("expected a key, found %r" % c)
+                keys.append(self.text[start:self.i])
+            self.skip_ws()
+            if self.peek() != ".":
+                return keys
+            self.i += 1
+
+    def value(self):
+        c = self.peek()
+        if self.peek(3) == '"""':
+            return self.multiline_basic()
+        if self.peek(3) == "'''":
+            return self.multiline_literal()
+        if c == '"':
+            return self.basic_string()
+        if c == "'":
+            return self.literal_string()
+        if c == "[":
+            return self.array()
+        if c == "{":
+            return self.inline_table()
+        start = self.i
+        while self.i < len(self.text) and self.text[self.i] not in ",]}#\r\n":
+            if self.text[self.i] == " " and not (
+                    self.text[start:self.i].count("-") == 2 and self.i - start == 10):
+                break
+            self.i += 1
+        return self.scalar(self.text[start:self.i].strip())
+
+    def scalar(self, word):
+        if word in ("true", "false"):
+            return word == "true"
+        if not word:
+            self.fail("expected a value")
+        if word[:4].isdigit() and word[4:5] == "-" or word[2:3] == ":":
+            return word  # a date or a time, kept as written
+        plain = word.replace("_", "")
+        try:
+            if plain[:2] in ("0x", "0o", "0b"):
+                return int(plain[2:], {"0x": 16, "0o": 8, "0b": 2}[plain[:2]])
+            if plain.lstrip("+-").isdigit():
+                return int(plain)
+            if plain.lstrip("+-") in ("inf", "nan"):
+                return float(plain)
+            if any(ch in plain for ch in ".eE") and plain.lstrip("+-")[:1].isdigit():
+                return float(plain)
+        except ValueError:
+            self.fail("bad number %r" % word)
+        self.fail("unknown value %r" % word)
+
+    def basic_string(self):
+        self.i += 1
+        out = []
+        while True:
+            c = self.peek()
+            if not c or c == "\n":
+                self.fail("unterminated string")
+            self.i += 1
+            if c == '"':
+                return "".join(out)
+            if c == "\\":
+                out.append(self.escape())
+            else:
+                out.append(c)
+
+    def escape(self):
+        c = self.peek()
+        self.i += 1
+        if c in _TOML_ESCAPES:
+            return _TOML_ESCAPES[c]
+        if c in ("u", "U"):
+            size = 4 if c == "u" else 8
+            digits = self.text[self.i:self.i + size]
+            self.i += size
+            try:
+                return chr(int(digits, 16))
+            except ValueError:
+                self.fail("bad escape \\%s%s" % (c, digits))
+        self.fail("bad escape \\%s" % c)
+
+    def literal_string(self):
+        end = self.text.find("'", self.i + 1)
+        newline = self.text.find("\n", self.i + 1)
+        if end < 0 or 0 <= newline < end:
+            self.fail("unterminated string")
+        value = self.text[self.i + 1:end]
+        self.i = end + 1
+        return value
+
+    def multiline_basic(self):
+        self.i += 3
+        if self.peek() == "\n":
+            self.i += 1
+        elif self.peek(2) == "\r\n":
+            self.i += 2
+        out = []
+        while True:
+            if self.i >= len(self.text):
+                self.fail("unterminated string")
+            if self.peek(3) == '"""':
+                return "".join(out) + self.closing_quotes('"')
+            c = self.peek()
+            self.i += 1
+            if c == "\\":
+                rest = self.i
+                while self.peek() in (" ", "\t", "\r") and self.peek():
+                    self.i += 1
+                if self.peek() == "\n":
+                    while self.peek() in (" ", "\t", "\r", "\n") and self.peek():
+                        self.i += 1
+                    continue
+                self.i = rest
+                out.append(self.escape())
+            else:
+                out.append(c)
+
+    def multiline_literal(self):
+        self.i += 3
+        if self.peek() == "\n":
+            self.i += 1
+        elif self.peek(2) == "\r\n":
+            self.i += 2
+        end = self.text.find("'''", self.i)
+        if end < 0:
+            self.fail("unterminated string")
+        value = self.text[self.i:end]
+        self.i = end
+        return value + self.closing_quotes("'")
+
+    def closing_quotes(self, quote):
+        """At a closing triple quote: up to two more quotes belong to the string."""
+        end = self.i
+        while self.text[end:end + 1] == quote:
+            end += 1
+        extra = end - self.i - 3
+        if extra > 2:
+            self.fail("too many quotes closing a string")
+        self.i = end
+        return quote * extra
+
+    def array(self):
+        self.i += 1
+        items = []
+        while True:
+            self.skip_blank()
+            if self.peek() == "]":
+                self.i += 1
+                return items
+            items.append(self.value())
+            self.skip_blank()
+            if self.peek() == ",":
+                self.i += 1
+            elif self.peek() != "]":
+                self.fail("expected , or ] in an array")
+
+    def inline_table(self):
+        self.i += 1
+        table = {}
+        self.skip_ws()
+        if self.peek() == "}":
+            self.i += 1
+            return table
+        while True:
+            keys = self.key()
+            if self.peek() != "=":
+                self.fail("expected = in an inline table")
+            self.i += 1
+            self.skip_ws()
+            self.assign(table, keys, self.value())
+            self.skip_ws()
+            if self.peek() == "}":
+                self.i += 1
+                return table
+            if self.peek() != ",":
+                self.fail("expected , or } in an inline table")
+            self.i += 1
+
+
+def parse_toml(text):
+    """The dict of a TOML document; TomlError (with the line) when it is not TOML."""
+    return _Toml(text.replace("\r\n", "\n")).document()
+
+
+CODEX_EVENT_KEYS = {
+    "SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit",
+    "PreToolUse": "pre_tool_use", "PermissionRequest": "permission_request",
+    "PostToolUse": "post_tool_use", "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop", "Stop": "stop", "PreCompact": "pre_compact",
+    "PostCompact": "post_compact", "SessionEnd": "session_end",
+}
+CODEX_MATCHER_EVENTS = ("PreToolUse", "PostToolUse", "PermissionRequest")
+APP_SERVER_TIMEOUT_S = 30
+
+
+def codex_home(env=None):
+    env = os.environ if env is None else env
+    home = env.get("CODEX_HOME")
+    if home and home.startswith("/"):
+        return home
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".codex")
+
+
+def codex_hook_hash(event, group, hook):
+    """Codex's trust hash of one command hook: sha256 of the compact, key-sorted JSON
+    of its normalised identity (timeout 600 when absent, at least 1; SessionEnd
+    clamped to 3 s; the matcher only for the events that have one)."""
+    import hashlib
+    import json
+    timeout = hook.get("timeout")
+    timeout = max(1, int(timeout)) if isinstance(timeout, (int, float)) and not \
+        isinstance(timeout, bool) else 600
+    if event == "SessionEnd":
+        timeout = min(timeout, 3)
+    handler = {"type": "command", "command": hook.get("command"), "timeout": timeout,
+               "async": bool(hook.get("async", False))}
+    if hook.get("statusMessage") is not None:
+        handler["statusMessage"] = hook["statusMessage"]
+    identity = {"event_name": CODEX_EVENT_KEYS[event], "hooks": [handler]}
+    if event in CODEX_MATCHER_EVENTS and group.get("matcher") is not None:
+        identity["matcher"] = group["matcher"]
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def codex_project_hooks(root):
+    """[(event, key, hash)] of notrest's hooks in a project's .codex/hooks.json, keyed
+    as Codex keys them (the file's absolute path, event, group and handler index)."""
+    path = client_settings_path(root, "codex")
+    data = read_json_file(path, "codex hook settings")
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    out = []
+    for event, groups in (hooks or {}).items():
+        if event not in CODEX_EVENT_KEYS or not isinstance(groups, list):
+            continue
+        for gi, group in enumerate(groups):
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            for hi, hook in enumerate(inner if isinstance(inner, list) else []):
+                if isinstance(hook, dict) and HOOK_MARK in str(hook.get("command", "")):
+                    key = "%s:%s:%d:%d" % (path, CODEX_EVENT_KEYS[event], gi, hi)
+                    out.append((event, key, codex_hook_hash(event, group, hook)))
+    return out
+
+
+def read_codex_config(env=None):
+    """(config dict, path); an absent file is {}; NotrestError when it is not TOML."""
+    path = os.path.join(codex_home(env), "config.toml")
+    try:  # the person's file: a symlink into their dotfiles is fine to read
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        text = None
+    except OSError as exc:
+        raise NotrestError("cannot read Codex's config (%s)" % exc.strerror, path,
+                           "check its permissions")
+    if text is None:
+        return {}, path
+    try:
+        return parse_toml(text), path
+    except TomlError as exc:
+        raise NotrestError("Codex's config is not TOML (%s)" % exc, path,
+                           "fix it (Codex refuses it too), then run `notrest trust "
+                           "codex`")
+
+
+def codex_trust_status(root, env=None):
+    """What Codex will do with notrest's project hooks: {"config": path, "project":
+    trust level or "", "hooks": [(event, key, status)]} where status is trusted,
+    untrusted, changed (edited since it was trusted) or disabled."""
+    config, path = read_codex_config(env)
+    projects = config.get("projects") if isinstance(config.get("projects"), dict) else {}
+    level = ""
+    for candidate in (root, os.path.realpath(root)):
+        entry = projects.get(candidate)
+        if isinstance(entry, dict) and isinstance(entry.get("trust_level"), str):
+            level = entry["trust_level"]
+            break
+    hooks_cfg = config.get("hooks") if isinstance(config.get("hooks"), dict) else {}
+    states = hooks_cfg.get("state") if isinstance(hooks_cfg.get("state"), dict) else {}
+    out = []
+    for event, key, current in codex_project_hooks(root):
+        state = states.get(key) if isinstance(states.get(key), dict) else {}
+        if state.get("enabled") is False:
+            status = "disabled"
+        elif state.get("trusted_hash") == current:
+            status = "trusted"
+        elif state.get("trusted_hash"):
+            status = "changed"
+        else:
+            status = "untrusted"
+        out.append((event, key, status))
+    return {"config": path, "project": level, "hooks": out}
+
+
+TRUST_WORDS = {"trusted": "trusted", "untrusted": "untrusted (Codex skips it "
+               "silently)", "changed": "changed since it was trusted (Codex skips it "
+               "again)", "disabled": "switched off in Codex (/hooks)"}
+
+
+def codex_trust_findings(estate, env=None):
+    """Doctor's view of Codex's trust: the project, then each notrest hook."""
+    fix = "run `%s trust codex` (or approve the hooks in Codex's /hooks)" % cli_hint(
+        estate)
+    try:
+        status = codex_trust_status(estate.root, env)
+    except NotrestError as exc:
+        return [Finding(False, str(exc), exc.fix)]
+    findings = []
+    if status["project"] != "trusted":
+        findings.append(Finding(False, "Codex does not trust the project %s (%s), so "
+                                "it loads none of its hooks" % (
+                                    estate.root, status["config"]), fix))
+    for event, key, state in status["hooks"]:
+        findings.append(Finding(state == "trusted", "Codex hook %s: %s" % (
+            event, TRUST_WORDS[state]), fix if state != "disabled" else
+            "switch it on again in Codex's /hooks"))
+    if not status["hooks"]:
+        findings.append(Finding(False, "no notrest hook in %s" % client_settings_path(
+            estate.root, "codex"), "run `%s`" % reinstall_command(estate, None, "codex")))
+    return findings
+
+
+def codex_event_trusted(root, kind, env=None):
+    """Whether Codex runs the project's notrest hook of one event: the project is
+    trusted and that hook's recorded hash is its current one."""
+    status = codex_trust_status(root, env)
+    return status["project"] == "trusted" and any(
+        event == kind and state == "trusted" for event, _key, state in status["hooks"])
+
+
+def find_codex(env=None, explicit=None):
+    """The codex binary: --codex, $NOTREST_CODEX, else codex on PATH."""
+    import shutil
+    env = os.environ if env is None else env
+    for candidate in (explicit, env.get("NOTREST_CODEX")):
+        if candidate:
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+            raise NotrestError("no executable codex at this path", candidate,
+                               "name the codex binary with --codex PATH")
+    found = shutil.which("codex", path=env.get("PATH"))
+    if not found:
+        raise NotrestError("the codex command is not on PATH", "",
+                           "install Codex, or name it with --codex PATH (or trust the "
+                           "hooks in Codex itself: start `codex` here and open /hooks)",
+                           code=3)
+    return found
+
+
+class CodexAppServer:
+    """`codex app-server`: one JSON-RPC message per line on stdin/stdout."""
+
+    def __init__(self, codex, cwd, env):
+        import subprocess
+        try:
+            self.proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL,
+                                         start_new_session=True)
+        except OSError as exc:
+            raise NotrestError("cannot start codex (%s)" % exc.strerror, codex,
+                               "name a working codex binary with --codex PATH")
+        self.next_id = 1
+        self.deadline = time.monotonic() + APP_SERVER_TIMEOUT_S
+        self.call("initialize", {"clientInfo": {"name": "notrest", "version":
+                                                __version__}})
+        self.send({"method": "initialized"})
+
+    def send(self, message):
+        try:
+            self.proc.stdin.write((json_dumps(message) + "\n").encode("utf-8"))
+            self.proc.stdin.flush()
+        except OSError:
+            raise NotrestError("codex app-server stopped early", "",
+                               "check that `codex app-server` runs here; or trust the "
+                               "hooks in Codex itself (/hooks)")
+
+    def call(self, method, params):
+        import select
+        ident = self.next_id
+        self.next_id += 1
+        self.send({"id": ident, "method": method, "params": params})
+        while True:
+            left = self.deadline - time.monotonic()
+            ready = select.select([self.proc.stdout], [], [], max(0, left))[0]
+            line = self.proc.stdout.readline() if ready else b""
+            if not line:
+                raise NotrestError("codex app-server gave no answer to %s" % method, "",
+                                   "check that `codex` runs here; or trust the hooks in "
+                                   "Codex itself (/hooks)")
+            try:
+                message = json_loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if isinstance(message, dict) and message.get("id") == ident:
+                if message.get("error"):
+                    raise NotrestError("codex app-server refused %s: %s" % (
+                        method, one_line(json_dumps(message["error"]), 300)), "",
+                        "trust the hooks in Codex itself (/hooks)")
+                return message.get("result") or {}
+
+    def close(self):
+        import signal
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+
+
+def _notrest_listed(hook, root, project, plugin):
+    """Whether a hook Codex lists is notrest's: the project's own, or (plugin) the
+    notrest plugin's."""
+    if hook.get("pluginId"):
+        return plugin and str(hook["pluginId"]).startswith("notrest@")
+    source = str(hook.get("sourcePath") or "")
+    return project and (hook.get("source") == "project" and source in (
+        client_settings_path(root, "codex"), client_settings_path(
+            os.path.realpath(root), "codex")) and HOOK_MARK in str(hook.get("command")))
+
+
+def trust_codex(root, env=None, codex=None, plugin=False):
+    """Have Codex trust notrest's hooks: the project's (and the project itself, whose
+    .codex/ Codex loads only when trusted) when notrest is installed there for Codex;
+    with plugin, the notrest plugin's, which Codex then runs in every project. Only
+    notrest's hooks are touched. Returns the report lines."""
+    env = dict(os.environ if env is None else env)
+    root = os.path.abspath(root)
+    project = bool(os.path.isfile(client_settings_path(root, "codex")) and
+                   codex_project_hooks(root))
+    if not project and not plugin:
+        raise NotrestError("notrest is not installed for Codex here", root,
+                           "run `%s` first, or trust the notrest Codex plugin's hooks "
+                           "with --plugin" % reinstall_command(Estate(root), None,
+                                                                "codex"))
+    binary = find_codex(env, codex)
+    config, path = read_codex_config(env)
+    level = ((config.get("projects") or {}).get(root) or {}).get("trust_level")
+    if project and level == "untrusted":
+        raise NotrestError("this project is marked untrusted in Codex's config", path,
+                           "trust it in Codex yourself if you mean to, or install the "
+                           "notrest Codex plugin, whose hooks also run in untrusted "
+                           "projects")
+    report = []
+    server = CodexAppServer(binary, root, env)
+    try:
+        if project and level != "trusted":
+            server.call("config/batchWrite", {"edits": [{
+                "keyPath": "projects", "mergeStrategy": "upsert",
+                "value": {root: {"trust_level": "trusted"}}}]})
+            report.append("trusted the project %s in Codex (so it loads its .codex/)" %
+                          root)
+        hooks = _listed_notrest_hooks(server, root, project, plugin)
+        todo = {h["key"]: h["currentHash"] for h in hooks if h.get("trustStatus") !=
+                "trusted" and h.get("key") and h.get("currentHash")}
+        if todo:
+            server.call("config/batchWrite", {"edits": [{
+                "keyPath": "hooks.state", "mergeStrategy": "upsert",
+                "value": {key: {"trusted_hash": value} for key, value in todo.items()}}]})
+        final = _listed_notrest_hooks(server, root, project, plugin)
+    finally:
+        server.close()
+    for kind, wanted in (("project", project), ("plugin", plugin)):
+        if wanted and not any(_hook_kind(h) == kind for h in final):
+            raise NotrestError("Codex lists no notrest %s hook" % kind, path,
+                               "install the notrest Codex plugin first (`codex plugin "
+                               "marketplace add DIR`, `codex plugin add notrest@notrest`)"
+                               if kind == "plugin" else "install notrest for Codex here")
+    left = [h.get("key") for h in final if h.get("trustStatus") != "trusted"]
+    if left:
+        raise NotrestError("Codex still reports %d notrest hook(s) untrusted: %s" % (
+            len(left), ", ".join(left[:3])), path, "trust them in Codex (/hooks)")
+    for kind, wanted in (("project", project), ("plugin", plugin)):
+        if wanted:
+            count = sum(1 for h in final if _hook_kind(h) == kind)
+            report.append("Codex trusts the %d notrest %s hooks%s (%d newly), in %s" % (
+                count, kind, " for this project" if kind == "project" else
+                " (%s) for every project" % ", ".join(sorted({str(h.get("pluginId"))
+                                                            for h in final if
+                                                            _hook_kind(h) == kind})),
+                sum(1 for key in todo if any(h.get("key") == key and _hook_kind(h) ==
+                                             kind for h in final)), path))
+    disabled = [h.get("key") for h in final if h.get("enabled") is False]
+    if disabled:
+        report.append("%d of them are switched off in Codex (/hooks): %s" % (
+            len(disabled), ", ".join(disabled[:3])))
+    return report
+
+
+def _hook_kind(hook):
+    return "plugin" if hook.get("pluginId") else "project"
+
+
+def _listed_notrest_hooks(server, root, project, plugin):
+    listed = server.call("hooks/list", {"cwds": [root]})
+    return [h for entry in listed.get("data") or [] for h in entry.get("hooks") or []
+            if isinstance(h, dict) and _notrest_listed(h, root, project, plugin)]
+
+
+# ==== view ==================================================================
+# `notrest view` writes one self-contained HTML page of the estate: a timeline of
+# the sessions per machine and client, each session's note, next step, prompts,
+# tools, files, failures, denials and overrides, the laws with how often each fired,
+# learned candidates and compiled tools. Stdlib only, inline CSS and SVG, no script,
+# a Content-Security-Policy that lets the page load nothing. It is bounded: the
+# newest VIEW_SESSIONS sessions (the index's, at most INDEX_MAX_SESSIONS) in detail,
+# and it says how many it left out. Everything from the estate is agent-written
+# text: it is escaped, every time, by _h.
+
+VIEW_SESSIONS = 200
+VIEW_JOURNAL_TAIL = 64 * 1024
+VIEW_LIST_MAX = 40
+VIEW_STATES = ("live", "died", "banked")
+VIEW_COLORS = {"live": "#1f77b4", "died": "#d62728", "banked": "#2ca02c"}
+VIEW_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1f24;
+background:#f6f7f9}
+header{background:#1b1f24;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}
+header p{margin:4px 0 0;color:#c9d1d9}main{padding:8px 24px 40px;max-width:1200px}
+h2{font-size:17px;margin:26px 0 8px}section{background:#fff;border:1px solid #d8dee4;
+border-radius:6px;padding:4px 16px 14px;margin-top:14px}
+.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;
+width:12px;height:12px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+svg{max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif;fill:#57606a}
+details.session{border-top:1px solid #eaeef2;padding:6px 0}details.session>summary{
+cursor:pointer}details.session[open]>summary{font-weight:600}
+.state{display:inline-block;min-width:52px;text-align:center;border-radius:10px;
+padding:0 7px;color:#fff;font-size:12px}.state-live{background:#1f77b4}
+.state-died{background:#d62728}.state-banked{background:#2ca02c}
+.meta{color:#57606a}dl{margin:6px 0 4px 18px;display:grid;grid-template-columns:
+170px 1fr;gap:5px 14px}dt{font-weight:600;color:#424a53}dd{margin:0}
+dd ul,dd ol{margin:0}ul,ol{margin:2px 0;padding-left:20px}code,.mono{font:12px/1.4
+ui-monospace,SFMono-Regular,Menlo,monospace;white-space:pre-wrap;word-break:break-word}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
+border-bottom:1px solid #eaeef2;vertical-align:top}th{font-size:12px;color:#57606a}
+td.num{text-align:right;font-variant-numeric:tabular-nums}.deny{color:#a40e26}
+.override{color:#8a4600}.none{color:#8c959f}
+"""
+
+
+def _h(value):
+    """Text from the estate, safe inside HTML text and attribute values: escaped,
+    control and bidi characters made visible, line breaks kept."""
+    import html
+    text = "" if value is None else str(value)
+    return html.escape("\n".join(neutralise(line) for line in text.split("\n")),
+                       quote=True)
+
+
+def _view_state(rec, now):
+    state = session_state(rec, now)
+    return "banked" if state == "ended" else state
+
+
+def _view_machine(rec, fallback):
+    machine = rec.get("machine")
+    return str(machine) if isinstance(machine, str) and machine else fallback
+
+
+def _journal_tail(estate, session):
+    """Prompts, denials and overrides from a session's journal tail (bounded)."""
+    prompts, denies, receipts = [], [], []
+    for record, _line, _end in read_records(estate.journal(session), 0,
+                                            VIEW_JOURNAL_TAIL):
+        if not record:
+            continue
+        kind = record.get("k")
+        if kind == "prompt":
+            prompts.append(record)
+        elif kind == "deny":
+            denies.append(record)
+        elif kind == "receipt":
+            receipts.append(record)
+    return prompts, denies, receipts
+
+
+def gather_view(estate, now, limit=VIEW_SESSIONS):
+    """What the page shows, read from the estate within its bounds."""
+    import socket
+    entries = load_index(estate)
+    try:
+        journals = sum(1 for n in os.listdir(estate.path("journal")) if
+                       n.endswith(".jsonl"))
+    except OSError:
+        journals = 0
+    here = socket.gethostname() or "this machine"
+    sessions = []
+    fired = {}
+    for entry in entries[:limit]:
+        rec = current_session_record(estate, entry["session"],
+                                     limit_bytes=VIEW_JOURNAL_TAIL)
+        prompts, denies, receipts = _journal_tail(estate, entry["session"])
+        for deny in denies:
+            item = fired.setdefault(deny.get("law") or "?", {"deny": 0, "ask": 0,
+                                                             "warn": 0, "override": 0})
+            action = deny.get("action") if deny.get("action") in ("ask", "warn") else \
+                "deny"
+            item[action] += 1
+        for receipt in receipts:
+            fired.setdefault(receipt.get("law") or "?", {"deny": 0, "ask": 0, "warn": 0,
+                                                         "override": 0})["override"] += 1
+        sessions.append({
+            "session": rec["session"], "client": rec["client"] or "?",
+            "machine": _view_machine(rec, here), "state": _view_state(rec, now),
+            "started": rec["started"], "updated": rec["updated"], "note": rec["note"],
+            "next": rec["next"], "tools": rec["tools"], "actions": rec["actions"],
+            "files": sorted(rec["files"]), "failed": rec["failed"],
+            "denied": denies or rec["denied"], "receipts": receipts or rec["receipts"],
+            "prompts": [redact_secrets(str(p.get("text") or "")) for p in prompts] or (
+                [redact_secrets(rec["last_prompt"])] if rec["last_prompt"] else []),
+            "prompt_count": rec["prompts"]})
+    book = load_lawbook(estate)
+    return {"root": estate.root, "project": os.path.basename(estate.root),
+            "generated": now, "sessions": sessions, "total": max(journals, len(entries)),
+            "limit": limit, "laws": [(law.id, law.action, law.text, fired.get(law.id, {}))
+                                     for law in book.laws if not law.disabled],
+            "unknown_laws": {k: v for k, v in fired.items() if book.get(k) is None},
+            "candidates": load_candidates(estate), "compiled": load_compiled(estate)}
+
+
+def render_view(view):
+    """The page (pure: the same view gives the same bytes)."""
+    shown, total = len(view["sessions"]), view["total"]
+    bound = ("all %d sessions" % total if shown >= total else
+             "the newest %d of %d sessions (bounded: `notrest view --sessions N`, at "
+             "most %d; older ones: `notrest log --session ID`)" % (
+                 shown, total, INDEX_MAX_SESSIONS))
+    parts = [
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        'style-src \'unsafe-inline\'; img-src data:">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>notrest: %s</title><style>%s</style></head><body>" % (
+            _h(view["project"]), VIEW_CSS),
+        '<header><h1>notrest: %s</h1><p>%s &middot; generated %s &middot; showing %s</p>'
+        "</header><main>" % (_h(view["project"]), _h(view["root"]),
+                             _h(iso_time(view["generated"])), _h(bound)),
+        _view_timeline(view), _view_sessions(view), _view_laws(view),
+        _view_learned(view), "</main></body></html>\n"]
+    return "".join(parts)
+
+
+def _view_timeline(view):
+    sessions = [s for s in view["sessions"] if s["started"]]
+    lanes = sorted({(s["machine"], s["client"]) for s in sessions})
+    counts = {state: sum(1 for s in view["sessions"] if s["state"] == state)
+              for state in VIEW_STATES}
+    legend = "".join('<span><i style="background:%s"></i>%s (%d)</span>' % (
+        VIEW_COLORS[state], state, counts[state]) for state in VIEW_STATES)
+    out = ['<section id="timeline"><h2>Timeline</h2><p class="legend">%s</p>' % legend]
+    if not sessions:
+        out.append('<p class="none">No sessions yet.</p></section>')
+        return "".join(out)
+    start = min(s["started"] for s in sessions)
+    end = max(s["updated"] or s["started"] for s in sessions)
+    span = max(end - start, 1.0)
+    left, width, row = 190, 960, 26
+    height = row * len(lanes) + 30
+    out.append('<svg role="img" aria-label="sessions over time" width="%d" height="%d" '
+               'viewBox="0 0 %d %d" xmlns="http://www.w3.org/2000/svg">' % (
+                   left + width + 10, height, left + width + 10, height))
+    for index, (machine, client) in enumerate(lanes):
+        y = 8 + index * row
+        out.append('<text x="4" y="%d">%s &middot; %s</text>' % (
+            y + 14, _h(clip(machine, 22)), _h(client)))
+        out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#eaeef2"/>' % (
+            left, left + width, y + row - 2, y + row - 2))
+    for s in sessions:
+        y = 8 + lanes.index((s["machine"], s["client"])) * row
+        x = left + (s["started"] - start) / span * width
+        w = max(4.0, ((s["updated"] or s["started"]) - s["started"]) / span * width)
+        out.append('<a href="#s-%s"><rect class="bar bar-%s" x="%.1f" y="%d" '
+                   'width="%.1f" height="16" rx="2" fill="%s"><title>%s %s %s: %s</title>'
+                   '</rect></a>' % (
+                       _h(s["session"]), s["state"], x, y + 2, min(w, left + width - x),
+                       VIEW_COLORS[s["state"]], _h(short_id(s["session"])), s["state"],
+                       _h(iso_time(s["started"])), _h(one_line(s["note"], 80))))
+    base = 8 + len(lanes) * row + 14
+    stamp = (lambda t: time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(t))) if \
+        span < 3600 else iso_time
+    out.append('<text x="%d" y="%d">%s</text><text x="%d" y="%d" text-anchor="end">%s'
+               '</text></svg></section>' % (left, base, _h(stamp(start)), left + width,
+                                            base, _h(stamp(end))))
+    return "".join(out)
+
+
+def _view_list(items, css=""):
+    items = list(items)
+    if not items:
+        return '<span class="none">none</span>'
+    more = len(items) - VIEW_LIST_MAX
+    body = "".join("<li%s>%s</li>" % (' class="%s"' % css if css else "", item)
+                   for item in items[:VIEW_LIST_MAX])
+    return "<ul>%s%s</ul>" % (body, "<li class=\"none\">and %d more</li>" % more
+                              if more > 0 else "")
+
+
+def _view_sessions(view):
+    out = ['<section id="sessions"><h2>Sessions</h2>']
+    if not view["sessions"]:
+        out.append('<p class="none">No sessions yet.</p>')
+    for number, s in enumerate(view["sessions"]):
+        fields = [
+            ("Note", _h(s["note"]) or '<span class="none">none banked</span>'),
+            ("Next step", _h(s["next"]) or '<span class="none">none</span>'),
+            ("Prompts (%d, redacted)" % s["prompt_count"], "<ol>%s</ol>" % "".join(
+                '<li class="mono">%s</li>' % _h(clip(p, 600)) for p in s["prompts"][
+                    -VIEW_LIST_MAX:]) if s["prompts"] else '<span class="none">none'
+             "</span>"),
+            ("Tools (%d calls; the last ones)" % s["tools"], _view_list(
+                "<code>%s</code>" % _h(a) for a in s["actions"])),
+            ("Files changed", _view_list("<code>%s</code>" % _h(f) for f in s["files"])),
+            ("Failures", _view_list(["<code>%s</code> %s" % (
+                _h(f.get("what")), _h(clip(f.get("error"), 200))) for f in s["failed"]])),
+            ("Denials", _view_list(["<b>%s</b> %s: <code>%s</code>" % (
+                _h(d.get("law")), _h(d.get("action") or "deny"), _h(d.get("what")))
+                for d in s["denied"]], "deny")),
+            ("Overrides", _view_list(["<b>%s</b> by %s: %s <code>%s</code>" % (
+                _h(r.get("law")), _h(r.get("by") or r.get("who")), _h(r.get("why")),
+                _h(r.get("what"))) for r in s["receipts"]], "override")),
+        ]
+        out.append(
+            '<details class="session" id="s-%s" data-session="%s" data-state="%s" '
+            'data-client="%s"%s><summary><span class="state state-%s">%s</span> %s '
+            '<span class="meta">%s &middot; %s &middot; %s</span> %s</summary><dl>%s</dl>'
+            "</details>" % (
+                _h(s["session"]), _h(s["session"]), s["state"], _h(s["client"]),
+                "" if number else " open", s["state"], s["state"],
+                _h(iso_time(s["started"])), _h(s["machine"]),
+                _h(s["client"]), _h(short_id(s["session"])), _h(one_line(s["note"], 120)),
+                "".join("<dt>%s</dt><dd>%s</dd>" % (_h(k), v) for k, v in fields)))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _view_laws(view):
+    rows = []
+    for law_id, action, text, fired in view["laws"] + [
+            (k, "?", "(not in the law book now)", v) for k, v in sorted(
+                view["unknown_laws"].items())]:
+        denied = sum(fired.get(k, 0) for k in ("deny", "ask", "warn"))
+        rows.append('<tr data-law="%s"><td><b>%s</b></td><td>%s</td><td class="num">%d'
+                    '</td><td class="num">%d</td><td>%s</td></tr>' % (
+                        _h(law_id), _h(law_id), _h(action), denied,
+                        fired.get("override", 0), _h(one_line(text, 200))))
+    return ('<section id="laws"><h2>Laws</h2><p class="meta">How often each law fired in '
+            "the sessions shown (their journals' last %d KB).</p><table><thead><tr><th>"
+            "law</th><th>action</th><th>fired</th><th>overridden</th><th>text</th></tr>"
+            "</thead><tbody>%s</tbody></table></section>" % (
+                VIEW_JOURNAL_TAIL // 1024, "".join(rows)))
+
+
+def _view_learned(view):
+    rows = "".join(
+        '<tr data-candidate="%s"><td><code>%s</code></td><td>%s</td><td>%s</td>'
+        '<td class="num">%s</td><td class="num">%s</td><td class="mono">%s</td></tr>' % (
+            _h(c.get("id")), _h(c.get("id")), _h(c.get("kind")), _h(c.get("status")),
+            _h(c.get("sessions")), _h(c.get("occurrences")), _h(one_line(
+                c.get("text") or " && ".join(c.get("pattern") or []), 300)))
+        for c in view["candidates"] if isinstance(c, dict))
+    tools = "".join(
+        '<tr data-compiled="%s"><td><code>%s</code></td><td class="mono">sh .notrest/'
+        "compiled/%s/run.sh %s</td><td>%s</td></tr>" % (
+            _h(slug), _h(slug), _h(slug), _h(" ".join(str(a) for a in meta.get("args")
+                                                        or [])),
+            _h(meta.get("candidate") or meta.get("id") or ""))
+        for slug, meta in sorted(view["compiled"].items()))
+    return ('<section id="learned"><h2>Learned</h2><h3>Candidates</h3>%s<h3>Compiled '
+            "tools</h3>%s</section>" % (
+                "<table><thead><tr><th>id</th><th>kind</th><th>status</th><th>sessions"
+                "</th><th>times</th><th>what</th></tr></thead><tbody>%s</tbody></table>"
+                % rows if rows else '<p class="none">No candidates yet (`notrest learn`)'
+                "</p>", "<table><thead><tr><th>slug</th><th>run</th><th>from</th></tr>"
+                "</thead><tbody>%s</tbody></table>" % tools if tools else
+                '<p class="none">No compiled tools yet (`notrest compile ID`).</p>'))
+
+
+def write_view(estate, out=None, limit=VIEW_SESSIONS, now=None):
+    """Write the page; returns its path."""
+    limit = max(1, min(int(limit), INDEX_MAX_SESSIONS))
+    path = os.path.abspath(out or estate.path("view.html"))
+    page = render_view(gather_view(estate, time.time() if now is None else now, limit))
+    write_atomic(path, page, durable=False)
+    return path
 
 
 # ==== CLI ===================================================================
 
+LOG_LIMIT = 200
+STATUS_SESSIONS = 10
 EXIT_CODES_HELP = """exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAIL),
 2 usage error or a block/deny, 3 estate unusable (path and fix printed)"""
 
@@ -18305,7 +19674,7 @@ def build_parser():
         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", help="project root (default: the nearest folder "
                         "holding .notrest/, else the current folder)")
-    parser.add_argument("--version", action="version", version=__version__)
+    parser.add_argument("-V", "--version", action="version", version=__version__)
     sub = parser.add_subparsers(dest="verb", metavar="COMMAND")
     sub.required = True
 
@@ -18354,9 +19723,21 @@ def build_parser():
     cmd.add_argument("--sync", action="store_true", default=None, help="SessionEnd and "
                      "Stop start a detached `notrest sync` (config.json sync.auto)")
     cmd.add_argument("--no-sync", dest="sync", action="store_false", help="turn that off")
+    cmd.add_argument("--trust", action="store_true", help="also have Codex trust "
+                     "notrest's hooks in this project (as `notrest trust codex`)")
+    cmd.add_argument("--codex", metavar="PATH", help="the codex binary for --trust "
+                     "(default: codex on PATH)")
     cmd = add("uninstall", "remove what install wrote (the estate stays)")
     cmd.add_argument("dir", nargs="?", default=".")
     cmd.add_argument("--purge", action="store_true", help="remove the estate too")
+    cmd = add("trust", "(for people) have Codex trust notrest's hooks in this project")
+    cmd.add_argument("client", choices=("codex",), help="the client whose trust to "
+                     "record (Claude runs project hooks without one)")
+    cmd.add_argument("--plugin", action="store_true", help="also trust the notrest "
+                     "Codex plugin's hooks (for every project on this machine)")
+    cmd.add_argument("--codex", metavar="PATH", help="the codex binary (default: "
+                     "$NOTREST_CODEX, else codex on PATH)")
+    cmd.add_argument("--json", action="store_true")
     cmd = add("doctor", "prove the install: hooks, settings, estate, laws in 3 layers")
     cmd.add_argument("--json", action="store_true")
     cmd = add("check", "evaluate one law: exit 0 holds, 1 broken")
@@ -18375,9 +19756,10 @@ def build_parser():
     cmd.add_argument("--why", required=True)
     cmd.add_argument("--minutes", type=int, default=60, help="permit lifetime "
                      "(default 60)")
-    cmd = add("log", "read a session's journal")
+    cmd = add("log", "read a session's journal (the newest records)")
     cmd.add_argument("--session")
-    cmd.add_argument("--limit", type=int, default=200)
+    cmd.add_argument("--limit", type=int, default=LOG_LIMIT, help="show at most this "
+                     "many of the newest records, 0 for all (default %d)" % LOG_LIMIT)
     cmd.add_argument("--json", action="store_true")
     cmd = add("status", "sessions, last bank, open threads, laws")
     cmd.add_argument("--json", action="store_true")
@@ -18406,7 +19788,36 @@ def build_parser():
     cmd.add_argument("--list", action="store_true")
     cmd.add_argument("--remove", metavar="SLUG")
     cmd.add_argument("--json", action="store_true")
+    cmd = add("view", "write one self-contained HTML page of the estate and print its "
+              "path")
+    cmd.add_argument("--out", metavar="FILE", help="where to write it (default "
+                     ".notrest/view.html)")
+    cmd.add_argument("--sessions", type=int, default=VIEW_SESSIONS, metavar="N",
+                     help="show the newest N sessions in detail (default %d, at most %d)"
+                     % (VIEW_SESSIONS, INDEX_MAX_SESSIONS))
+    cmd = add("help", "show the help of notrest or of one command")
+    cmd.add_argument("topic", nargs="?", metavar="COMMAND")
     return parser
+
+
+def cmd_view(args):
+    estate = _estate(args, must_exist=True)
+    path = write_view(estate, args.out, args.sessions)
+    sys.stdout.write("%s\n" % path)
+    return 0
+
+
+def cmd_help(args):
+    parser = build_parser()
+    if not args.topic:
+        parser.print_help()
+        return 0
+    choices = parser._subparsers._group_actions[0].choices
+    if args.topic not in choices:
+        raise NotrestError("no command %r" % args.topic, "", "commands: %s" % ", ".join(
+            sorted(choices)), code=2)
+    choices[args.topic].print_help()
+    return 0
 
 
 def main(argv=None):
@@ -18469,7 +19880,7 @@ def _estate(args, must_exist=False):
     use_project_secret_patterns(estate)
     if must_exist and not estate.exists():
         raise NotrestError("notrest is not installed here", estate.dir,
-                           "run `sh install.sh %s` first" % root, code=3)
+                           "run `%s` first" % reinstall_command(estate), code=3)
     return estate
 
 
@@ -18588,10 +19999,18 @@ def cmd_install(args):
     if args.uninstall:
         return cmd_uninstall(args)
     clients = ("claude", "codex") if args.client == "both" else (args.client,)
-    report = install_project(args.dir, clients, args.python, harden=args.harden)
+    report = install_project(args.dir, clients, args.python, harden=args.harden,
+                             trust=args.trust)
     root = os.path.abspath(args.dir)
     if args.sync is not None:
         report += enable_sync(Estate(root), args.sync)
+    code = 0
+    if args.trust and "codex" in clients:
+        try:
+            report += trust_codex(root, codex=args.codex)
+        except NotrestError as exc:
+            report.append("Codex trust FAILED: %s" % str(exc)[len("notrest: "):])
+            code = 1
     sys.stdout.write("notrest %s installed in %s\n" % (__version__, root))
     sys.stdout.write("".join("- %s\n" % line for line in report))
     if not args.quiet:
@@ -18601,6 +20020,16 @@ def cmd_install(args):
         sys.stdout.write(build_packet(gather_snapshot(estate, "", time.time(),
                                                       config=config),
                                       _packet_budget(config)))
+    return code
+
+
+def cmd_trust(args):
+    estate = _estate(args, must_exist=not args.plugin)
+    report = trust_codex(estate.root, codex=args.codex, plugin=args.plugin)
+    if args.json:
+        _print_json({"client": args.client, "report": report})
+    else:
+        sys.stdout.write("".join("- %s\n" % line for line in report))
     return 0
 
 
@@ -18791,12 +20220,17 @@ def cmd_log(args):
             torn += 1
         else:
             records.append(record)
+    total = len(records)
     records = records[-args.limit:] if args.limit > 0 else records
     if args.json:
-        _print_json({"session": session, "records": records, "torn": torn})
+        _print_json({"session": session, "records": records, "torn": torn,
+                     "total": total, "truncated": len(records) < total,
+                     "limit": args.limit})
         return 0
-    sys.stdout.write("session %s: %d record(s)%s\n" % (
-        session, len(records), ", %d damaged line(s) skipped" % torn if torn else ""))
+    sys.stdout.write("session %s: %d record(s)%s%s\n" % (
+        session, total, " (the newest %d shown; --limit 0 shows all)" % len(records)
+        if len(records) < total else "",
+        ", %d damaged line(s) skipped" % torn if torn else ""))
     for record in records:
         sys.stdout.write("%s  %s\n" % (iso_time(record.get("t")), describe_record(record)))
     return 0
@@ -18839,7 +20273,7 @@ def cmd_status(args):
     entries = load_index(estate)
     sessions = []
     me = read_machine()
-    for entry in entries[:10]:
+    for entry in entries[:STATUS_SESSIONS]:
         rec = current_session_record(estate, entry["session"], limit_bytes=DIED_TAIL_BYTES)
         where = elsewhere(rec.get("machine"), me)
         sessions.append({"session": rec["session"], "client": rec["client"],
@@ -18850,6 +20284,7 @@ def cmd_status(args):
     book = load_lawbook(estate)
     banked = next((s for s in sessions if s["note"]), None)
     status = {"root": estate.root, "sessions_indexed": len(entries), "recent": sessions,
+              "total": len(entries), "truncated": len(entries) > len(sessions),
               "last_bank": banked, "open_threads": threads,
               "laws": [law.id for law in book.active()], "law_problems": book.problems,
               "sync": last_sync(estate)}
@@ -19019,7 +20454,8 @@ COMMANDS = {
     "install": cmd_install, "uninstall": cmd_uninstall, "doctor": cmd_doctor,
     "check": cmd_check, "laws": cmd_laws, "allow": cmd_allow, "log": cmd_log,
     "status": cmd_status, "rebuild": cmd_rebuild, "learn": cmd_learn,
-    "compile": cmd_compile, "sync": cmd_sync,
+    "compile": cmd_compile, "sync": cmd_sync, "trust": cmd_trust, "view": cmd_view,
+    "help": cmd_help,
 }
 
 

@@ -86,6 +86,23 @@ class Project:
         return records
 
 
+def write_codex_trust(project, codex_home=None):
+    """Record in $CODEX_HOME/config.toml (default HOME/.codex) that the person
+    trusted the project and notrest's Codex hooks in it, with the hashes Codex
+    computes (tests/e2e proves them against the real binary): what `notrest trust
+    codex` has Codex write, without starting Codex."""
+    codex_home = Path(codex_home or project.home / ".codex")
+    codex_home.mkdir(parents=True, exist_ok=True)
+    lines = ["[projects.%s]" % json.dumps(str(project.root)), 'trust_level = "trusted"', ""]
+    for _event, key, digest in notrest.codex_project_hooks(str(project.root)):
+        lines += ["[hooks.state.%s]" % json.dumps(key), "trusted_hash = %s" % json.dumps(
+            digest), ""]
+    path = codex_home / "config.toml"
+    old = path.read_text() if path.exists() else ""
+    path.write_text(old + "\n".join(lines))
+    return path
+
+
 def make_project(tmp_path, install=True, clients="both"):
     home = tmp_path / "home"
     root = home / "project"

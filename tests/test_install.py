@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, make_project
+from conftest import REPO, make_project, write_codex_trust
 import notrest
 
 USER_CLAUDE = {
@@ -150,19 +150,29 @@ def test_repo_hooks_are_the_rendered_launchers_and_the_plugin_lists_them():
         assert os.access(REPO / "hooks" / name, os.X_OK)
     assert (REPO / "hooks" / notrest.LAUNCH_FILE).read_text() == \
         notrest.render_launch_tail("")
+    assert (REPO / "hooks" / "hooks.json").read_text() == notrest.plugin_hooks("claude")
+    assert (REPO / "hooks" / "codex-hooks.json").read_text() == notrest.plugin_hooks(
+        "codex")
     plugin = json.loads((REPO / "hooks" / "hooks.json").read_text())
     for event in notrest.CLIENT_EVENTS["claude"]:
         command = plugin["hooks"][event][0]["hooks"][0]["command"]
         assert "${CLAUDE_PLUGIN_ROOT}" in command
         assert notrest.HOOK_EVENTS[event][0] in command
-    manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
-    assert manifest["name"] == "notrest"
+    for manifest in (".claude-plugin/plugin.json", ".codex-plugin/plugin.json"):
+        data = json.loads((REPO / manifest).read_text())
+        assert data["name"] == "notrest" and data["version"] == notrest.__version__
+    codex = json.loads((REPO / ".codex-plugin" / "plugin.json").read_text())
+    assert codex["hooks"] == "./hooks/codex-hooks.json" and codex["skills"] == "./skills/"
+    for market in (".claude-plugin/marketplace.json", ".agents/plugins/marketplace.json"):
+        data = json.loads((REPO / market).read_text())
+        assert data["name"] == "notrest"
+        assert [(p["name"], p["source"]) for p in data["plugins"]] == [("notrest", "./")]
 
 
 @pytest.mark.skipif(not shutil.which("shellcheck"), reason="shellcheck not installed")
 def test_sh_files_are_shellcheck_clean():
     files = [str(p) for p in (REPO / "hooks").glob("*.sh")] + [
-        str(REPO / "install.sh"), str(REPO / ".ci" / "run")]
+        str(REPO / "install.sh"), str(REPO / ".ci" / "run"), str(REPO / "tests" / "run.sh")]
     result = subprocess.run(["shellcheck", "-s", "sh"] + files, capture_output=True)
     assert result.returncode == 0, result.stdout.decode()
 
@@ -189,10 +199,20 @@ def test_hooks_fall_back_to_python3_when_the_recorded_interpreter_is_gone(proj):
     assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
-def test_doctor_passes_on_a_fresh_install(proj):
+def test_doctor_passes_on_a_fresh_install_once_codex_trusts_the_hooks(proj):
+    untrusted = proj.cli("doctor")
+    assert untrusted.code == 1
+    failed = [line for line in untrusted.stdout.splitlines() if line.startswith("FAIL")]
+    assert failed[0].startswith("FAIL  Codex does not trust the project")
+    assert sorted(failed[1:]) == sorted(
+        "FAIL  Codex hook %s: untrusted (Codex skips it silently)" % event
+        for event in notrest.CLIENT_EVENTS["codex"])
+    assert "trust codex" in untrusted.stdout
+    write_codex_trust(proj)
     result = proj.cli("doctor")
     assert result.code == 0, result.stdout
     assert "FAIL" not in result.stdout
+    assert "PASS  Codex hook PreToolUse: trusted" in result.stdout
     for law in notrest.BUILTIN_LAWS:
         assert "law %s in all three layers" % law["id"] in result.stdout
 
@@ -213,6 +233,7 @@ def test_doctor_fails_a_law_without_its_hook(proj):
 
 
 def test_doctor_fails_a_law_without_its_text(proj):
+    write_codex_trust(proj)
     laws = proj.root / ".notrest" / "laws.json"
     laws.write_text(json.dumps({"schema_version": 1, "laws": [
         {"id": "no-curl", "text": "Never call curl in this project.", "on": ["PreToolUse"],
@@ -238,10 +259,16 @@ def test_doctor_fails_a_law_without_a_check(proj):
 
 def test_ci_runs_the_readme_test_command():
     readme = (REPO / "README.md").read_text()
-    command = "python3 -m pip install pytest && python3 -m pytest"
-    assert command in readme.split("## Three promises")[0]
-    assert command in (REPO / ".ci" / "run").read_text()
-    assert "sh /path/to/notrest/install.sh --client both ." in readme
+    opening = readme.split("## Three promises")[0]
+    command = "sh tests/run.sh"
+    assert "cd notrest && %s\n" % command in opening
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    assert ci[-1] == command, "CI runs exactly the README's test command, last"
+    assert "sh notrest/install.sh --client both ~/code/myproject" in opening
+    for way in ("git clone", "pipx install", "pip install", "notrest.py"):
+        assert way in opening, way
+    for package in ("bubblewrap", "socat", "shellcheck", "chromium", "python3-venv"):
+        assert package in (REPO / ".ci" / "run").read_text(), package
 
 
 def test_hook_caches_are_built_at_install_and_rebuilt_when_stale(proj):

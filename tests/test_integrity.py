@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, make_project
+from conftest import REPO, make_project, write_codex_trust
 import notrest
 
 TAG = sys.implementation.cache_tag
@@ -226,6 +226,7 @@ def test_the_next_session_start_repairs_tells_packets_and_journals(proj, tamper)
 @pytest.mark.parametrize("tamper", [poison_hot, rewrite_launcher, remove_claude_gate,
                                     config_interpreter], ids=lambda f: f.__name__)
 def test_doctor_names_the_file_and_the_next_packet_and_journal_carry_it(proj, tamper):
+    write_codex_trust(proj)  # a clean doctor needs Codex to run the hooks
     rel = tamper(proj)
     doctor = proj.cli("doctor")
     assert doctor.code == 1

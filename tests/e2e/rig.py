@@ -73,10 +73,20 @@ E2EEnv(client, root, script=None): git_project(root/project) (git init -b main,
 Helpers: hook_entry(command, matcher=None, timeout=30) -> one element of an
     event's list; shell_call(client, cmd) -> Bash / exec_command call;
     tool_turn(*calls, **extra); text_turn(text, **extra); sh_quote(s).
+Plugins: plugin_source(dest) copies the repository as a clean marketplace folder;
+    install_plugin(client, home, source, codex_home=None) installs notrest with
+    the client's own plugin commands (claude plugin marketplace add / install,
+    codex plugin marketplace add / add).
+Trust: run_codex(..., bypass_hook_trust=False) runs without
+    --dangerously-bypass-hook-trust; trust_project=False writes a config that
+    does not trust the project.
 notrest: install_notrest(project, home, clients="both", codex_home=None) runs
     ``sh REPO/install.sh --client CLIENTS PROJECT`` as a user would (raises
     unless it exits 0); read_journal(path) -> records (notrest.read_records);
     session_id(result) -> the session id the client printed.
+TUI: run_claude_tui(project, home, prompt, base_url, width=120) -> the screen
+    text of Claude Code's interactive TUI in a detached tmux pane after the
+    prompt's turn (what a person sees; needs tmux).
 Hook timing as the client reports it: client_hook_times(result) -> [(event,
     ms)], from Claude's ``--debug-file`` ("Hooks: EVENT[:matcher] [cmd] finished
     with status N (Mms)") or Codex's stderr with ``RUST_LOG=CODEX_HOOK_LOG``
@@ -579,6 +589,64 @@ def run_claude(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
                        reap_strays=reap_strays)
 
 
+def run_claude_tui(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
+                   width: int = 120, height: int = 40, settle: float = 25.0,
+                   done: str = "done") -> str:
+    """Claude Code's interactive TUI in a detached tmux pane (the person's view):
+    starts ``claude --dangerously-skip-permissions`` in project, types prompt,
+    waits until the screen shows ``done`` (at most ``settle`` s) and returns the
+    screen text.  HOME's ~/.claude.json is written so that no first-run dialog
+    (onboarding, folder trust, API key) stands in the way."""
+    import shutil
+    if not shutil.which("tmux"):
+        import pytest
+        if os.environ.get("CI"):
+            pytest.fail("e2e: tmux is needed for the TUI test", pytrace=False)
+        pytest.skip("e2e: tmux not installed")
+    claude = require_binary("claude")
+    project = str(Path(project).resolve())
+    state = Path(home) / ".claude.json"
+    state.write_text(json.dumps({
+        "hasCompletedOnboarding": True, "bypassPermissionsModeAccepted": True,
+        "theme": "dark", "customApiKeyResponses": {"approved": ["sk-test"],
+                                                   "rejected": []},
+        "projects": {project: {"hasTrustDialogAccepted": True,
+                               "hasCompletedProjectOnboarding": True}}}),
+        encoding="utf-8")
+    env = claude_env(home, base_url)
+    session = "notrest-%s" % uuid.uuid4().hex[:8]
+    tmux = ["tmux", "-L", session]
+    command = "exec env -i %s %s --dangerously-skip-permissions" % (" ".join(
+        "%s=%s" % (k, sh_quote(v)) for k, v in env.items()), sh_quote(str(claude)))
+
+    def screen():
+        return subprocess.run(tmux + ["capture-pane", "-p", "-t", session],
+                              capture_output=True, text=True).stdout
+
+    def wait_for(text, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if text in screen():
+                return True
+            time.sleep(0.3)
+        return False
+
+    subprocess.run(tmux + ["new-session", "-d", "-s", session, "-x", str(width), "-y",
+                           str(height), "-c", project, command], check=True,
+                   env={"PATH": os.environ.get("PATH", ""), "TERM": "xterm-256color",
+                        "HOME": str(home)})
+    try:
+        if not wait_for("bypass permissions on", settle):
+            raise AssertionError("the TUI did not start:\n" + screen())
+        subprocess.run(tmux + ["send-keys", "-t", session, "-l", prompt], check=True)
+        wait_for(prompt[:20], 5)
+        subprocess.run(tmux + ["send-keys", "-t", session, "Enter"], check=True)
+        wait_for(done, settle)
+        return screen()
+    finally:
+        subprocess.run(tmux + ["kill-server"], capture_output=True)
+
+
 # --------------------------------------------------------------------------
 # Codex
 # --------------------------------------------------------------------------
@@ -593,8 +661,10 @@ def _toml_str(s: str) -> str:
 
 
 def codex_config_text(base_url: str, project: PathLike, *, model: str = "gpt-5.5",
-                      top: str = "", tables: str = "") -> str:
+                      top: str = "", tables: str = "", trust_project: bool = True) -> str:
     project = str(Path(project).resolve())
+    trust = ["[projects.%s]" % _toml_str(project), 'trust_level = "trusted"', ""] \
+        if trust_project else []
     return "\n".join([
         "# written by tests/e2e/rig.py",
         "model = %s" % _toml_str(model),
@@ -611,9 +681,7 @@ def codex_config_text(base_url: str, project: PathLike, *, model: str = "gpt-5.5
         "request_max_retries = 0",
         "stream_max_retries = 0",
         "",
-        "[projects.%s]" % _toml_str(project),
-        'trust_level = "trusted"',
-        "",
+    ] + trust + [
         tables.strip(),
         "",
     ])
@@ -647,17 +715,23 @@ def run_codex(project: PathLike, home: PathLike, prompt: str, base_url: str, *,
               kill_when: Optional[Callable[[], bool]] = None, model: str = "gpt-5.5",
               config_top: str = "", config_tables: str = "",
               write_config: bool = True, reap_strays: bool = True,
-              wrap: Sequence[str] = ()) -> RunResult:
+              wrap: Sequence[str] = (), bypass_hook_trust: bool = True,
+              trust_project: bool = True) -> RunResult:
     """``codex exec --skip-git-repo-check --dangerously-bypass-hook-trust --json
     -C PROJECT [extra_args] PROMPT`` (or ``codex exec resume --last ...``);
-    ``wrap``: argv prepended to the command."""
+    ``wrap``: argv prepended to the command.  ``bypass_hook_trust=False`` leaves
+    the flag out: Codex then runs only the hooks its config trusts (write the
+    config once, trust, then run with ``write_config=False`` so the trust stays);
+    ``trust_project=False`` writes a config that does not trust the project."""
     codex = require_binary("codex")
     e = codex_env(home, env)
     if write_config:
         write_codex_config(e["CODEX_HOME"], base_url, project, model=model,
-                           top=config_top, tables=config_tables)
+                           top=config_top, tables=config_tables,
+                           trust_project=trust_project)
     project = str(Path(project).resolve())
-    common = ["--skip-git-repo-check", "--dangerously-bypass-hook-trust", "--json"]
+    common = ["--skip-git-repo-check"] + (["--dangerously-bypass-hook-trust"]
+                                          if bypass_hook_trust else []) + ["--json"]
     if resume:
         argv = [str(codex), "exec", "resume", "--last"] + common + list(extra_args) + [prompt]
     else:
@@ -836,6 +910,50 @@ def install_notrest(project: PathLike, home: PathLike, clients: str = "both",
         raise AssertionError("install.sh exited %d\n--- stdout\n%s\n--- stderr\n%s"
                              % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
     return proc
+
+
+PLUGIN_SKIP = (".git", ".e2e", ".venv", "node_modules", "__pycache__", ".pytest_cache",
+               "tests", "bench", "docs")
+
+
+def plugin_source(dest: PathLike) -> Path:
+    """A clean copy of the repository as a marketplace folder (what a fresh clone
+    holds, without tests, caches or the installed clients): both clients copy a
+    local marketplace's plugin whole into their plugin cache."""
+    import shutil
+    dest = Path(dest)
+    shutil.copytree(str(REPO), str(dest), ignore=shutil.ignore_patterns(*PLUGIN_SKIP))
+    return dest
+
+
+def install_plugin(client: str, home: PathLike, source: PathLike,
+                   codex_home: Optional[PathLike] = None,
+                   timeout: float = 120) -> List[subprocess.CompletedProcess]:
+    """Install notrest as a plugin with the client's own commands, as a user would:
+    Claude ``claude plugin marketplace add SOURCE`` + ``claude plugin install
+    notrest@notrest``; Codex ``codex plugin marketplace add SOURCE`` + ``codex plugin
+    add notrest@notrest``.  Raises AssertionError with the output unless each exits
+    0.  (Codex still runs the plugin's hooks only once they are trusted.)"""
+    binary = str(require_binary(client))
+    if client == "claude":
+        env = claude_env(home, "http://127.0.0.1:9")
+        steps = [[binary, "plugin", "marketplace", "add", str(source)],
+                 [binary, "plugin", "install", "notrest@notrest"]]
+    else:
+        env = codex_env(home, {"CODEX_HOME": str(codex_home)} if codex_home else None)
+        Path(env["CODEX_HOME"]).mkdir(parents=True, exist_ok=True)
+        steps = [[binary, "plugin", "marketplace", "add", str(source)],
+                 [binary, "plugin", "add", "notrest@notrest"]]
+    done = []
+    for argv in steps:
+        proc = subprocess.run(argv, env=env, cwd=str(home), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=timeout)
+        if proc.returncode != 0:
+            raise AssertionError("%s exited %d\n--- stdout\n%s\n--- stderr\n%s" % (
+                argv, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+        done.append(proc)
+    return done
 
 
 def read_journal(path: PathLike) -> List[dict]:
