@@ -94,15 +94,18 @@ def test_next_session_starts_knowing_what_the_last_one_did(proj, tmp_path, clien
     result = proj.hook("SessionStart", proj.payload("SessionStart", "bbbb2222", client,
                                                     source="startup"), client)
     packet = result.answer["hookSpecificOutput"]["additionalContext"]
-    assert "Last session aaaa1111" in packet
-    assert "added greet.py; tests still red" in packet
-    assert "Next step: make tests/test_greet.py pass" in packet
-    assert "greet.py" in packet and "README.txt" in packet
-    assert "Denied (no-destroy): `rm -rf ~`" in packet
-    assert "Failed: `python3 -m pytest -q tests/test_greet.py`" in packet
+    lines = packet.splitlines()
+    assert "### 00000001 %s, ended " % client in packet
+    assert '> note: "added greet.py; tests still red"' in lines
+    assert '> next: "make tests/test_greet.py pass"' in lines
+    assert '> files changed (2): "README.txt", "greet.py"' in lines  # newest first
+    assert '> denied (no-destroy): "rm -rf ~"' in lines
+    assert '> failed (exit 1): "python3 -m pytest -q tests/test_greet.py"; first ' \
+        'error: "1 failed, 3 passed"' in lines
     if client == "codex":
-        assert "Failed: `apply_patch nothere.py`" in packet
-    assert "decide the greeting language" in packet
+        assert '> failed (exit 1): "apply_patch nothere.py"; first error: "error: ' \
+            'nothere.py: No such file"' in lines
+    assert '> open thread t1: "decide the greeting language"' in lines
 
 
 def test_bank_lands_on_the_calling_session_among_several(proj, tmp_path):
@@ -152,8 +155,10 @@ def test_a_killed_session_is_recovered_by_the_next_packet(proj, tmp_path):
     client.wait()
     packet = proj.hook("SessionStart", proj.payload("SessionStart", "next-one",
                                                     source="startup")).answer
-    text = packet["hookSpecificOutput"]["additionalContext"]
-    assert "Last session dead0000" in text
-    assert "DIED" in text
-    assert "half.py" in text
-    assert "It was running: `make build`" in text
+    lines = packet["hookSpecificOutput"]["additionalContext"].splitlines()
+    assert [line for line in lines if line.startswith("### ")] == [
+        "### 55556666 claude, DIED (killed or crashed, no end), last active %s, no note"
+        % notrest.iso_time(notrest.current_session_record(proj.estate, session)[
+            "updated"])]
+    assert '> files changed (1): "half.py"' in lines
+    assert '> never finished: "make build"' in lines
