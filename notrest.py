@@ -3617,9 +3617,9 @@ def cold_module():
 # (the event) and ms (its time). Written by the CLI (not a hook): by "cli" and
 # inside (true when the command ran under the session's own live client, false
 # when it ran anywhere else: a person's terminal, a process left behind).
-#   start    source, pid, pid_start, transcript, model, packet (hash of the packet
-#            given, empty when none was), via (UserPromptSubmit when the packet came
-#            there, after a compaction without a SessionStart)
+#   start    source, pid, pid_start, transcript, model, packet (packet_news of the
+#            packet given, empty when none was), via (UserPromptSubmit when the packet
+#            came there, after a compaction without a SessionStart)
 #   prompt   text (redacted)          call     tool, what (a PreToolUse, allowed)
 #   tool     tool, what, ok (true, false, null: unknown), files [[path, mode]], error
 #   deny     law, action, what, reason          receipt  law, by, who, why, what
@@ -4321,27 +4321,33 @@ def git_state(root, started=None):
             state["commit"] = entry[13:20] if entry[13:] != "(initial)" else ""
         elif entry and entry[0] in "12u?":
             state["dirty"] += 1
-    state["subject"] = _last_commit_subject(root)
+    state["subject"] = _last_commit_subject(root, state["commit"])
     return state
 
 
-def _last_commit_subject(root):
-    """The subject of the last commit, read from the HEAD reflog (no second call)."""
+def _last_commit_subject(root, commit=""):
+    """The subject of the commit HEAD is at, read from the HEAD reflog (no second
+    call): the newest commit entry that moved HEAD to it (a checkout is none)."""
     path = os.path.join(root, ".git", "logs", "HEAD")
     try:
         with open(path, "rb") as handle:
             handle.seek(0, 2)
             size = handle.tell()
-            handle.seek(max(0, size - 4096))
+            handle.seek(max(0, size - 16384))
             tail = handle.read().decode("utf-8", "replace").rstrip("\n")
     except OSError:
         return ""
-    last = tail.rsplit("\n", 1)[-1]
-    message = last.split("\t", 1)[1] if "\t" in last else ""
-    for prefix in ("commit (initial): ", "commit (amend): ", "commit (merge): ",
-                   "commit: "):
-        if message.startswith(prefix):
-            return message[len(prefix):]
+    for line in tail.split("\n")[::-1]:
+        head, _, message = line.partition("\t")
+        parts = head.split(" ")
+        if commit and (len(parts) < 2 or not parts[1].startswith(commit)):
+            continue
+        for prefix in ("commit (initial): ", "commit (amend): ", "commit (merge): ",
+                       "commit: "):
+            if message.startswith(prefix):
+                return message[len(prefix):]
+        if not commit:
+            return ""
     return ""
 
 
@@ -4597,7 +4603,8 @@ def session_summary(rec, state, root, home, unseen, now=None):
         "commands": commands[:4],
         "changed_since_note": [show_path(p, root, home) for p in
                                rec["changed_since_note"]] if rec["note"] else [],
-        "subagents": [a for a in rec["subagents"] if a.get("phase") == "stop"][-2:],
+        "subagents": [a for a in rec["subagents"] if a.get("phase") == "stop" and a.get(
+            "type")][-2:],  # Claude's compaction runs as a subagent with no type
         "outside": rec["outside"], "outside_notes": rec["outside_notes"][-1:],
         "torn": rec["torn"], "unseen": rec["session"] in unseen,
     }
@@ -4641,8 +4648,6 @@ def session_heading(summary, role=""):
     why = {"banked": ": the last note", "since": ", no note",
            "alert": ", kept for a person to see",
            "own": ""}.get(role, "")
-    if summary.get("unseen") and role != "alert":
-        why += "; a person has not seen its alerts (`notrest ack`)"
     return "### %s %s, %s%s" % (short_id(summary["session"]), client, how, why)
 
 
@@ -4787,6 +4792,10 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
     if snapshot.get("alerts_more"):
         add("(%d more session%s with alerts no person has seen: `%s status`)" % (
             snapshot["alerts_more"], "" if snapshot["alerts_more"] == 1 else "s", cli), 2)
+    unseen = [s for s in [banked] + snapshot.get("since", []) if s and s.get("unseen")]
+    if unseen:
+        add("(alerts of %s stay in view until a person has seen them)" % ", ".join(
+            short_id(s["session"]) for s in unseen), 2)
     if not (banked or snapshot.get("since") or quiet or snapshot.get("alerts")):
         add("(no earlier session recorded)", 1)
     live = snapshot.get("live", [])
@@ -5213,17 +5222,34 @@ def _export_session_id(env, session):
 
 
 def session_packet(estate, session, source, client, now, config, git=None, book=None):
-    """(packet text, its hash) for a session that starts, resumes, was compacted or
-    cleared; ("", "") for a resume that would only repeat the packet the session
-    last received (its history still holds it: one packet per compaction)."""
+    """(packet text, its news hash) for a session that starts, resumes, was
+    compacted or cleared; ("", "") for a resume with no news since the packet the
+    session last received: its history still holds that one, and Claude keeps a
+    resume's packet through the compaction that may follow (`/compact` then
+    `--continue` would show two). News is anything but the session's own work and
+    the git line."""
     snapshot = gather_snapshot(estate, session, now, book=book, config=config, git=git,
                                source=source, client=client)
     text = build_packet(snapshot, _packet_budget(config))
-    digest = _crc_fast(text)
+    digest = packet_news(text)
     if source == "resume" and current_session_record(estate, session)[
             "packet_hash"] == digest:
         return "", ""
     return text, digest
+
+
+def packet_news(text):
+    """A hash of what a packet tells a session about everything but itself: the
+    text without its own section and the git line (both change with its own work)."""
+    kept, own = [], False
+    for line in text.splitlines():
+        if line.startswith("### "):
+            own = line.startswith("### this session so far (")
+        elif not line.startswith(("> ", "! ")):
+            own = False
+        if not own and not line.startswith("> git: "):
+            kept.append(line)
+    return _crc_fast("\n".join(kept))
 
 
 def _packet_budget(config):
