@@ -379,7 +379,7 @@ def short_id(session):
     if not session:
         return "?"
     session = str(session)
-    return session if len(session) <= 10 else session[-8:]
+    return session if len(session) <= 12 else session[-8:]
 
 
 def iso_time(epoch):
@@ -3635,7 +3635,8 @@ def cold_module():
 #   note, next, note_t (set only by a note banked inside the session), outside
 #   (journal lines written outside a client session), outside_notes, files {path:
 #   t}, changes, changed_since_note, failed [{what, exit, tests, line, t, fixed}],
-#   denied [{law, action, what, t, severity}], receipts, stop_allowed, alert and
+#   denied [{law, action, what, t, severity}] (the gravest kept), denials (how
+#   many), receipts, stop_allowed, alert and
 #   alert_t (the worst denial, override or stop allowed after blocks: its severity
 #   and time), running [{what, tool, t}] (calls that never finished), actions (its
 #   last shell commands), subagents, prompts, tools, checks, stop_blocks,
@@ -3659,7 +3660,8 @@ def new_session_record(session):
             "note_t": None, "outside": 0, "outside_notes": [], "changes": 0,
             "changed_since_note": [], "files": {}, "failed": [], "denied": [],
             "receipts": [], "subagents": [], "actions": [], "running": [],
-            "alert": 0, "alert_t": None, "prompts": 0, "tools": 0, "stop_blocks": 0,
+            "alert": 0, "alert_t": None, "denials": 0, "prompts": 0, "tools": 0,
+            "stop_blocks": 0,
             "bank_blocks": 0, "check_blocks": {}, "checks": {}, "stop_allowed": [],
             "client_pid": None, "client_start": None, "source": "", "compactions": 0,
             "compact_pending": False, "last_prompt": "", "opened": [], "closed": [],
@@ -3794,6 +3796,7 @@ def fold_event(rec, ev):
         elif ev.get("ok") is True and tool in SHELL_TOOLS:
             _note_success(rec, what, t)
     elif kind == "deny":
+        rec["denials"] += 1
         severity = law_severity(ev.get("law"), ev.get("action"))
         _push_ranked(rec["denied"], {"law": ev.get("law"), "what": ev.get("what", ""),
                                      "action": ev.get("action"), "t": t,
@@ -4597,6 +4600,7 @@ def session_summary(rec, state, root, home, unseen, now=None):
         "failed": [dict(f, what=show_command(f.get("what"), root, home))
                    for f in rec["failed"][::-1]],
         "denied": [dict(d, what=show_command(d.get("what"), root, home)) for d in denied],
+        "denials": max(rec["denials"], len(denied)),
         "receipts": rec["receipts"][-3:], "stop_allowed": rec["stop_allowed"][-2:],
         "running": [dict(c, what=show_command(c.get("what"), root, home))
                     for c in rec["running"]],
@@ -4682,8 +4686,8 @@ def _session_lines(summary, add, role):
         data("denied (%s%s): %s" % (denial.get("law"), ", ask" if denial.get(
             "action") == "ask" else "", _q(denial.get("what"), 120)),
             1 if grave and i == 0 else 2 if grave else 3)
-    if len(summary["denied"]) > 3:
-        data("and %d more denials" % (len(summary["denied"]) - 3), 3)
+    if summary["denials"] > 3:
+        data("and %d more denials" % (summary["denials"] - 3), 3)
     for receipt in summary["receipts"][::-1]:
         data("override of %s (%s%s): %s" % (
             receipt.get("law"), one_line(receipt.get("by"), 30), " of %s, why: %s" % (

@@ -264,3 +264,116 @@ def test_the_harness_outside_the_project_is_protected_too(command):
                           home="/home/u", env={"HOME": "/home/u",
                                                "CODEX_HOME": "/opt/codex-home"})
     assert "protect-harness" in [v.law for v in notrest.decide(book, event)]
+
+
+PYTEST_OUT = """F.F                                                                      [100%]
+=================================== FAILURES ===================================
+__________________________________ test_hello __________________________________
+    def test_hello():
+>       assert hello() == "hello"
+E       AssertionError: assert 'hi' == 'hello'
+tests/test_greet.py:5: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_greet.py::test_hello - AssertionError: assert 'hi' == 'hello'
+FAILED tests/test_greet.py::test_bye[de] - KeyError: 'de'
+2 failed, 1 passed in 0.04s"""
+
+
+@pytest.mark.parametrize("text, tests, line", [
+    ("Exit code 1\n" + PYTEST_OUT, ["tests/test_greet.py::test_hello",
+                                    "tests/test_greet.py::test_bye[de]"], None),
+    ("tests/test_a.py::test_x FAILED                  [ 50%]\ntests/test_a.py::test_y "
+     "PASSED [100%]", ["tests/test_a.py::test_x"], None),
+    ("ERROR tests/test_b.py - ModuleNotFoundError: No module named 'b'\n1 error",
+     ["tests/test_b.py"], None),
+    ("F.\n======\nFAIL: test_add (test_calc.TestCalc.test_add)\n----\nTraceback (most "
+     "recent call last):\nAssertionError: 3 != 4\n\nFAILED (failures=1)",
+     ["test_calc.TestCalc.test_add"], None),
+    ("=== RUN   TestParse\n--- FAIL: TestParse (0.00s)\n    p_test.go:9: bad\nFAIL\n"
+     "FAIL\texample.com/p\t0.002s", ["TestParse"], None),
+    ("running 2 tests\ntest tests::adds ... FAILED\ntest tests::subs ... ok\n\nfailures:",
+     ["tests::adds"], None),
+    ("FAIL src/sum.test.js\n  \u25cf sum \u203a adds 1 + 2\n\n    expect(received)",
+     ["sum \u203a adds 1 + 2"], None),
+    ("Exit code 2\nls: cannot access 'nope': No such file or directory", [],
+     "ls: cannot access 'nope': No such file or directory"),
+    ("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+     "    import yaml\nModuleNotFoundError: No module named 'yaml'", [],
+     "ModuleNotFoundError: No module named 'yaml'"),
+    ("Exit code 1", [], ""),
+])
+def test_a_failure_names_what_failed(text, tests, line):
+    code, found, first = notrest.failure_digest(text)
+    assert found == tests
+    if line is not None:
+        assert first == line
+    if text.startswith("Exit code"):
+        assert code == int(text.split()[2])
+
+
+def test_a_failure_is_read_from_both_ends_of_long_output():
+    """Claude keeps the head of a failing command's output, a summary sits at its
+    tail: the journal keeps both ends, and the digest reads both."""
+    noise = "".join("tests/test_m.py::test_%d PASSED\n" % i for i in range(3000))
+    text = "Exit code 1\nImportError: early trouble\n" + noise + PYTEST_OUT
+    kept = notrest.clip_ends(text, 1200)
+    assert len(kept) < 2600 and kept.startswith("Exit code 1\nImportError")
+    code, tests, first = notrest.failure_digest(kept)
+    assert code == 1 and tests[0] == "tests/test_greet.py::test_hello"
+    assert first == "ImportError: early trouble"
+
+
+def test_a_later_run_of_the_same_command_shows_the_failure_fixed():
+    rec = notrest.new_session_record("s")
+    for t, ok, error in ((1.0, False, "Exit code 1\n" + PYTEST_OUT), (2.0, True, "")):
+        notrest.fold_event(rec, {"t": t, "k": "tool", "tool": "Bash",
+                                 "what": "pytest -q", "ok": ok, "error": error})
+    notrest.fold_event(rec, {"t": 3.0, "k": "exits", "items": [
+        {"what": "make lint", "code": 2, "error": "E501 line too long"},
+        {"what": "make lint", "code": 0, "error": ""},
+        {"what": "make docs", "code": 1, "error": "error: no sphinx"}]})
+    by_what = {f["what"]: f for f in rec["failed"]}
+    assert by_what["pytest -q"]["fixed"] == 2.0
+    assert by_what["pytest -q"]["tests"][0] == "tests/test_greet.py::test_hello"
+    assert by_what["make lint"]["fixed"] == 3.0
+    assert by_what["make docs"]["fixed"] is None and by_what["make docs"]["exit"] == 1
+    lines = notrest.build_packet(snapshot(banked=notrest.session_summary(
+        dict(rec, ended=4.0), "ended", "/w/p", "/h", set()), since=[])).splitlines()
+    assert '> failed (exit 1): "make docs"; first error: "error: no sphinx"' in lines
+    assert '> fixed later in the session: "pytest -q" (it had failed: "tests/test_greet' \
+        '.py::test_hello", "tests/test_greet.py::test_bye[de]")' in lines
+
+
+def test_codex_rollout_exits_keep_both_ends_of_the_output(tmp_path):
+    path = tmp_path / "rollout-x.jsonl"
+    output = "collecting\n" + "." * 5000 + "\n" + PYTEST_OUT
+    item = {"type": "CommandExecution", "id": "call_1", "exit_code": 1,
+            "command": ["/bin/bash", "-lc", "pytest -q"], "aggregated_output": output}
+    path.write_text(json.dumps({"type": "event_msg", "payload": {
+        "type": "item_completed", "item": item}}) + "\n")
+    items, _offset = notrest.read_rollout_exits(str(path), 0)
+    assert items[0]["what"] == "pytest -q" and items[0]["code"] == 1
+    assert notrest.failure_digest(items[0]["error"])[1][0] == \
+        "tests/test_greet.py::test_hello"
+
+
+def test_a_denied_call_is_not_left_running_and_parallel_calls_finish_apart():
+    rec = notrest.new_session_record("s")
+    for ev in ({"t": 1.0, "k": "deny", "law": "no-destroy", "what": "rm -rf ~"},
+               {"t": 1.0, "k": "call", "tool": "Bash", "what": "rm -rf ~"},
+               {"t": 2.0, "k": "call", "tool": "Bash", "what": "make a"},
+               {"t": 2.0, "k": "call", "tool": "Bash", "what": "make b"},
+               {"t": 3.0, "k": "tool", "tool": "Bash", "what": "make b", "ok": True}):
+        notrest.fold_event(rec, ev)
+    assert [c["what"] for c in rec["running"]] == ["make a"]
+
+
+def test_short_ids_are_the_tail_of_an_id():
+    assert notrest.short_id("01a22b66-b54a-7c91-919b-57df44c0ef75") == "44c0ef75"
+    assert notrest.short_id("sess-A") == "sess-A"
+    assert notrest.short_id("") == "?"
+
+
+def test_clean_text_strips_what_a_reader_cannot_see():
+    text = "a\u202eb\u2066c\u200bd\u00ade\U000e0041f\x85g\x9bh\ue000i\u0378j\x1bk\u00a0l"
+    assert notrest.clean_text(text) == "abcdef ghijk l"

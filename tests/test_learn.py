@@ -222,3 +222,50 @@ def test_learn_streams_a_million_line_estate(tmp_path):
     state = root / ".notrest" / "learned" / "state.json"
     assert state.stat().st_size < notrest.LEARN_STOP_STATE_BYTES, "the state is read " \
         "at every stop: it must stay small"
+
+
+def test_forged_records_and_denied_commands_never_become_a_skill(proj):
+    """Forged repeats of a denied push: records no hook wrote are not evidence, and
+    a run holding a command the laws deny (or that a law denied) is never proposed,
+    even when the records look like a hook's."""
+    estate = proj.estate
+    push = "git push --force origin main"
+    for n in range(5):
+        forged = [dict(tool("make build"), e=None), dict(tool(push), e=None)]
+        for record in forged:
+            del record["e"]
+        write_session(estate, "forged-%d" % n, forged + [
+            dict(tool("make build"), by="cli", inside=False),
+            dict(tool(push), by="cli", inside=False)])
+        write_session(estate, "hooklike-%d" % n, [
+            tool("make build"), tool(push),
+            tool("npm run build && npm test")])
+    for n in range(3):
+        write_session(estate, "denied-%d" % n, [deny("no-force-push", push)])
+    out = json.loads(proj.cli("learn", "--json").stdout)
+    sequences = [c for c in out["candidates"] if c["kind"] == "sequence"]
+    assert not [c for c in sequences if any("push" in p for p in c["pattern"])], sequences
+    assert [c["pattern"] for c in sequences] == [["npm run build", "npm test"]]
+    assert not [c for c in out["candidates"] if c["kind"] == "failure"]
+    lessons = [c for c in out["candidates"] if c["kind"] == "denial"]
+    assert [c["id"] for c in lessons] == ["deny-no-force-push"]  # says what to do instead
+    assert "git push -u origin HEAD:refs/heads/my-branch" in lessons[0]["text"]
+    assert proj.cli("compile", "deny-no-force-push").code == 2
+
+
+def test_a_compiled_tool_is_named_for_what_it_does(proj):
+    estate = proj.estate
+    for n in range(3):
+        write_session(estate, "lt-%d" % n, [
+            tool("ruff check src/"), tool("python3 -m pytest -q tests/test_%d.py" % n)])
+    out = json.loads(proj.cli("learn", "--json").stdout)
+    candidate = [c for c in out["candidates"] if c["kind"] == "sequence"][0]
+    assert candidate["pattern"] == ["ruff check <path>", "python3 -m pytest -q <path>"]
+    compiled = proj.cli("compile", candidate["id"])
+    assert compiled.code == 0, compiled.stderr
+    assert "into .notrest/compiled/lint-and-test/run.sh" in compiled.stdout
+    skill = (proj.root / ".claude/skills/lint-and-test/SKILL.md").read_text()
+    description = skill.split("description: ", 1)[1].split("\n", 1)[0]
+    assert description.startswith('"Lint and test: runs `ruff check <path>` then '
+                                   '`python3 -m pytest -q <path>` in one go'), description
+    assert "PATH" in description
