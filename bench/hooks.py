@@ -37,7 +37,7 @@ EVENTS = (
     ("PostToolUse", "PostToolUse", "claude-PostToolUse.json", {}),
     ("UserPromptSubmit", "UserPromptSubmit", "claude-UserPromptSubmit.json",
      {"prompt": "run the tests and fix what fails in src/app.py"}),
-    ("SessionStart", "SessionStart", "claude-SessionStart.json", {"source": "resume"}),
+    ("SessionStart", "SessionStart", "claude-SessionStart.json", {"source": "startup"}),
     ("Stop", "Stop", "claude-Stop.json", {}),
     ("SessionEnd", "SessionEnd", "claude-SessionEnd.json", {}),
 )
@@ -114,7 +114,7 @@ class Driver:
         self.nr.bank_session(self.nr.Estate(self.root), session,
                              note="made the parser handle cases 0-%d" % HISTORY_TURNS,
                              next_step="cover the error paths", by="cli",
-                             client="claude")
+                             client="claude", inside=True)  # as the agent banks
         self.hook("Stop", self.payload("claude-Stop.json", session))
         if end:
             self.hook("SessionEnd", self.payload("claude-SessionEnd.json", session))
