@@ -40,6 +40,7 @@ INDEX_MAX_SESSIONS = 500
 INDEX_SCAN_SESSIONS = 25
 SINCE_SHOWN = 5
 ALERTS_SHOWN = 2
+ALERTS_LISTED = 20
 LIVE_SHOWN = 5
 LIVE_WINDOW_S = 30 * 60
 DIED_TAIL_BYTES = 2 * 1024 * 1024
@@ -4392,7 +4393,7 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
             book.protected_branches) != list(DEFAULT_PROTECTED_BRANCHES) else [],
         "protected_paths": list(book.protected_paths),
         "law_problems": list(book.problems),
-        "harness": harness_status_lines(estate),
+        "harness": harness_status_lines(estate, config),
         "own": session_summary(own, "live", estate.root, home, set()) if own else None,
         "banked": summaries.get(choice["banked"]),
         "since": [summaries[s] for s in choice["since"]],
@@ -4413,17 +4414,18 @@ def _thread_order(thread):
     return (tid[:1], int(digits) if digits else 0)
 
 
-def harness_status_lines(estate):
+def harness_status_lines(estate, config):
     """Lines about the harness itself for the top of the packet (integrity drift:
-    see the integrity section); none when all is well."""
+    see the integrity section), as (text, weight); none when all is well."""
     report = globals().get("integrity_lines")
     if report is None:
         return []
     try:
-        return list(report(estate))[:3]
+        lines = list(report(estate, config))[:3]
     except Exception as exc:  # the packet never fails for a report
-        return ["! the harness check failed (%s): run `notrest doctor`" % type(
+        lines = ["! the harness check failed (%s): run `notrest doctor`" % type(
             exc).__name__]
+    return [line if isinstance(line, (list, tuple)) else (line, 0) for line in lines]
 
 
 def own_session_record(estate, session, source, entries):
@@ -4641,7 +4643,7 @@ def _list_text(items, limit, quote=False):
     return ", ".join(shown) + (" and %d more" % more if more > 0 else "")
 
 
-def session_heading(summary, role=""):
+def _session_heading(summary, role=""):
     """The one line that names a session in the packet: id, client, how it ended,
     when, and why it is shown (other machines add their name here)."""
     state, client = summary["state"], summary["client"] or "?"
@@ -4754,8 +4756,8 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
 
     cli = snapshot.get("cli") or "notrest"
     add("notrest start packet for %s." % snapshot.get("project", "?"), 0)
-    for line in snapshot.get("harness") or []:
-        add(line, 0)
+    for text, weight in snapshot.get("harness") or []:
+        add(text, weight)
     ids = []
     for law in snapshot.get("laws", []):
         if law.get("source") == "laws.json":
@@ -4787,10 +4789,10 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
         _session_lines(own, add, "own")
     banked = snapshot.get("banked")
     if banked:
-        add(session_heading(banked, "banked"), 0)
+        add(_session_heading(banked, "banked"), 0)
         _session_lines(banked, add, "banked")
     for summary in snapshot.get("since", []):
-        add(session_heading(summary, "since"), 1)
+        add(_session_heading(summary, "since"), 1)
         _session_lines(summary, add, "since")
     quiet = snapshot.get("quiet") or []
     if quiet or snapshot.get("since_more"):
@@ -4801,7 +4803,7 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
                                             len(quiet)) if quiet else "", ": " + ", ".join(
                 short_id(s) for s in quiet[-4:]) if quiet else "", cli), 2)
     for summary in snapshot.get("alerts", []):
-        add(session_heading(summary, "alert"), 1)
+        add(_session_heading(summary, "alert"), 1)
         _session_lines(summary, add, "alert")
     if snapshot.get("alerts_more"):
         add("(%d more session%s with alerts no person has seen: `%s status`)" % (
@@ -8784,10 +8786,15 @@ def unseen_alerts(estate, entries=None):
     has acknowledged yet (`notrest ack`), gravest first, each with what happened."""
     entries = load_index(estate) if entries is None else entries
     acks = load_acks(estate)
+    waiting = sorted((e for e in entries if e.get("alert") and (acks.get(
+        e["session"]) or 0) < (e.get("alert_t") or 0)), key=lambda e: (
+            -e["alert"], -(e.get("alert_t") or 0)))
     out = []
-    for entry in entries:
-        if not entry.get("alert") or (acks.get(entry["session"]) or 0) >= (
-                entry.get("alert_t") or 0):
+    for i, entry in enumerate(waiting):
+        if i >= ALERTS_LISTED:  # the rest are named, not read
+            out.append({"session": entry["session"], "client": entry.get("client") or "",
+                        "severity": entry["alert"], "t": entry.get("alert_t"),
+                        "what": ["(see `notrest log --session %s`)" % entry["session"]]})
             continue
         rec = current_session_record(estate, entry["session"], limit_bytes=DIED_TAIL_BYTES)
         what = ["denied (%s): `%s`" % (d.get("law"), one_line(d.get("what"), 80))

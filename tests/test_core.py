@@ -377,3 +377,27 @@ def test_short_ids_are_the_tail_of_an_id():
 def test_clean_text_strips_what_a_reader_cannot_see():
     text = "a\u202eb\u2066c\u200bd\u00ade\U000e0041f\x85g\x9bh\ue000i\u0378j\x1bk\u00a0l"
     assert notrest.clean_text(text) == "abcdef ghijk l"
+
+
+def test_a_call_still_running_when_a_session_ended_never_finished():
+    rec = notrest.new_session_record("s")
+    for ev in ({"t": 1.0, "k": "call", "tool": "Bash", "what": "make load-test"},
+               {"t": 2.0, "k": "end", "reason": "other"}):
+        notrest.fold_event(rec, ev)
+    lines = notrest.build_packet(snapshot(since=[notrest.session_summary(
+        rec, "ended", "/w/p", "/h", set())])).splitlines()
+    assert '> never finished: "make load-test"' in lines
+
+
+def test_the_harness_status_line_sits_under_the_title(tmp_path, monkeypatch):
+    """The integrity section reports drift through integrity_lines(estate, config):
+    its lines come right under the packet's title, before the laws."""
+    estate = notrest.Estate(str(tmp_path))
+    os.makedirs(estate.dir)
+    monkeypatch.setattr(notrest, "integrity_lines", lambda e, c: [
+        "! the harness changed: hooks/stop.sh restored from the pristine copy"],
+        raising=False)
+    snap = notrest.gather_snapshot(estate, "", 0.0, with_git=False)
+    lines = notrest.build_packet(snap).splitlines()
+    assert lines[1] == "! the harness changed: hooks/stop.sh restored from the pristine " \
+        "copy" and lines[2].startswith("Laws in force")
