@@ -41,6 +41,7 @@ INDEX_SCAN_SESSIONS = 25
 SINCE_SHOWN = 5
 ALERTS_SHOWN = 2
 ALERTS_LISTED = 20
+FINALISE_MAX = 10
 LIVE_SHOWN = 5
 LIVE_WINDOW_S = 30 * 60
 DIED_TAIL_BYTES = 2 * 1024 * 1024
@@ -4372,6 +4373,10 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
     skip = {session, own["session"] if own else None}
     others = [e for e in entries if e.get("session") not in skip]
     choice = choose_sessions(estate, others, now)
+    if choice["dead"] and finalise_dead(estate, choice["dead"], now):
+        entries = load_index(estate)
+        others = [e for e in entries if e.get("session") not in skip]
+        choice = choose_sessions(estate, others, now)
     summaries = {}
     for entry, state in choice["read"]:
         rec = _session_for_packet(estate, entry, state, now)
@@ -4480,7 +4485,7 @@ def choose_sessions(estate, entries, now):
                 entry)) > (banked.get("note_t") or _started(banked))):
             banked = entry
     bank_t = (banked.get("note_t") or _started(banked)) if banked else None
-    since, quiet, live, live_more, states = [], [], [], 0, {}
+    since, quiet, live, live_more, states, dead = [], [], [], 0, {}, []
     for entry in entries:
         sid = entry["session"]
         recent = bank_t is None or max(entry.get("updated") or 0, _started(entry)) > \
@@ -4490,6 +4495,8 @@ def choose_sessions(estate, entries, now):
         if entry is banked or not (scan_live or (recent and not entry.get("note"))):
             continue
         state = states[sid] = _entry_state(entry, now)
+        if state == "died" and not entry.get("died"):
+            dead.append(entry)
         if state == "live":
             if len(live) < LIVE_SHOWN:
                 live.append(entry)
@@ -4525,21 +4532,27 @@ def choose_sessions(estate, entries, now):
             "alerts": [e["session"] for e in alerts[:ALERTS_SHOWN]],
             "alerts_more": len(waiting) - len(alerts[:ALERTS_SHOWN]),
             "live": [e["session"] for e in live], "live_more": live_more,
-            "unseen": unseen, "read": read}
+            "unseen": unseen, "read": read, "dead": dead}
 
 
 def _session_for_packet(estate, entry, state, now):
-    """A shown session's record, up to date. A session found dead for the first
-    time is folded once and saved as died, so later packets read it in O(1)."""
-    session = entry["session"]
-    if state == "died" and not entry.get("died"):
+    """A shown session's record, up to date with its journal."""
+    return current_session_record(estate, entry["session"], limit_bytes=DIED_TAIL_BYTES)
+
+
+def finalise_dead(estate, entries, now):
+    """Fold each session found dead for the first time once and save it as died
+    (its record, and its index entry with the alerts and work it left), so that
+    later packets choose and read it in O(1). Returns how many were folded."""
+    done = 0
+    for entry in entries[:FINALISE_MAX]:
         try:
-            return refresh_session(estate, session, died=now,
-                                   rollout_max=DIED_TAIL_BYTES)
+            refresh_session(estate, entry["session"], died=now,
+                            rollout_max=DIED_TAIL_BYTES)
+            done += 1
         except (OSError, NotrestError):
             pass
-    rec = current_session_record(estate, session, limit_bytes=DIED_TAIL_BYTES)
-    return rec
+    return done
 
 
 def load_acks(estate):

@@ -494,3 +494,33 @@ def test_project_laws_have_their_own_line_and_the_rest_are_ids(proj):
                           "Protected branches here: main, release."]
     quiet = start_packet(proj, "quiet")
     assert len(quiet.encode()) <= 1200 and quiet.count("bank --note") == 1
+
+
+def test_a_died_sessions_denial_stays_in_view_after_it_leaves_the_window(proj, tmp_path):
+    """A session is denied `rm -rf ~` and lives on while six busy sessions come and
+    go; then it dies. It is no longer among the newest sessions shown, yet the first
+    packet that finds it dead folds it and keeps its denial in view."""
+    p = lambda event, **f: proj.payload(event, "died-denied", **f)  # noqa: E731
+    steps = [step("SessionStart", p("SessionStart", source="startup")),
+             step("PreToolUse", p("PreToolUse", tool_name="Bash",
+                                  tool_input={"command": "rm -rf ~"})),
+             {"sleep": 120}]
+    client, results = simulate(proj, steps, tmp_path, wait=False)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and len(read_results(results)) < 2:
+            time.sleep(0.05)
+        for n in range(6):
+            sid = "busy-%d" % n
+            assert "> live session died-denied (claude)" in start_packet(proj, sid)
+            proj.hook("PostToolUse", proj.payload("PostToolUse", sid, tool_name="Bash",
+                                                  tool_input={"command": "echo > b%d" % n},
+                                                  tool_response={}))
+            proj.hook("SessionEnd", proj.payload("SessionEnd", sid, reason="other"))
+    finally:
+        os.killpg(client.pid, signal.SIGKILL)
+        client.wait()
+    lines = start_packet(proj, "last-look").splitlines()
+    heading = [l for l in lines if l.startswith("### died-denied ")]
+    assert heading and heading[0].endswith(", kept for a person to see"), lines
+    assert lines[lines.index(heading[0]) + 1] == '> denied (no-destroy): "rm -rf ~"'
