@@ -8389,8 +8389,8 @@ def main(argv=None):
     if argv[:1] == ["hook"]:
         return hook_main(argv[1:])
     args = build_parser().parse_args(argv)
-    CLI_WRITER[:] = [True]
     handler = COMMANDS[args.verb]
+    CLI_WRITER[:] = [True]  # what this command journals, the CLI wrote
     try:
         return handler(args)
     except NotrestError as exc:
@@ -8398,6 +8398,8 @@ def main(argv=None):
         return exc.code
     except BrokenPipeError:
         return 0
+    finally:
+        CLI_WRITER[:] = []
 
 
 def _estate(args, must_exist=False):
