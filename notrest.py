@@ -8262,7 +8262,8 @@ def bank_deferred(estate, event, now=None):
         opened, closed = texts("open", 1000), texts("close", 40)
         if note or next_step or opened or closed:
             bank_session(estate, event.session, note, next_step, opened, closed,
-                         now=now, by="cli", client=event.client or "")
+                         now=now, by="cli", client=event.client or "",
+                         inside=True)  # it came through this session's own tool call
             banked += 1
     return banked
 

@@ -205,7 +205,8 @@ def test_1_first_request_carries_the_start_packet(e2e, client):
     packet = found[0]
     lines = packet.splitlines()
     assert lines[0] == "notrest start packet for project."
-    assert lines[1] == ("Laws in force, enforced by hooks: %s. Full texts: `.notrest/"
+    assert lines[1].startswith("Hardening: off")  # the harness's own status line
+    assert lines[2] == ("Laws in force, enforced by hooks: %s. Full texts: `.notrest/"
                         "notrest laws` and the notrest-laws skill." % ", ".join(
                             law + (" (ask)" if law == "pipe-to-shell" else "")
                             for law in LAWS))
