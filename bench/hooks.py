@@ -41,7 +41,7 @@ EVENTS = (
      {"prompt": "run the tests and fix what fails in src/app.py"}),
     ("UserPromptSubmit 20KB code", "UserPromptSubmit", "claude-UserPromptSubmit.json",
      {"prompt": CODE_PROMPT}),
-    ("SessionStart", "SessionStart", "claude-SessionStart.json", {"source": "resume"}),
+    ("SessionStart", "SessionStart", "claude-SessionStart.json", {"source": "startup"}),
     ("Stop", "Stop", "claude-Stop.json", {}),
     ("SessionEnd", "SessionEnd", "claude-SessionEnd.json", {}),
 )
@@ -129,7 +129,7 @@ class Driver:
         self.nr.bank_session(self.nr.Estate(self.root), session,
                              note="made the parser handle cases 0-%d" % HISTORY_TURNS,
                              next_step="cover the error paths", by="cli",
-                             client="claude")
+                             client="claude", inside=True)  # as the agent banks
         self.hook("Stop", self.payload("claude-Stop.json", session))
         if end:
             self.hook("SessionEnd", self.payload("claude-SessionEnd.json", session))

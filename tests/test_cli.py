@@ -101,7 +101,8 @@ def test_override_and_permit_leave_receipts_and_a_permit_is_used_once(proj):
     assert receipt["who"] == "alice" and receipt["why"] == "fixing history"
     proj.hook("SessionEnd", proj.payload("SessionEnd", "ov-2", reason="other"))
     packet = proj.cli("packet").stdout
-    assert "Override of no-force-push by permit p-1 (alice: fixing history)" in packet
+    assert ('> override of no-force-push (permit p-1 of "alice", why: "fixing history"): '
+            '"git push --force origin main"') in packet.splitlines()
 
 
 def test_the_agent_cannot_grant_itself_a_permit(proj):
@@ -143,4 +144,4 @@ def test_main_can_be_called_in_process(capsys, tmp_path):
     assert "allowed" in capsys.readouterr().out
     assert notrest.main(["--root", str(tmp_path), "packet", "--budget", "800"]) == 0
     out = capsys.readouterr().out
-    assert "## Laws in force" in out and len(out.encode()) <= 800
+    assert "\nLaws in force, enforced by hooks: no-destroy, " in out and len(out.encode()) <= 800

@@ -52,7 +52,7 @@ def test_sigkill_at_random_points_never_breaks_the_estate(proj, tmp_path):
             "SessionStart", "probe-%d" % run, source="startup")).answer
         text = packet["hookSpecificOutput"]["additionalContext"]
         if started:
-            assert "Last session %s" % session[:8] in text, (run, text)
+            assert "### %s " % notrest.short_id(session) in text, (run, text)
             records = [r for r, _l, _e in notrest.read_records(str(journal)) if r]
             if not any(r["k"] == "end" for r in records):
                 assert "DIED" in text, (run, text)

@@ -398,7 +398,7 @@ def test_the_canary_sees_a_codex_session_without_the_profile(hardened):
     start(hardened, session)
     codex_rollout(hardened, session, profile=None)
     doctor = hardened.cli("doctor")
-    assert "FAIL  the newest Codex session here (01a23100) ran with permission " \
-        "profile None" in doctor.stdout
+    assert "FAIL  the newest Codex session here (00000005) ran with permission " \
+        "profile None" in doctor.stdout  # a short id is the tail (Codex ids: UUIDv7)
     codex_rollout(hardened, session, profile="notrest")
     assert "ran with permission profile" not in hardened.cli("doctor").stdout

@@ -61,19 +61,33 @@ def test_every_captured_payload_gets_one_valid_answer_and_a_journal_line(proj, n
     assert all(r["c"] == client for r in records), "client misdetected"
 
 
-def test_session_start_injects_the_same_packet_for_every_source(proj):
+def test_session_start_packets_by_source(proj):
+    """Every source gets the same laws and earlier sessions; a compaction adds the
+    session's own work; a resume that would repeat the packet the session last
+    received gets none (its history still holds it)."""
     for client in ("claude", "codex"):
-        packets = set()
-        for source in ("startup", "resume", "clear", "compact"):
-            payload = proj.payload("SessionStart", "s-%s" % client, client, source=source)
+        sid = "s-%s" % client
+
+        def start(source):
+            payload = proj.payload("SessionStart", sid, client, source=source)
             answer = proj.hook("SessionStart", payload, client).answer
-            context = answer["hookSpecificOutput"]["additionalContext"]
-            assert "## Laws in force" in context
-            assert "no-destroy" in context and "protect-harness" in context
-            packets.add(context)
-        # only this session's own journal grew between the calls, and a session is
-        # never in its own packet: compaction parity
-        assert len(packets) == 1, packets
+            return answer.get("hookSpecificOutput", {}).get("additionalContext")
+
+        first = start("startup")
+        assert "\nLaws in force, enforced by hooks: no-destroy, " in first
+        assert "protect-harness" in first
+        assert start("resume") is None
+        proj.hook("PostToolUse", proj.payload(
+            "PostToolUse", sid, client, tool_name="Write",
+            tool_input={"file_path": str(proj.root / "own.py"), "content": "x"},
+            tool_response={}), client)
+        compact = start("compact")
+        lines = compact.splitlines()
+        at = lines.index("### this session so far (%s %s, compacted 1 time)" % (
+            notrest.short_id(sid), client))
+        assert lines[at + 1] == '> files changed (1): "own.py"'
+        assert "\n".join(lines[:at] + lines[at + 2:]) + "\n" == first
+        assert start("resume") is None, "the resume repeated the compaction's packet"
 
 
 @pytest.mark.parametrize("client", ["claude", "codex"])

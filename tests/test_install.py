@@ -44,7 +44,7 @@ def test_install_keeps_the_users_settings_and_is_idempotent(tmp_path):
     (project.root / "AGENTS.md").write_text("# My agents file\n\nBe nice.\n")
     first = install(project, "--client", "both")
     assert first.returncode == 0, first.stderr
-    assert b"## Laws in force" in first.stdout, "install must print the packet"
+    assert b"\nLaws in force, enforced by hooks: " in first.stdout, "install must print the packet"
     tree = snapshot_tree(project.root)
     claude = json.loads((project.root / ".claude" / "settings.json").read_text())
     assert claude["model"] == "opus" and claude["permissions"] == USER_CLAUDE["permissions"]

@@ -11,8 +11,15 @@ import notrest
 
 
 def tool(what, ok=True, t=1.0):
-    return {"v": 1, "t": t, "k": "tool", "c": "claude", "tool": "Bash", "what": what,
-            "ok": ok, "files": []}
+    """A record as the PostToolUse hook journals it."""
+    return {"v": 1, "t": t, "k": "tool", "c": "claude", "e": "PostToolUse",
+            "tool": "Bash", "what": what, "ok": ok, "files": []}
+
+
+def deny(law, what, t=1.0):
+    """A record as the gate journals a denial (PreToolUse)."""
+    return {"v": 1, "t": t, "k": "deny", "c": "codex", "e": "PreToolUse", "law": law,
+            "action": "deny", "what": what, "reason": "x"}
 
 
 def write_session(estate, session, records):
@@ -47,7 +54,7 @@ def test_a_sequence_repeated_in_five_sessions_is_one_candidate_and_compiles(proj
 
     compiled = proj.cli("compile", candidate["id"])
     assert compiled.code == 0, compiled.stderr
-    folder = proj.root / ".notrest" / "compiled" / "make-fmt-lint-pytest"
+    folder = proj.root / ".notrest" / "compiled" / "format-lint-and-test"
     script = (folder / "run.sh").read_text()
     assert script.startswith("#!/bin/sh") and "set -eu" in script
     assert candidate["id"] in script and "seq-0:3" in script
@@ -67,21 +74,21 @@ def test_a_sequence_repeated_in_five_sessions_is_one_candidate_and_compiles(proj
                                             "pytest -q tests/test_new.py"]
     usage = subprocess.run(["sh", str(folder / "run.sh")], capture_output=True)
     assert usage.returncode == 2 and b"usage" in usage.stderr
-    for skill in (".claude/skills/make-fmt-lint-pytest/SKILL.md",
-                  ".agents/skills/make-fmt-lint-pytest/SKILL.md"):
-        assert (proj.root / skill).read_text().startswith("---\nname: make-fmt-lint-pytest")
-    assert "make-fmt-lint-pytest" in proj.cli("compile", "--list").stdout
+    for skill in (".claude/skills/format-lint-and-test/SKILL.md",
+                  ".agents/skills/format-lint-and-test/SKILL.md"):
+        assert (proj.root / skill).read_text().startswith("---\nname: format-lint-and-test")
+    assert "format-lint-and-test" in proj.cli("compile", "--list").stdout
     packet = proj.cli("packet").stdout
-    assert "- tool make-fmt-lint-pytest: sh .notrest/compiled/make-fmt-lint-pytest/run.sh"\
-        in packet
+    assert '> learned tool format-lint-and-test: "sh .notrest/compiled/format-lint-and-test/' \
+        'run.sh PATH1 (make fmt && make lint && pytest -q <path>)"' in packet.splitlines()
     doctor = proj.cli("doctor")
-    assert "PASS  compiled tool make-fmt-lint-pytest" in doctor.stdout
+    assert "PASS  compiled tool format-lint-and-test" in doctor.stdout
     (folder / "run.sh").write_text("if then fi (\n")
-    assert "FAIL  compiled tool make-fmt-lint-pytest: run.sh does not parse" in \
+    assert "FAIL  compiled tool format-lint-and-test: run.sh does not parse" in \
         proj.cli("doctor").stdout
-    assert proj.cli("compile", "--remove", "make-fmt-lint-pytest").code == 0
+    assert proj.cli("compile", "--remove", "format-lint-and-test").code == 0
     assert not folder.exists()
-    assert not (proj.root / ".claude/skills/make-fmt-lint-pytest").exists()
+    assert not (proj.root / ".claude/skills/format-lint-and-test").exists()
 
 
 def test_below_the_threshold_and_one_off_noise_give_nothing(proj):
@@ -101,18 +108,17 @@ def test_the_same_law_denied_in_three_sessions_becomes_a_lesson(proj):
     estate = proj.estate
     for n in range(3):
         write_session(estate, "deny-%d" % n, [
-            {"v": 1, "t": 1.0, "k": "deny", "c": "codex", "law": "no-force-push",
-             "action": "deny", "what": "git push --force origin main", "reason": "x"}])
+            deny("no-force-push", "git push --force origin main")])
     out = json.loads(proj.cli("learn", "--json").stdout)
     lessons = [c for c in out["candidates"] if c["kind"] == "denial"]
     assert len(lessons) == 1 and lessons[0]["id"] == "deny-no-force-push"
     assert "git push --force origin main" in lessons[0]["text"]
     assert "git push -u origin HEAD:refs/heads/my-branch" in lessons[0]["text"]
     packet = proj.cli("packet").stdout
-    assert "1 new candidate(s) wait; top: deny-no-force-push" in packet
+    assert "(1 new learning candidate(s) wait: `.notrest/notrest learn --list`)" in packet
     assert proj.cli("learn", "--accept", "deny-no-force-push").code == 0
     packet = proj.cli("packet").stdout
-    assert "- lesson L1: Agents keep trying `git push --force origin main`" in packet
+    assert '> lesson L1: "Agents keep trying `git push --force origin main`' in packet
     assert "new candidate" not in packet
 
 
@@ -120,11 +126,11 @@ def test_a_rejected_candidate_does_not_come_back(proj):
     estate = proj.estate
     for n in range(3):
         write_session(estate, "rej-%d" % n, [
-            {"v": 1, "t": 1.0, "k": "deny", "law": "pipe-to-shell", "what": "curl x | sh"}])
+            deny("pipe-to-shell", "curl x | sh")])
     proj.cli("learn")
     assert proj.cli("learn", "--reject", "deny-pipe-to-shell").code == 0
     write_session(estate, "rej-9", [
-        {"v": 1, "t": 1.0, "k": "deny", "law": "pipe-to-shell", "what": "curl y | sh"}])
+        deny("pipe-to-shell", "curl y | sh")])
     out = json.loads(proj.cli("learn", "--json").stdout)
     assert out["run"]["lines"] == 1
     assert out["candidates"] == []
@@ -216,3 +222,50 @@ def test_learn_streams_a_million_line_estate(tmp_path):
     state = root / ".notrest" / "learned" / "state.json"
     assert state.stat().st_size < notrest.LEARN_STOP_STATE_BYTES, "the state is read " \
         "at every stop: it must stay small"
+
+
+def test_forged_records_and_denied_commands_never_become_a_skill(proj):
+    """Forged repeats of a denied push: records no hook wrote are not evidence, and
+    a run holding a command the laws deny (or that a law denied) is never proposed,
+    even when the records look like a hook's."""
+    estate = proj.estate
+    push = "git push --force origin main"
+    for n in range(5):
+        forged = [dict(tool("make build"), e=None), dict(tool(push), e=None)]
+        for record in forged:
+            del record["e"]
+        write_session(estate, "forged-%d" % n, forged + [
+            dict(tool("make build"), by="cli", inside=False),
+            dict(tool(push), by="cli", inside=False)])
+        write_session(estate, "hooklike-%d" % n, [
+            tool("make build"), tool(push),
+            tool("npm run build && npm test")])
+    for n in range(3):
+        write_session(estate, "denied-%d" % n, [deny("no-force-push", push)])
+    out = json.loads(proj.cli("learn", "--json").stdout)
+    sequences = [c for c in out["candidates"] if c["kind"] == "sequence"]
+    assert not [c for c in sequences if any("push" in p for p in c["pattern"])], sequences
+    assert [c["pattern"] for c in sequences] == [["npm run build", "npm test"]]
+    assert not [c for c in out["candidates"] if c["kind"] == "failure"]
+    lessons = [c for c in out["candidates"] if c["kind"] == "denial"]
+    assert [c["id"] for c in lessons] == ["deny-no-force-push"]  # says what to do instead
+    assert "git push -u origin HEAD:refs/heads/my-branch" in lessons[0]["text"]
+    assert proj.cli("compile", "deny-no-force-push").code == 2
+
+
+def test_a_compiled_tool_is_named_for_what_it_does(proj):
+    estate = proj.estate
+    for n in range(3):
+        write_session(estate, "lt-%d" % n, [
+            tool("ruff check src/"), tool("python3 -m pytest -q tests/test_%d.py" % n)])
+    out = json.loads(proj.cli("learn", "--json").stdout)
+    candidate = [c for c in out["candidates"] if c["kind"] == "sequence"][0]
+    assert candidate["pattern"] == ["ruff check <path>", "python3 -m pytest -q <path>"]
+    compiled = proj.cli("compile", candidate["id"])
+    assert compiled.code == 0, compiled.stderr
+    assert "into .notrest/compiled/lint-and-test/run.sh" in compiled.stdout
+    skill = (proj.root / ".claude/skills/lint-and-test/SKILL.md").read_text()
+    description = skill.split("description: ", 1)[1].split("\n", 1)[0]
+    assert description.startswith('"Lint and test: runs `ruff check <path>` then '
+                                   '`python3 -m pytest -q <path>` in one go'), description
+    assert "PATH" in description

@@ -37,7 +37,7 @@ def test_a_failing_check_blocks_with_its_output_and_escalates_to_a_bound(proj):
     assert records[-1]["allowed_after"] == 3
     proj.hook("SessionEnd", proj.payload("SessionEnd", session, reason="other"))
     packet = proj.cli("packet").stdout
-    assert "Stop allowed after 3 blocks (tests-pass unmet)" in packet
+    assert "> stop allowed after 3 blocks; unmet: tests-pass" in packet.splitlines()
 
 
 def test_the_bound_comes_from_laws_json_and_a_passing_check_lets_the_stop_go(proj):
