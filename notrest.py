@@ -5930,6 +5930,8 @@ def cli_verb(args):
 def _reaches_estate_ref(sub, args):
     qualified = sub in ("update-ref", "symbolic-ref", "push", "fetch", "send-pack",
                         "reflog", "notes")
+    if qualified and any(isinstance(a, (Opaque, Found)) for a in args):
+        return True  # a ref name the line cannot know (xargs, read, a substitution)
     for arg in args:
         for part in arg.lstrip("+").split(":"):
             part = part.split("=", 1)[-1]
@@ -9354,7 +9356,8 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         "cli": cli,
         "laws": [{"id": law.id, "text": format_law_text(law.text, cli),
                   "action": law.action, "source": law.source} for law in book.active()],
-        "disabled": [law.id for law in book.laws if law.disabled],
+        "disabled": [law.id for law in book.laws if law.disabled and (
+            law.source != "pack" or PACKS[PACK_IDS.index(law.id)]["default"])],
         "protected_branches": list(book.protected_branches) if list(
             book.protected_branches) != list(DEFAULT_PROTECTED_BRANCHES) else [],
         "protected_paths": list(book.protected_paths),
@@ -9742,14 +9745,16 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
     add("notrest start packet for %s." % snapshot.get("project", "?"), 0)
     for text, weight in snapshot.get("harness") or []:
         add(text, weight)
-    ids = []
+    ids, packs = [], []
     for law in snapshot.get("laws", []):
         if law.get("source") == "laws.json":
             continue
-        ids.append(law["id"] + (" (%s)" % law["action"] if law["action"] in (
-            "ask", "warn") else ""))
+        (packs if law.get("source") == "pack" else ids).append(law["id"] + (
+            " (%s)" % law["action"] if law["action"] in ("ask", "warn") else ""))
     add("Laws in force, enforced by hooks: %s. Full texts: `%s laws` and the "
         "notrest-laws skill." % (", ".join(ids) or "none", cli), 0)
+    if packs:
+        add("Rule packs on (each a law): %s." % ", ".join(packs), 1)
     for law in snapshot.get("laws", []):
         if law.get("source") == "laws.json":
             add("Project law %s (%s): %s" % (law["id"], law["action"], law["text"]), 1)

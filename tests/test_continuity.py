@@ -492,7 +492,9 @@ def test_project_laws_have_their_own_line_and_the_rest_are_ids(proj):
                         "protect-secrets, protect-harness, secret-in-prompt, "
                         "bank-before-stop. Full texts: `.notrest/notrest laws` and the "
                         "notrest-laws skill.")
-    assert lines[2:5] == ["Project law no-npm-publish (deny): Never publish to npm.",
+    assert lines[2] == ("Rule packs on (each a law): git-discard, databases, containers, "
+                        "cloud, iac, secret-managers.")
+    assert lines[3:6] == ["Project law no-npm-publish (deny): Never publish to npm.",
                           "Switched off by laws.json: pipe-to-shell.",
                           "Protected branches here: main, release."]
     quiet = start_packet(proj, "quiet")
