@@ -7586,7 +7586,10 @@ def render_answer(event, verdict, context=None):
     err = ""
     action = verdict.action
     if kind in ("PreToolUse", "PermissionRequest") and action == "ask" and client != "claude":
-        action = "deny"
+        action = "deny"  # Codex hooks cannot ask: the refusal says what would have been
+        verdict = Verdict("deny", verdict.law, "%s (this law asks a person first; a Codex "
+                          "hook cannot ask, so the call is refused)" % verdict.reason.rstrip(
+                              " ."), verdict.instead, verdict.message, verdict.receipt)
     if kind == "PreToolUse":
         if action in ("deny", "ask", "block"):
             out["hookSpecificOutput"] = {

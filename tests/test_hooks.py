@@ -111,7 +111,10 @@ def test_ask_is_rendered_as_deny_for_codex_and_ask_for_claude(proj):
                                tool_input={"command": command})
         specific = proj.hook("PreToolUse", payload, client).answer["hookSpecificOutput"]
         assert specific["permissionDecision"] == expected
-        assert "pipe-to-shell" in specific["permissionDecisionReason"]
+        reason = specific["permissionDecisionReason"]
+        assert "pipe-to-shell" in reason
+        assert reason.startswith("notrest %s [pipe-to-shell]" % expected), reason
+        assert ("cannot ask" in reason) == (client == "codex"), reason
 
 
 @pytest.mark.parametrize("tool,tool_input", [
