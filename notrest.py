@@ -20355,6 +20355,18 @@ def gather_view(estate, now, limit=VIEW_SESSIONS):
             "candidates": load_candidates(estate), "compiled": load_compiled(estate)}
 
 
+def _view_failure(failure):
+    """A failed call as the page lists it: the command, its exit code, the failing
+    tests or the first error line, and whether the session fixed it later."""
+    code = failure.get("exit")
+    parts = ["exit %s" % code] if code not in (None, "") else []
+    if failure.get("tests"):
+        parts.append("failing tests: %s" % ", ".join(str(x) for x in failure["tests"][:5]))
+    elif failure.get("line") or failure.get("error"):
+        parts.append(clip(failure.get("line") or failure.get("error"), 200))
+    if failure.get("fixed"):
+        parts.append("(fixed later in the session)")
+    return "<code>%s</code> %s" % (_h(failure.get("what")), _h("; ".join(parts)))
 def render_view(view):
     """The page (pure: the same view gives the same bytes)."""
     shown, total = len(view["sessions"]), view["total"]
@@ -20447,8 +20459,7 @@ def _view_sessions(view):
             ("Tools (%d calls; the last ones)" % s["tools"], _view_list(
                 "<code>%s</code>" % _h(a) for a in s["actions"])),
             ("Files changed", _view_list("<code>%s</code>" % _h(f) for f in s["files"])),
-            ("Failures", _view_list(["<code>%s</code> %s" % (
-                _h(f.get("what")), _h(clip(f.get("error"), 200))) for f in s["failed"]])),
+            ("Failures", _view_list([_view_failure(f) for f in s["failed"]])),
             ("Denials", _view_list(["<b>%s</b> %s: <code>%s</code>" % (
                 _h(d.get("law")), _h(d.get("action") or "deny"), _h(d.get("what")))
                 for d in s["denied"]], "deny")),
