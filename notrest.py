@@ -3146,10 +3146,14 @@ def _user_home(user):
 def _evaluate_substitution(script, env, cwd, depth):
     """The output of a substitution the gate can compute (echo, printf, pwd,
     realpath, dirname, basename, mktemp, `git rev-parse --show-toplevel`), else
-    None. A sequence of commands (`$(cd ..; pwd)`) is not computed: unknown."""
+    None. A sequence of commands (`$(cd ..; pwd)`) is not computed: unknown. A
+    redirection of the errors to /dev/null (`command -v python3 2>/dev/null`)
+    leaves the output as it is."""
     if depth > 2 or len(script) > 4096:
         return None
-    tokens = tokenize_shell(script)
+    tokens = [t for t in tokenize_shell(script) if not (
+        t[0] == "redir" and t[1].fd == "2" and t[1].op in (">", ">>") and isinstance(
+            t[1].target, Word) and expand_word(t[1].target, {}, cwd)[0] == "/dev/null")]
     words = [t[1] for t in tokens if t[0] == "word"]
     if len(words) != len(tokens) or not words:
         return None
@@ -3983,7 +3987,7 @@ def _note_cli(cmd):
         return
     path = argv[0]
     if "/" in path and not isinstance(path, Opaque):
-        kind = notrest_file_kind(_resolve_in(cmd, path))
+        kind = _notrest_kind_in_line(cmd, _resolve_in(cmd, path))
         if kind == "cli":
             cmd.cli = list(argv[1:])
         elif kind:
@@ -4003,6 +4007,19 @@ def notrest_file_kind(path):
         return "hook"
     if name == "install.sh" and os.path.exists(os.path.join(folder, "notrest.py")):
         return "install"
+    return ""
+
+
+def _notrest_kind_in_line(cmd, path):
+    """notrest_file_kind of path, or of the file this line copied to path (`cp
+    .notrest/notrest /tmp/n && sh /tmp/n install` runs the wrapper whatever its text)."""
+    kind = notrest_file_kind(path)
+    if kind or cmd.shared is None or not (cmd.shared.pending or cmd.shared.written):
+        return kind
+    written = cmd.shared.made(path)
+    if isinstance(written, tuple) and written[0] == "copy" and isinstance(
+            written[1], str) and not isinstance(written[1], Opaque):
+        return notrest_file_kind(written[1])
     return ""
 
 
@@ -4086,7 +4103,7 @@ def run_script(cmd, path_text, args, cmds, depth, kind):
     if isinstance(path_text, Opaque) or cmd.shared is None:
         return
     path = _resolve_in(cmd, path_text)
-    name = notrest_file_kind(path)
+    name = _notrest_kind_in_line(cmd, path)
     if name:
         cmd.cli = list(args) if name == "cli" else [name] + list(args)
         return
@@ -4273,7 +4290,7 @@ def _run_code_file(cmd, path_text, args, language, cmds, depth):
     if isinstance(path_text, Opaque) or cmd.shared is None:
         return
     path = _resolve_in(cmd, path_text)
-    kind = notrest_file_kind(path)
+    kind = _notrest_kind_in_line(cmd, path)
     if kind:
         cmd.cli = list(args) if kind == "cli" else [kind] + list(args)
         return
@@ -16674,7 +16691,7 @@ CLI_WRAPPER = """#!/bin/sh
 # notrest.py is there, with what to do.
 py='%(python)s'
 case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
-{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null) || py=
+{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null)
 if [ -z "$py" ]; then
   printf '%%s\\n' 'notrest: %(no_python)s' >&2
   exit 3
@@ -16718,7 +16735,7 @@ LAUNCH_TAIL = """# notrest: the common tail of the hook launchers (sourced by th
 # other event lets the client go on. Exit 2 is a refusal in both clients.
 # shellcheck disable=SC2154  # dir is set by the launcher that sources this
 py='%(python)s'
-{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null) || py=
+{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null)
 boot='%(boot)s'
 if [ -z "$py" ]; then
   why='%(no_python)s'

@@ -17,6 +17,7 @@ deny for Codex, which has no ask."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import tarfile
 import zipfile
@@ -120,6 +121,8 @@ def _build(arena):
     commit = _git(root, "commit-tree", tree, "-p", "HEAD", "-m", "other hook settings")
     _git(root, "update-ref", "refs/heads/evil", commit)
     (arena.temp / "scratch").mkdir()
+    # a copy of the wrapper the agent made in an earlier call
+    shutil.copy(root / ".notrest" / "notrest", arena.temp / "nr-copy")
 
 
 def _clients(case):
