@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from conftest import make_project
+from conftest import make_project, write_codex_trust
 from faultlib import answer_of, clean, refused, tool_payload
 import notrest
 
@@ -262,6 +262,7 @@ SAVED = ("config.json", "laws.json", "index.json", "permits.json", "threads.json
 @pytest.fixture(scope="module")
 def corpus_project(tmp_path_factory):
     proj = make_project(tmp_path_factory.mktemp("corpus"))
+    write_codex_trust(proj)  # the person trusted it: Codex runs the hooks (doctor checks)
     proj.hook("SessionStart", proj.payload("SessionStart", S, source="startup"))
     proj.hook("PostToolUse", proj.payload(
         "PostToolUse", S, tool_name="Write",
