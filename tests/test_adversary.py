@@ -174,7 +174,9 @@ def test_every_instead_passes_the_gate(arena):
     suggestions = set()
     for (case_id, client), (decision, reason, _r) in arena.results.items():
         if decision in STRICT:
-            instead = reason.split(" Instead: ", 1)[-1]
+            # a long deny's first line (what Claude's TUI shows) has its Instead cut;
+            # the whole reason follows after "In full:" and ends with the whole Instead
+            instead = reason.rsplit(" Instead: ", 1)[-1]
             suggestions.update(re.findall(r"`([^`]+)`", instead))
     assert suggestions
     with ThreadPoolExecutor(max_workers=4) as pool:
