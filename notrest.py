@@ -6805,13 +6805,16 @@ learned/
 index.json
 threads.jsonl
 permits.json
+acks.json
 config.json
 install.json
 view.html
+sync/
 __pycache__/
 *.lock
 .*.lock
 *.tmp.*
+*.damaged-*
 """
 
 
@@ -10409,7 +10412,6 @@ def _packet_budget(config):
 MANIFEST_NAME = "manifest.json"
 PRISTINE_NAME = "pristine"
 PENDING_NAME = "pending.json"
-HOOK_MARK = "/.notrest/hooks/"
 HARNESS_READ_MAX = 16 * 1024 * 1024
 PENDING_MAX = 10
 CONFIG_GUARDED = ("python", "harden", "clients")
@@ -16668,22 +16670,6 @@ def judge_pack_commands(pack_id, cmds, ctx):
 
 MANAGED_MARK = "<!-- notrest:managed -->"
 BLOCK_BEGIN, BLOCK_END = AGENTS_BLOCK_MARKERS
-ESTATE_GITIGNORE = """# notrest: runtime state is local; the code, hooks and laws.json may be shared
-journal/
-sessions/
-learned/
-index.json
-threads.jsonl
-permits.json
-config.json
-install.json
-sync/
-__pycache__/
-*.lock
-.*.lock
-*.tmp.*
-*.damaged-*
-"""
 CLI_WRAPPER = """#!/bin/sh
 # notrest command line for this project: `.notrest/notrest packet`, `... bank`.
 # Written by install.sh; the interpreter below was recorded at install time
