@@ -9941,8 +9941,9 @@ def refresh_session(estate, session, force_index=False, index=True, deadline=Non
                 path, problem, "kept it as %s" % aside if aside else
                 "it could not be moved aside"))
         rec = fold_journal(estate, session, copy_record(before), deadline=deadline)
-        if rec["client"] == "codex" and rec["transcript"] and deadline is None:
-            _fold_codex_exits(estate, rec, rollout_max)
+        if rec["client"] == "codex" and rec["transcript"] and (
+                deadline is None or time.perf_counter() < deadline):
+            _fold_codex_exits(estate, rec, rollout_max, deadline)
         if died is not None and not rec["ended"]:
             rec["died_t"] = round(died, 3)
         save_session(estate, rec)
@@ -10028,11 +10029,13 @@ def codex_transcript_ok(path, env):
         os.path.isfile(real)
 
 
-def read_rollout_exits(path, offset, limit=ROLLOUT_READ_MAX):
+def read_rollout_exits(path, offset, limit=ROLLOUT_READ_MAX, deadline=None):
     """([{id, what, code, error}], new offset): the exit codes of shell commands a
     Codex rollout recorded after offset (Codex hooks never see them), with both
-    ends of their output."""
+    ends of their output. With a deadline (perf_counter) it stops at a line
+    boundary when that passes; the rest waits for the next read."""
     items = []
+    clock = time.perf_counter
     try:
         handle = open(path, "rb")
     except OSError:
@@ -10047,7 +10050,7 @@ def read_rollout_exits(path, offset, limit=ROLLOUT_READ_MAX):
             offset += len(handle.readline())
         handle.seek(offset)
         for raw in handle:
-            if not raw.endswith(b"\n"):
+            if not raw.endswith(b"\n") or (deadline is not None and clock() > deadline):
                 break
             offset += len(raw)
             if b'"CommandExecution"' not in raw or b'"item_completed"' not in raw:
@@ -10073,12 +10076,18 @@ def read_rollout_exits(path, offset, limit=ROLLOUT_READ_MAX):
     return items, offset
 
 
-def _fold_codex_exits(estate, rec, limit=None):
+def _fold_codex_exits(estate, rec, limit=None, deadline=None):
+    """Journal the exit codes the rollout recorded since the last fold. With a
+    deadline the read gets a third of the time left: the record it makes costs
+    about as much again to redact when appended, and again to fold."""
     path = rec["transcript"]
     if not codex_transcript_ok(path, os.environ):
         return
+    if deadline is not None:
+        now = time.perf_counter()
+        deadline = now + (deadline - now) / 3.0
     items, cursor = read_rollout_exits(path, rec["transcript_offset"],
-                                       limit or ROLLOUT_READ_MAX)
+                                       limit or ROLLOUT_READ_MAX, deadline)
     if cursor == rec["transcript_offset"]:
         return
     record = {"v": SCHEMA_VERSION, "t": round(time.time(), 3), "k": "exits",
