@@ -12149,8 +12149,10 @@ def elsewhere_lines(items):
             lines.append(("> files changed (%d): %s" % (len(item["files"]), _qlist(
                 item["files"], 8, 60)), 2))
         for failure in item["failed"][::-1]:
-            lines.append(("> failed: %s %s" % (_q(failure.get("what"), 100), _q(
-                failure.get("error", ""), 80)), 3))
+            lines.append(("> " + (_failure_text(failure) if not failure.get("fixed") else
+                                  "fixed later in the session: %s (it had failed%s)" % (
+                                      _q(failure.get("what"), 100),
+                                      _failure_detail(failure))), 3))
     return lines
 
 
@@ -20444,6 +20446,25 @@ def _view_list(items, css=""):
                               if more > 0 else "")
 
 
+def _view_failure(failure):
+    """What a failure said, from the digest the session record keeps (exit code,
+    failing tests, first error line; see failure_digest), and whether a later call
+    of the same command passed. A record written before digests has "error"."""
+    parts = []
+    if failure.get("exit") not in (None, ""):
+        parts.append("exit %s" % failure["exit"])
+    if failure.get("tests"):
+        parts.append("failing tests: %s" % ", ".join(
+            clip(str(t), 80) for t in failure["tests"][:3]) + (
+            ", \u2026" if len(failure["tests"]) > 3 else ""))
+    elif failure.get("line") or failure.get("error"):
+        parts.append("first error: %s" % clip(redact_secrets(str(
+            failure.get("line") or failure.get("error"))), 200))
+    if failure.get("fixed"):
+        parts.append("passed later")
+    return "; ".join(parts)
+
+
 def _view_sessions(view):
     out = ['<section id="sessions"><h2>Sessions</h2>']
     if not view["sessions"]:
@@ -20460,7 +20481,7 @@ def _view_sessions(view):
                 "<code>%s</code>" % _h(a) for a in s["actions"])),
             ("Files changed", _view_list("<code>%s</code>" % _h(f) for f in s["files"])),
             ("Failures", _view_list(["<code>%s</code> %s" % (
-                _h(f.get("what")), _h(clip(f.get("error"), 200))) for f in s["failed"]])),
+                _h(f.get("what")), _h(_view_failure(f))) for f in s["failed"]])),
             ("Denials", _view_list(["<b>%s</b> %s: <code>%s</code>" % (
                 _h(d.get("law")), _h(d.get("action") or "deny"), _h(d.get("what")))
                 for d in s["denied"]], "deny")),
