@@ -12395,7 +12395,11 @@ ESTATE_ENTRIES = {
     "notrest.py": "a file", "notrest": "a file", ".index.lock": "a file",
     ".permits.lock": "a file", ".threads.lock": "a file", "journal": "a folder",
     "sessions": "a folder", "learned": "a folder", "compiled": "a folder",
-    "hooks": "a folder", "__pycache__": "a folder"}
+    "hooks": "a folder", "__pycache__": "a folder", "acks.json": "a file",
+    ".acks.lock": "a file", "view.html": "a file", "sync": "a folder"}
+ACKS_SHAPE = {"schema_version": "int", "acked": ["map", "num"]}
+ACKS_FIX = "move it aside (`mv %s %s.bad`): the alerts it acknowledged show again " \
+    "until a person runs `notrest ack`"
 ESTATE_FOLDERS = {"journal": ".jsonl", "sessions": ".json", "learned": ".json"}
 ESTATE_FREE_MIN_BYTES = 10 * 1024 * 1024
 INSTALL_SHAPE = {"schema_version": "int", "clients": ["list", "str"],
@@ -12773,6 +12777,12 @@ def _shape_findings(estate):
     add(_json_finding(estate.path("config.json"), "config", CONFIG_SHAPE, SMALL_FILE_CAP))
     add(_json_finding(estate.path("install.json"), "install record", INSTALL_SHAPE,
                       SMALL_FILE_CAP))
+    problem = acks_problem(estate)
+    if problem:
+        path = estate.path("acks.json")
+        findings.append(Finding(False, "%s: %s: the packet shows the alerts it "
+                                "acknowledged again" % (path, problem), ACKS_FIX % (
+                                    _quote_arg(path), _quote_arg(path))))
     _entries, problems = read_index(estate)
     for problem in problems:
         findings.append(Finding(False, problem[len("notrest: "):] if problem.startswith(
@@ -12809,6 +12819,15 @@ def _shape_findings(estate):
         findings += _lines_findings(path, THREAD_SHAPE if path.endswith(
             "threads.jsonl") else None)
     return findings
+
+
+def acks_problem(estate):
+    """What is wrong with acks.json (`notrest ack` writes it), or None."""
+    try:
+        data = read_json_file(estate.path("acks.json"), "acknowledgements")
+    except NotrestError as exc:
+        return exc.what
+    return None if data is None else shape_problem(data, ACKS_SHAPE, "acks.json")
 
 
 def _listing(folder, suffix):
@@ -21291,6 +21310,14 @@ def cmd_ack(args):
     now = time.time()
     path = estate.path("acks.json")
     with _Lock(estate.path(".acks.lock")):
+        problem = acks_problem(estate)
+        if problem:
+            aside = keep_damaged(path)
+            if aside is None:
+                raise NotrestError("%s (it could not be moved aside)" % problem, path,
+                                   ACKS_FIX % (_quote_arg(path), _quote_arg(path)))
+            sys.stderr.write("notrest: %s was damaged (%s); kept it as %s and started "
+                             "it afresh\n" % (path, problem, aside))
         acked = load_acks(estate)
         for alert in chosen:
             acked[alert["session"]] = round(max(now, alert["t"] or 0), 3)
