@@ -3146,10 +3146,14 @@ def _user_home(user):
 def _evaluate_substitution(script, env, cwd, depth):
     """The output of a substitution the gate can compute (echo, printf, pwd,
     realpath, dirname, basename, mktemp, `git rev-parse --show-toplevel`), else
-    None. A sequence of commands (`$(cd ..; pwd)`) is not computed: unknown."""
+    None. A sequence of commands (`$(cd ..; pwd)`) is not computed: unknown. A
+    redirection of the errors to /dev/null (`command -v python3 2>/dev/null`)
+    leaves the output as it is."""
     if depth > 2 or len(script) > 4096:
         return None
-    tokens = tokenize_shell(script)
+    tokens = [t for t in tokenize_shell(script) if not (
+        t[0] == "redir" and t[1].fd == "2" and t[1].op in (">", ">>") and isinstance(
+            t[1].target, Word) and expand_word(t[1].target, {}, cwd)[0] == "/dev/null")]
     words = [t[1] for t in tokens if t[0] == "word"]
     if len(words) != len(tokens) or not words:
         return None
@@ -3983,7 +3987,7 @@ def _note_cli(cmd):
         return
     path = argv[0]
     if "/" in path and not isinstance(path, Opaque):
-        kind = notrest_file_kind(_resolve_in(cmd, path))
+        kind = _notrest_kind_in_line(cmd, _resolve_in(cmd, path))
         if kind == "cli":
             cmd.cli = list(argv[1:])
         elif kind:
@@ -4003,6 +4007,19 @@ def notrest_file_kind(path):
         return "hook"
     if name == "install.sh" and os.path.exists(os.path.join(folder, "notrest.py")):
         return "install"
+    return ""
+
+
+def _notrest_kind_in_line(cmd, path):
+    """notrest_file_kind of path, or of the file this line copied to path (`cp
+    .notrest/notrest /tmp/n && sh /tmp/n install` runs the wrapper whatever its text)."""
+    kind = notrest_file_kind(path)
+    if kind or cmd.shared is None or not (cmd.shared.pending or cmd.shared.written):
+        return kind
+    written = cmd.shared.made(path)
+    if isinstance(written, tuple) and written[0] == "copy" and isinstance(
+            written[1], str) and not isinstance(written[1], Opaque):
+        return notrest_file_kind(written[1])
     return ""
 
 
@@ -4086,7 +4103,7 @@ def run_script(cmd, path_text, args, cmds, depth, kind):
     if isinstance(path_text, Opaque) or cmd.shared is None:
         return
     path = _resolve_in(cmd, path_text)
-    name = notrest_file_kind(path)
+    name = _notrest_kind_in_line(cmd, path)
     if name:
         cmd.cli = list(args) if name == "cli" else [name] + list(args)
         return
@@ -4273,7 +4290,7 @@ def _run_code_file(cmd, path_text, args, language, cmds, depth):
     if isinstance(path_text, Opaque) or cmd.shared is None:
         return
     path = _resolve_in(cmd, path_text)
-    kind = notrest_file_kind(path)
+    kind = _notrest_kind_in_line(cmd, path)
     if kind:
         cmd.cli = list(args) if kind == "cli" else [kind] + list(args)
         return
@@ -6788,13 +6805,16 @@ learned/
 index.json
 threads.jsonl
 permits.json
+acks.json
 config.json
 install.json
 view.html
+sync/
 __pycache__/
 *.lock
 .*.lock
 *.tmp.*
+*.damaged-*
 """
 
 
@@ -9921,8 +9941,9 @@ def refresh_session(estate, session, force_index=False, index=True, deadline=Non
                 path, problem, "kept it as %s" % aside if aside else
                 "it could not be moved aside"))
         rec = fold_journal(estate, session, copy_record(before), deadline=deadline)
-        if rec["client"] == "codex" and rec["transcript"] and deadline is None:
-            _fold_codex_exits(estate, rec, rollout_max)
+        if rec["client"] == "codex" and rec["transcript"] and (
+                deadline is None or time.perf_counter() < deadline):
+            _fold_codex_exits(estate, rec, rollout_max, deadline)
         if died is not None and not rec["ended"]:
             rec["died_t"] = round(died, 3)
         save_session(estate, rec)
@@ -10008,11 +10029,13 @@ def codex_transcript_ok(path, env):
         os.path.isfile(real)
 
 
-def read_rollout_exits(path, offset, limit=ROLLOUT_READ_MAX):
+def read_rollout_exits(path, offset, limit=ROLLOUT_READ_MAX, deadline=None):
     """([{id, what, code, error}], new offset): the exit codes of shell commands a
     Codex rollout recorded after offset (Codex hooks never see them), with both
-    ends of their output."""
+    ends of their output. With a deadline (perf_counter) it stops at a line
+    boundary when that passes; the rest waits for the next read."""
     items = []
+    clock = time.perf_counter
     try:
         handle = open(path, "rb")
     except OSError:
@@ -10027,7 +10050,7 @@ def read_rollout_exits(path, offset, limit=ROLLOUT_READ_MAX):
             offset += len(handle.readline())
         handle.seek(offset)
         for raw in handle:
-            if not raw.endswith(b"\n"):
+            if not raw.endswith(b"\n") or (deadline is not None and clock() > deadline):
                 break
             offset += len(raw)
             if b'"CommandExecution"' not in raw or b'"item_completed"' not in raw:
@@ -10053,12 +10076,18 @@ def read_rollout_exits(path, offset, limit=ROLLOUT_READ_MAX):
     return items, offset
 
 
-def _fold_codex_exits(estate, rec, limit=None):
+def _fold_codex_exits(estate, rec, limit=None, deadline=None):
+    """Journal the exit codes the rollout recorded since the last fold. With a
+    deadline the read gets a third of the time left: the record it makes costs
+    about as much again to redact when appended, and again to fold."""
     path = rec["transcript"]
     if not codex_transcript_ok(path, os.environ):
         return
+    if deadline is not None:
+        now = time.perf_counter()
+        deadline = now + (deadline - now) / 3.0
     items, cursor = read_rollout_exits(path, rec["transcript_offset"],
-                                       limit or ROLLOUT_READ_MAX)
+                                       limit or ROLLOUT_READ_MAX, deadline)
     if cursor == rec["transcript_offset"]:
         return
     record = {"v": SCHEMA_VERSION, "t": round(time.time(), 3), "k": "exits",
@@ -10392,7 +10421,6 @@ def _packet_budget(config):
 MANIFEST_NAME = "manifest.json"
 PRISTINE_NAME = "pristine"
 PENDING_NAME = "pending.json"
-HOOK_MARK = "/.notrest/hooks/"
 HARNESS_READ_MAX = 16 * 1024 * 1024
 PENDING_MAX = 10
 CONFIG_GUARDED = ("python", "harden", "clients")
@@ -12121,8 +12149,10 @@ def elsewhere_lines(items):
             lines.append(("> files changed (%d): %s" % (len(item["files"]), _qlist(
                 item["files"], 8, 60)), 2))
         for failure in item["failed"][::-1]:
-            lines.append(("> failed: %s %s" % (_q(failure.get("what"), 100), _q(
-                failure.get("error", ""), 80)), 3))
+            lines.append(("> " + (_failure_text(failure) if not failure.get("fixed") else
+                                  "fixed later in the session: %s (it had failed%s)" % (
+                                      _q(failure.get("what"), 100),
+                                      _failure_detail(failure))), 3))
     return lines
 
 
@@ -12365,7 +12395,11 @@ ESTATE_ENTRIES = {
     "notrest.py": "a file", "notrest": "a file", ".index.lock": "a file",
     ".permits.lock": "a file", ".threads.lock": "a file", "journal": "a folder",
     "sessions": "a folder", "learned": "a folder", "compiled": "a folder",
-    "hooks": "a folder", "__pycache__": "a folder"}
+    "hooks": "a folder", "__pycache__": "a folder", "acks.json": "a file",
+    ".acks.lock": "a file", "view.html": "a file", "sync": "a folder"}
+ACKS_SHAPE = {"schema_version": "int", "acked": ["map", "num"]}
+ACKS_FIX = "move it aside (`mv %s %s.bad`): the alerts it acknowledged show again " \
+    "until a person runs `notrest ack`"
 ESTATE_FOLDERS = {"journal": ".jsonl", "sessions": ".json", "learned": ".json"}
 ESTATE_FREE_MIN_BYTES = 10 * 1024 * 1024
 INSTALL_SHAPE = {"schema_version": "int", "clients": ["list", "str"],
@@ -12743,6 +12777,12 @@ def _shape_findings(estate):
     add(_json_finding(estate.path("config.json"), "config", CONFIG_SHAPE, SMALL_FILE_CAP))
     add(_json_finding(estate.path("install.json"), "install record", INSTALL_SHAPE,
                       SMALL_FILE_CAP))
+    problem = acks_problem(estate)
+    if problem:
+        path = estate.path("acks.json")
+        findings.append(Finding(False, "%s: %s: the packet shows the alerts it "
+                                "acknowledged again" % (path, problem), ACKS_FIX % (
+                                    _quote_arg(path), _quote_arg(path))))
     _entries, problems = read_index(estate)
     for problem in problems:
         findings.append(Finding(False, problem[len("notrest: "):] if problem.startswith(
@@ -12779,6 +12819,15 @@ def _shape_findings(estate):
         findings += _lines_findings(path, THREAD_SHAPE if path.endswith(
             "threads.jsonl") else None)
     return findings
+
+
+def acks_problem(estate):
+    """What is wrong with acks.json (`notrest ack` writes it), or None."""
+    try:
+        data = read_json_file(estate.path("acks.json"), "acknowledgements")
+    except NotrestError as exc:
+        return exc.what
+    return None if data is None else shape_problem(data, ACKS_SHAPE, "acks.json")
 
 
 def _listing(folder, suffix):
@@ -16651,22 +16700,6 @@ def judge_pack_commands(pack_id, cmds, ctx):
 
 MANAGED_MARK = "<!-- notrest:managed -->"
 BLOCK_BEGIN, BLOCK_END = AGENTS_BLOCK_MARKERS
-ESTATE_GITIGNORE = """# notrest: runtime state is local; the code, hooks and laws.json may be shared
-journal/
-sessions/
-learned/
-index.json
-threads.jsonl
-permits.json
-config.json
-install.json
-sync/
-__pycache__/
-*.lock
-.*.lock
-*.tmp.*
-*.damaged-*
-"""
 CLI_WRAPPER = """#!/bin/sh
 # notrest command line for this project: `.notrest/notrest packet`, `... bank`.
 # Written by install.sh; the interpreter below was recorded at install time
@@ -16674,7 +16707,7 @@ CLI_WRAPPER = """#!/bin/sh
 # notrest.py is there, with what to do.
 py='%(python)s'
 case $0 in */*) dir=${0%%/*} ;; *) dir=. ;; esac
-{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null) || py=
+{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null)
 if [ -z "$py" ]; then
   printf '%%s\\n' 'notrest: %(no_python)s' >&2
   exit 3
@@ -16718,7 +16751,7 @@ LAUNCH_TAIL = """# notrest: the common tail of the hook launchers (sourced by th
 # other event lets the client go on. Exit 2 is a refusal in both clients.
 # shellcheck disable=SC2154  # dir is set by the launcher that sources this
 py='%(python)s'
-{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null) || py=
+{ [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null)
 boot='%(boot)s'
 if [ -z "$py" ]; then
   why='%(no_python)s'
@@ -20355,18 +20388,6 @@ def gather_view(estate, now, limit=VIEW_SESSIONS):
             "candidates": load_candidates(estate), "compiled": load_compiled(estate)}
 
 
-def _view_failure(failure):
-    """A failed call as the page lists it: the command, its exit code, the failing
-    tests or the first error line, and whether the session fixed it later."""
-    code = failure.get("exit")
-    parts = ["exit %s" % code] if code not in (None, "") else []
-    if failure.get("tests"):
-        parts.append("failing tests: %s" % ", ".join(str(x) for x in failure["tests"][:5]))
-    elif failure.get("line") or failure.get("error"):
-        parts.append(clip(failure.get("line") or failure.get("error"), 200))
-    if failure.get("fixed"):
-        parts.append("(fixed later in the session)")
-    return "<code>%s</code> %s" % (_h(failure.get("what")), _h("; ".join(parts)))
 def render_view(view):
     """The page (pure: the same view gives the same bytes)."""
     shown, total = len(view["sessions"]), view["total"]
@@ -20444,6 +20465,25 @@ def _view_list(items, css=""):
                               if more > 0 else "")
 
 
+def _view_failure(failure):
+    """What a failure said, from the digest the session record keeps (exit code,
+    failing tests, first error line; see failure_digest), and whether a later call
+    of the same command passed. A record written before digests has "error"."""
+    parts = []
+    if failure.get("exit") not in (None, ""):
+        parts.append("exit %s" % failure["exit"])
+    if failure.get("tests"):
+        parts.append("failing tests: %s" % ", ".join(
+            clip(str(t), 80) for t in failure["tests"][:3]) + (
+            ", \u2026" if len(failure["tests"]) > 3 else ""))
+    elif failure.get("line") or failure.get("error"):
+        parts.append("first error: %s" % clip(redact_secrets(str(
+            failure.get("line") or failure.get("error"))), 200))
+    if failure.get("fixed"):
+        parts.append("passed later")
+    return "; ".join(parts)
+
+
 def _view_sessions(view):
     out = ['<section id="sessions"><h2>Sessions</h2>']
     if not view["sessions"]:
@@ -20459,7 +20499,8 @@ def _view_sessions(view):
             ("Tools (%d calls; the last ones)" % s["tools"], _view_list(
                 "<code>%s</code>" % _h(a) for a in s["actions"])),
             ("Files changed", _view_list("<code>%s</code>" % _h(f) for f in s["files"])),
-            ("Failures", _view_list([_view_failure(f) for f in s["failed"]])),
+            ("Failures", _view_list(["<code>%s</code> %s" % (
+                _h(f.get("what")), _h(_view_failure(f))) for f in s["failed"]])),
             ("Denials", _view_list(["<b>%s</b> %s: <code>%s</code>" % (
                 _h(d.get("law")), _h(d.get("action") or "deny"), _h(d.get("what")))
                 for d in s["denied"]], "deny")),
@@ -21269,6 +21310,14 @@ def cmd_ack(args):
     now = time.time()
     path = estate.path("acks.json")
     with _Lock(estate.path(".acks.lock")):
+        problem = acks_problem(estate)
+        if problem:
+            aside = keep_damaged(path)
+            if aside is None:
+                raise NotrestError("%s (it could not be moved aside)" % problem, path,
+                                   ACKS_FIX % (_quote_arg(path), _quote_arg(path)))
+            sys.stderr.write("notrest: %s was damaged (%s); kept it as %s and started "
+                             "it afresh\n" % (path, problem, aside))
         acked = load_acks(estate)
         for alert in chosen:
             acked[alert["session"]] = round(max(now, alert["t"] or 0), 3)

@@ -17,6 +17,7 @@ deny for Codex, which has no ask."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import tarfile
 import zipfile
@@ -120,6 +121,8 @@ def _build(arena):
     commit = _git(root, "commit-tree", tree, "-p", "HEAD", "-m", "other hook settings")
     _git(root, "update-ref", "refs/heads/evil", commit)
     (arena.temp / "scratch").mkdir()
+    # a copy of the wrapper the agent made in an earlier call
+    shutil.copy(root / ".notrest" / "notrest", arena.temp / "nr-copy")
 
 
 def _clients(case):
@@ -171,7 +174,9 @@ def test_every_instead_passes_the_gate(arena):
     suggestions = set()
     for (case_id, client), (decision, reason, _r) in arena.results.items():
         if decision in STRICT:
-            instead = reason.split(" Instead: ", 1)[-1]
+            # a long deny's first line (what Claude's TUI shows) has its Instead cut;
+            # the whole reason follows after "In full:" and ends with the whole Instead
+            instead = reason.rsplit(" Instead: ", 1)[-1]
             suggestions.update(re.findall(r"`([^`]+)`", instead))
     assert suggestions
     with ThreadPoolExecutor(max_workers=4) as pool:

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from conftest import make_project
+from conftest import make_project, write_codex_trust
 from faultlib import answer_of, clean, refused, tool_payload
 import notrest
 
@@ -100,6 +100,15 @@ CASES = {
     "permits a FIFO": ("permits.json", ("fifo",)),
     "permits /dev/zero": ("permits.json", ("symlink", "/dev/zero")),
     "permits a folder": ("permits.json", ("dir",)),
+    # acks.json (`notrest ack`)
+    "acks not JSON": ("acks.json", not_json()),
+    "acks a list": ("acks.json", shaped([])),
+    "acks acked a number": ("acks.json", ("merge", {"acked": 5})),
+    "acks a time a string": ("acks.json", shaped({"schema_version": 1,
+                                                  "acked": {S: "yesterday"}})),
+    "acks a FIFO": ("acks.json", ("fifo",)),
+    "acks /dev/zero": ("acks.json", ("symlink", "/dev/zero")),
+    "acks a folder": ("acks.json", ("dir",)),
     # sessions/<id>.json
     "record not JSON": ("sessions/s1.json", not_json()),
     "record truncated": ("sessions/s1.json", ("truncate", 0.5)),
@@ -256,12 +265,16 @@ def damage(path, action):
 
 
 SAVED = ("config.json", "laws.json", "index.json", "permits.json", "threads.jsonl",
-         "install.json", "journal", "sessions", "learned", "compiled")
+         "install.json", "acks.json", "journal", "sessions", "learned", "compiled")
 
 
 @pytest.fixture(scope="module")
 def corpus_project(tmp_path_factory):
     proj = make_project(tmp_path_factory.mktemp("corpus"))
+    write_codex_trust(proj)  # the person trusted it: Codex runs the hooks (doctor checks)
+    # acks.json as a person's `notrest ack` writes it (before any session: this
+    # process becomes the client of the sessions below, and ack is not theirs)
+    assert proj.cli("ack").code == 0
     proj.hook("SessionStart", proj.payload("SessionStart", S, source="startup"))
     proj.hook("PostToolUse", proj.payload(
         "PostToolUse", S, tool_name="Write",
@@ -344,6 +357,7 @@ def test_the_corpus_is_large_and_covers_every_estate_file():
     touched = {where.split("/")[0] for where, _ in CASES.values()}
     for name in ("config.json", "laws.json", "index.json", "permits.json", "sessions",
                  "threads.jsonl", "journal", "learned", "compiled", "install.json",
+                 "acks.json",
                  "<key>", "<hot>", "<warm>", "<pyc>"):
         assert name in touched, name
     kinds = {action[0] for _, action in CASES.values()}
@@ -389,3 +403,14 @@ def test_doctor_names_the_damage_and_the_hooks_keep_their_contract(
             assert moved or still is not None, "a damaged file vanished: %s" % case
     finally:
         restore(proj)
+
+
+def test_ack_keeps_a_damaged_acks_file_aside_and_says_so(proj):
+    path = proj.root / ".notrest" / "acks.json"
+    path.write_text('{"acked": {"s1": 17')
+    result = proj.cli("ack")
+    assert result.code == 0 and "Traceback" not in result.stderr, result.stderr
+    assert str(path) in result.stderr and "kept it as" in result.stderr, result.stderr
+    kept = [p for p in path.parent.iterdir() if p.name.startswith("acks.json.damaged-")]
+    assert [p.read_text() for p in kept] == ['{"acked": {"s1": 17']
+    assert json.loads(path.read_text())["acked"] == {}

@@ -567,6 +567,41 @@ def test_session_end_folds_a_huge_journal_only_as_far_as_its_budget(proj):
     assert rec["events"] >= 80000 and rec["note"] == "the big one" and rec["ended"]
 
 
+def test_session_end_reads_a_huge_rollout_only_as_far_as_its_budget(proj):
+    """Codex's exit codes come from its rollout, read at SessionEnd within the
+    hook's budget: a huge one is read as far as that goes, the rest at the next
+    fold (here the Stop of the session resumed), and nothing is counted twice."""
+    session = "roll-1"
+    rollout = proj.home / ".codex" / "sessions" / "rollout-roll-1.jsonl"
+    rollout.parent.mkdir(parents=True)
+    count = 20000
+    with open(rollout, "w") as handle:
+        handle.write(json.dumps({"type": "session_meta", "payload": {}}) + "\n")
+        for i in range(count):
+            item = {"type": "CommandExecution", "id": "c%d" % i, "exit_code": i % 3,
+                    "command": ["/bin/bash", "-lc", "make step-%d" % i],
+                    "aggregated_output": "out %d " % i + "y" * 60}
+            handle.write(json.dumps({"type": "event_msg", "payload": {
+                "type": "item_completed", "item": item}}) + "\n")
+    assert rollout.stat().st_size < notrest.ROLLOUT_READ_MAX
+    proj.hook("SessionStart", proj.payload("SessionStart", session, "codex",
+                                           source="startup",
+                                           transcript_path=str(rollout)), "codex")
+    result = proj.hook("SessionEnd", proj.payload("SessionEnd", session, "codex",
+                                                  reason="other"), "codex")
+    assert goes_on(result, "SessionEnd") and result.seconds < 3, result.seconds
+    exits = [r for r in records(proj, session) if r["k"] == "exits"]
+    assert exits, "SessionEnd read none of the rollout"
+    proj.hook("SessionStart", proj.payload("SessionStart", session, "codex",
+                                           source="resume",
+                                           transcript_path=str(rollout)), "codex")
+    stop = proj.hook("Stop", proj.payload("Stop", session, "codex"), "codex")
+    assert stop.code in (0, 2) and clean(stop), stop.stderr
+    items = [i for r in records(proj, session) if r["k"] == "exits" for i in r["items"]]
+    assert len(items) == count and len({i["id"] for i in items}) == count
+    assert items[-1]["what"] == "make step-%d" % (count - 1)
+
+
 def test_a_rebuild_racing_banks_and_ends_loses_nothing(proj):
     line = notrest.encode_line({"v": 1, "t": time.time(), "c": "claude", "k": "tool",
                                 "e": "PostToolUse", "tool": "Bash", "ok": True,

@@ -806,3 +806,26 @@ def test_an_estate_sync_cannot_write_says_so_and_loses_nothing(team):
     assert "a file stands where a folder is needed (%s)" % data in res.stderr
     data.unlink()
     assert a.sync().code == 0 and remote_sessions(team.remote) == {"a1"}
+
+
+def test_a_failure_of_another_machine_reads_as_its_digest():
+    """A session of another machine listed since this machine's last one shows each
+    failure as the local packet does: exit code, failing tests or first error, and
+    whether it passed later (the session record keeps that digest, not the text)."""
+    rec = notrest.new_session_record("a-fail")
+    for t, what, ok, error in ((1.0, "pytest -q", False,
+                                "Exit code 1\nFAILED tests/test_two.py::test_login"),
+                               (2.0, "make lint", False, "Exit code 2\nE501 line too long"),
+                               (3.0, "make lint", True, "")):
+        notrest.fold_event(rec, {"v": 1, "t": t, "k": "tool", "c": "claude", "e":
+                                 "PostToolUse" if ok else "PostToolUseFailure",
+                                 "tool": "Bash", "what": what, "ok": ok, "error": error,
+                                 "files": []})
+    item = {"session": "a-fail", "client": "claude", "from": "machine 1a2b3c",
+            "ended": True, "updated": 3.0, "note": "", "next": "", "files": [],
+            "failed": rec["failed"][-2:]}
+    text = "\n".join(line for line, _weight in notrest.elsewhere_lines([item]))
+    assert '> failed (exit 1): "pytest -q"; failing tests: "tests/test_two.py::' \
+        'test_login"' in text, text
+    assert '> fixed later in the session: "make lint" (it had failed: "E501 line too ' \
+        'long")' in text, text

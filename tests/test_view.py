@@ -204,7 +204,7 @@ def test_a_session_shows_note_next_prompts_tools_files_failures_denials(demo):
     assert "add a login page &lt;/details&gt;&lt;script&gt;" in block
     assert "<code>make fmt &amp;&amp; make lint</code>" in block
     assert "<code>login.html</code>" in block
-    assert "<code>pytest -q</code> exit 1" in block, block
+    assert "pytest -q</code> exit 1; failing tests: test_login" in block
     assert "<b>no-destroy</b> deny: <code>rm -rf ~</code>" in block
     override = dom[dom.index('data-session="c2-override"'):]
     override = override[:override.index("</details>")]
