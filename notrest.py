@@ -10731,7 +10731,7 @@ def _compiles_to(code_dir, part, data):
             return same_code(mine, marshal.loads(data[16:]))
         cut = cache_cut(text, part)
         mine = compile(text[:cut + 1], "notrest.py", "exec", dont_inherit=True,
-                       optimize=2)
+                       optimize=-1 if CACHE_CUTS[part] is None else 2)
         return cut >= 0 and same_code(mine, marshal.loads(data[20:]))
     except Exception:  # unreadable, undecodable, or not code: not what we build
         return False
@@ -16936,22 +16936,28 @@ def ensure_cache_key(env=None):
     return read_cache_key(env)
 
 
-def build_hot_cache(source, env=None):
+def build_hot_cache(source, env=None, pyc=None):
     """Compile the hot and warm parts of notrest.py and the whole of it ("all": what
-    a hook loads when it needs more than its part) for this interpreter and cache
-    them next to the module, signed (cache_header, cache_mac) with the key in
-    data_dir(), made when absent. Returns the cache paths."""
+    a hook loads when it needs more than its part, compiled as load_source_module
+    compiles it) for this interpreter and cache them next to the module, signed
+    (cache_header, cache_mac) with the key in data_dir(), made when absent. With
+    pyc, the CLI's bytecode is written there too, from the same compile as "all"
+    (even without a key). Returns the cache paths."""
     import marshal
+    fd, st = open_regular(source)
+    try:
+        raw = os.read(fd, st.st_size + 1)
+    finally:
+        os.close(fd)
+    text = raw.decode("utf-8")
+    whole = compile(raw, source, "exec", dont_inherit=True)
+    if pyc:
+        write_checked_pyc(pyc, whole, raw, st)
     key = ensure_cache_key(env)
     if key is None:
         raise NotrestError("no key fit to sign the bytecode caches", cache_key_path(env),
                            "remove it if you did not make it (`notrest doctor` says "
                            "why it is refused) and run install.sh again")
-    fd, st = open_regular(source)
-    try:
-        text = os.read(fd, st.st_size + 1).decode("utf-8")
-    finally:
-        os.close(fd)
     code_dir = os.path.dirname(os.path.abspath(source))
     paths = []
     for part, mark in CACHE_CUTS.items():
@@ -16959,38 +16965,53 @@ def build_hot_cache(source, env=None):
         if cut < 0:
             raise NotrestError("notrest.py has no %r line" % mark.strip(), source,
                                "reinstall notrest")
-        code = compile(text[:cut + 1], source, "exec", dont_inherit=True, optimize=2)
+        code = whole if mark is None else compile(text[:cut + 1], source, "exec",
+                                                  dont_inherit=True, optimize=2)
         signed = cache_header(part, st) + marshal.dumps(code)
         path = hot_cache_path(code_dir, part)
         _ensure_dir(os.path.dirname(path))
-        tmp = "%s.tmp.%d" % (path, os.getpid())
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(
-            os, "O_NOFOLLOW", 0), 0o644)
-        try:
-            data = memoryview(signed + cache_mac(key, signed))
-            while data:
-                data = data[os.write(out, data):]
-        finally:
-            os.close(out)
-        os.replace(tmp, path)
+        _write_new_file(path, signed + cache_mac(key, signed), 0o644)
         paths.append(path)
     return paths
+
+
+def _write_new_file(path, data, mode):
+    """Write data to path whole: a temp file beside it, renamed over it."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(
+        os, "O_NOFOLLOW", 0), mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+    finally:
+        os.close(out)
+    os.replace(tmp, path)
+
+
+def write_checked_pyc(path, code, raw, st):
+    """The CLI's bytecode of a source (raw, its bytes; st, its stat) as py_compile
+    writes it with CHECKED_HASH (PEP 552: the import checks it against the source's
+    hash, so a same-size edit within the mtime's second is seen)."""
+    import marshal
+    import _imp
+    boot = sys.modules["_frozen_importlib_external"]
+    data = boot.MAGIC_NUMBER + (3).to_bytes(4, "little") + _imp.source_hash(
+        boot._RAW_MAGIC_NUMBER, raw) + marshal.dumps(code)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _write_new_file(path, data, (st.st_mode | 0o200) & 0o666)
 
 
 def precompile_here(source):
     """The module's own bytecode for the CLI (hash-checked: a same-size edit within
     the mtime's second is seen; in __pycache__, or under ~/.cache/notrest/pycache
-    when __pycache__ is not writable) and the signed hot and warm caches of the
-    hooks, compiled by the interpreter running this."""
-    import py_compile
+    when __pycache__ is not writable) and the signed hot, warm and whole-module
+    caches of the hooks, compiled once by the interpreter running this."""
     code_dir = os.path.dirname(os.path.abspath(source))
     if cache_dir(code_dir) != os.path.join(code_dir, "__pycache__"):
         sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
     import importlib.util
-    py_compile.compile(source, cfile=importlib.util.cache_from_source(source),
-                       doraise=True,
-                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-    build_hot_cache(source)
+    build_hot_cache(source, pyc=importlib.util.cache_from_source(source))
 
 
 def ensure_hot_cache(code_dir):
