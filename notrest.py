@@ -8329,7 +8329,7 @@ def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
         pass
     if "ensure_hot_cache" in globals():
         try:
-            ensure_hot_cache(os.path.dirname(os.path.abspath(__file__)))
+            ensure_hot_cache(os.path.dirname(os.path.abspath(__file__)), env)
         except Exception:  # a cache is an optimisation: never a failure
             pass
     return code
@@ -17014,13 +17014,14 @@ def precompile_here(source):
     build_hot_cache(source, pyc=importlib.util.cache_from_source(source))
 
 
-def ensure_hot_cache(code_dir):
+def ensure_hot_cache(code_dir, env=None):
     """Rebuild the caches when one is not "ok" and a key can be had (a launcher
-    fell back to the source: make the next call fast again, and signed)."""
-    if all(cache_status(code_dir, part) == "ok" for part in CACHE_CUTS):
+    fell back to the source: make the next call fast again, and signed). env is
+    the hook's: its data_dir() holds the key the launchers check."""
+    if all(cache_status(code_dir, part, env) == "ok" for part in CACHE_CUTS):
         return False
     try:
-        build_hot_cache(os.path.join(code_dir, "notrest.py"))
+        build_hot_cache(os.path.join(code_dir, "notrest.py"), env)
     except (OSError, SyntaxError, ValueError, NotrestError):
         return False
     return True
