@@ -89,8 +89,9 @@ FILE_READ_TOOLS = ("Read",)
 SHELL_TOOLS = ("Bash", "shell", "exec_command", "local_shell", "container.exec")
 SPAWN_TOOLS = ("Agent", "Task", "spawn_agent")
 # The hot part (every tool call) ends at the cold line; the warm part (session
-# events) at the doctor section: what follows serves commands people run.
-CACHE_CUTS = {"hot": "\n# ==== cold ====", "warm": "\n# ==== doctor ===="}
+# events) at the doctor section: what follows serves commands people run. "all"
+# is the whole module (no cut), for a hook that needs what lies below its part.
+CACHE_CUTS = {"hot": "\n# ==== cold ====", "warm": "\n# ==== doctor ====", "all": None}
 # what `notrest bank` prints when a sandbox keeps the estate read-only to it: the
 # PostToolUse hook, outside the sandbox, banks the note (see bank_deferred)
 BANK_DEFERRED_MARK = "notrest-bank-deferred: "
@@ -6894,6 +6895,13 @@ def cache_dir(code_dir):
     return os.path.expanduser("~/.cache/notrest") + code_dir
 
 
+def cache_cut(text, part):
+    """Where the part of notrest.py's text that a cache holds ends (before the
+    newline of its cut line; the text's end for "all"), or -1 without its line."""
+    mark = CACHE_CUTS[part]
+    return len(text) if mark is None else text.find(mark)
+
+
 def hot_cache_path(code_dir, part="hot"):
     return os.path.join(cache_dir(code_dir), "notrest.%s.%s.bin" % (
         part, sys.implementation.cache_tag))
@@ -6952,12 +6960,35 @@ def cache_mac(key, signed):
 
 def cache_status(code_dir, part, env=None):
     """ok, missing, stale, bad-signature or no-key: what a launcher would make of the
-    bytecode cache of one part (hot, warm). Only "ok" is ever executed."""
+    bytecode cache of one part (hot, warm, all). Only "ok" is ever executed."""
     code_dir = os.path.abspath(code_dir)
     try:
         blob = read_file_bytes(hot_cache_path(code_dir, part), 1 << 25)
     except OSError:
         return "bad-signature"
+    return _blob_status(blob, code_dir, part, env)
+
+
+def signed_code(code_dir, part, env=None):
+    """The code of one part from its signed cache, or None when the cache is not
+    "ok" (cache_status's rules: missing, stale, forged, no key fit to trust) or
+    holds no code. The bytes unmarshalled are the bytes just checked."""
+    code_dir = os.path.abspath(code_dir)
+    try:
+        blob = read_file_bytes(hot_cache_path(code_dir, part), 1 << 25)
+    except OSError:
+        return None
+    if _blob_status(blob, code_dir, part, env) != "ok":
+        return None
+    import marshal
+    try:
+        code = marshal.loads(memoryview(blob)[CACHE_HEADER_BYTES:-CACHE_MAC_BYTES])
+    except (ValueError, EOFError, TypeError):
+        return None
+    return code if type(code) is type(signed_code.__code__) else None
+
+
+def _blob_status(blob, code_dir, part, env):
     if blob is None:
         return "missing"
     key = read_cache_key(env)
@@ -8318,7 +8349,7 @@ def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
         pass
     if "ensure_hot_cache" in globals():
         try:
-            ensure_hot_cache(os.path.dirname(os.path.abspath(__file__)))
+            ensure_hot_cache(os.path.dirname(os.path.abspath(__file__)), env)
         except Exception:  # a cache is an optimisation: never a failure
             pass
     return code
@@ -8440,15 +8471,22 @@ def cold_module():
 
 
 def load_source_module(path):
-    """notrest.py compiled from its source, never from bytecode on disk (a .pyc is
-    a file the agent could have rewritten); registered as sys.modules["notrest"]."""
-    source = read_file_bytes(path, 16 * 1024 * 1024)
-    if source is None:
-        raise FileNotFoundError(2, "no such file", path)
+    """The whole of notrest.py, registered as sys.modules["notrest"]: from its signed
+    cache (the part "all", signed and checked as the launchers' hot and warm parts
+    are: ~15 ms) when that is "ok", else compiled from its source (~300 ms); never
+    from an unsigned .pyc (a file the agent could have rewritten)."""
+    code = signed_code(os.path.dirname(path), "all")
+    if code is None:
+        source = read_file_bytes(path, 16 * 1024 * 1024)
+        if source is None:
+            raise FileNotFoundError(2, "no such file", path)
+        code = compile(source, path, "exec", dont_inherit=True)
     module = type(sys)("notrest")
     module.__file__ = path
-    code = compile(source, path, "exec", dont_inherit=True)
     sys.modules["notrest"] = module
+    import gc
+    enabled = gc.isenabled()
+    gc.disable()  # thousands of new objects, none of them garbage (see BOOT_CACHED)
     try:
         exec(code, module.__dict__)
         if not hasattr(module, "COMMANDS"):  # its last definition: a cut file lacks it
@@ -8456,6 +8494,10 @@ def load_source_module(path):
     except BaseException:
         del sys.modules["notrest"]
         raise
+    finally:
+        if enabled:
+            gc.freeze()
+            gc.enable()
     return module
 
 
@@ -10715,9 +10757,9 @@ def _compiles_to(code_dir, part, data):
         if part == "module":
             mine = compile(text, "notrest.py", "exec", dont_inherit=True)
             return same_code(mine, marshal.loads(data[16:]))
-        cut = text.find(CACHE_CUTS[part])
+        cut = cache_cut(text, part)
         mine = compile(text[:cut + 1], "notrest.py", "exec", dont_inherit=True,
-                       optimize=2)
+                       optimize=-1 if CACHE_CUTS[part] is None else 2)
         return cut >= 0 and same_code(mine, marshal.loads(data[20:]))
     except Exception:  # unreadable, undecodable, or not code: not what we build
         return False
@@ -16814,12 +16856,16 @@ exec "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"
 # MAC (keyed SipHash, the person's key) checks; else notrest.py is compiled from
 # source, never from a .pyc on disk. A failure on the way: one stderr line, then
 # "{}" for an advisory event, or exit 3 for a gate (the launcher refuses).
-BOOT_CACHED = """import sys, os
+# The collector is off while the code loads and runs its module body (thousands
+# of objects, none of them garbage: collections would walk them all, ~1 ms),
+# then what the process holds is frozen out of later collections.
+BOOT_CACHED = """import sys, os, gc
 a = sys.argv
 try:
     d = os.path.abspath(a[1])
     f = d + "/notrest.py"
     g = None
+    gc.disable()
     try:
         s = os.stat(f)
         h = os.open(a[2], 2048)
@@ -16839,6 +16885,8 @@ try:
         g = None
     if g is None:
         exec("h = os.open(f, 2048)\\nu = os.fstat(h)\\nif u.st_mode >> 12 != 8 or u.st_size >> 24:\\n    raise OSError(f + \\": no regular file of a sane size\\")\\nb = os.read(h, u.st_size + 1)\\nos.close(h)\\ng = sys.modules[\\"notrest\\"] = type(sys)(\\"notrest\\")\\ng.__file__ = f\\ng = vars(g)\\nexec(compile(b, f, \\"exec\\", dont_inherit=True), g)\\ng[\\"COMMANDS\\"]")
+    gc.freeze()
+    gc.enable()
     g["exit_now"](g["hook_main"](a[5:]))
 except BaseException as x:
     os.write(2, ("notrest: the hook could not load notrest.py from %s (%r). Fix: reinstall notrest (sh install.sh DIR) or run notrest doctor\\n" % (a[1:2], x)).encode("utf-8", "replace"))
@@ -16921,69 +16969,92 @@ def ensure_cache_key(env=None):
     return read_cache_key(env)
 
 
-def build_hot_cache(source, env=None):
-    """Compile the hot and warm parts of notrest.py for this interpreter and cache
-    them next to the module, signed (cache_header, cache_mac) with the key in
-    data_dir(), made when absent. Returns the cache paths."""
+def build_hot_cache(source, env=None, pyc=None):
+    """Compile the hot and warm parts of notrest.py and the whole of it ("all": what
+    a hook loads when it needs more than its part, compiled as load_source_module
+    compiles it) for this interpreter and cache them next to the module, signed
+    (cache_header, cache_mac) with the key in data_dir(), made when absent. With
+    pyc, the CLI's bytecode is written there too, from the same compile as "all"
+    (even without a key). Returns the cache paths."""
     import marshal
+    fd, st = open_regular(source)
+    try:
+        raw = os.read(fd, st.st_size + 1)
+    finally:
+        os.close(fd)
+    text = raw.decode("utf-8")
+    whole = compile(raw, source, "exec", dont_inherit=True)
+    if pyc:
+        write_checked_pyc(pyc, whole, raw, st)
     key = ensure_cache_key(env)
     if key is None:
         raise NotrestError("no key fit to sign the bytecode caches", cache_key_path(env),
                            "remove it if you did not make it (`notrest doctor` says "
                            "why it is refused) and run install.sh again")
-    fd, st = open_regular(source)
-    try:
-        text = os.read(fd, st.st_size + 1).decode("utf-8")
-    finally:
-        os.close(fd)
     code_dir = os.path.dirname(os.path.abspath(source))
     paths = []
     for part, mark in CACHE_CUTS.items():
-        cut = text.find(mark)
+        cut = cache_cut(text, part)
         if cut < 0:
             raise NotrestError("notrest.py has no %r line" % mark.strip(), source,
                                "reinstall notrest")
-        code = compile(text[:cut + 1], source, "exec", dont_inherit=True, optimize=2)
+        code = whole if mark is None else compile(text[:cut + 1], source, "exec",
+                                                  dont_inherit=True, optimize=2)
         signed = cache_header(part, st) + marshal.dumps(code)
         path = hot_cache_path(code_dir, part)
         _ensure_dir(os.path.dirname(path))
-        tmp = "%s.tmp.%d" % (path, os.getpid())
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(
-            os, "O_NOFOLLOW", 0), 0o644)
-        try:
-            data = memoryview(signed + cache_mac(key, signed))
-            while data:
-                data = data[os.write(out, data):]
-        finally:
-            os.close(out)
-        os.replace(tmp, path)
+        _write_new_file(path, signed + cache_mac(key, signed), 0o644)
         paths.append(path)
     return paths
+
+
+def _write_new_file(path, data, mode):
+    """Write data to path whole: a temp file beside it, renamed over it."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(
+        os, "O_NOFOLLOW", 0), mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+    finally:
+        os.close(out)
+    os.replace(tmp, path)
+
+
+def write_checked_pyc(path, code, raw, st):
+    """The CLI's bytecode of a source (raw, its bytes; st, its stat) as py_compile
+    writes it with CHECKED_HASH (PEP 552: the import checks it against the source's
+    hash, so a same-size edit within the mtime's second is seen)."""
+    import marshal
+    import _imp
+    boot = sys.modules["_frozen_importlib_external"]
+    data = boot.MAGIC_NUMBER + (3).to_bytes(4, "little") + _imp.source_hash(
+        boot._RAW_MAGIC_NUMBER, raw) + marshal.dumps(code)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _write_new_file(path, data, (st.st_mode | 0o200) & 0o666)
 
 
 def precompile_here(source):
     """The module's own bytecode for the CLI (hash-checked: a same-size edit within
     the mtime's second is seen; in __pycache__, or under ~/.cache/notrest/pycache
-    when __pycache__ is not writable) and the signed hot and warm caches of the
-    hooks, compiled by the interpreter running this."""
-    import py_compile
+    when __pycache__ is not writable) and the signed hot, warm and whole-module
+    caches of the hooks, compiled once by the interpreter running this."""
     code_dir = os.path.dirname(os.path.abspath(source))
     if cache_dir(code_dir) != os.path.join(code_dir, "__pycache__"):
         sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
     import importlib.util
-    py_compile.compile(source, cfile=importlib.util.cache_from_source(source),
-                       doraise=True,
-                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-    build_hot_cache(source)
+    build_hot_cache(source, pyc=importlib.util.cache_from_source(source))
 
 
-def ensure_hot_cache(code_dir):
+def ensure_hot_cache(code_dir, env=None):
     """Rebuild the caches when one is not "ok" and a key can be had (a launcher
-    fell back to the source: make the next call fast again, and signed)."""
-    if all(cache_status(code_dir, part) == "ok" for part in CACHE_CUTS):
+    fell back to the source: make the next call fast again, and signed). env is
+    the hook's: its data_dir() holds the key the launchers check."""
+    if all(cache_status(code_dir, part, env) == "ok" for part in CACHE_CUTS):
         return False
     try:
-        build_hot_cache(os.path.join(code_dir, "notrest.py"))
+        build_hot_cache(os.path.join(code_dir, "notrest.py"), env)
     except (OSError, SyntaxError, ValueError, NotrestError):
         return False
     return True

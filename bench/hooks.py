@@ -36,6 +36,8 @@ EVENTS = (
     ("PreToolUse allow", "PreToolUse", "claude-PreToolUse.json", {}),
     ("PreToolUse deny", "PreToolUse", "claude-PreToolUse.json",
      {"tool_input": {"command": "rm -rf ~", "description": "clean up"}}),
+    ("PreToolUse reader", "PreToolUse", "claude-PreToolUse.json",
+     {"tool_input": {"command": "python3 -c \"print(1)\"", "description": "inline"}}),
     ("PostToolUse", "PostToolUse", "claude-PostToolUse.json", {}),
     ("UserPromptSubmit", "UserPromptSubmit", "claude-UserPromptSubmit.json",
      {"prompt": "run the tests and fix what fails in src/app.py"}),
@@ -45,7 +47,8 @@ EVENTS = (
     ("Stop", "Stop", "claude-Stop.json", {}),
     ("SessionEnd", "SessionEnd", "claude-SessionEnd.json", {}),
 )
-TARGETS = {"PreToolUse allow": 1.6, "PostToolUse": 1.6}
+TARGETS = {"PreToolUse allow": 1.6, "PostToolUse": 1.6,
+           "PreToolUse reader": None}  # a call a gate reader judges: measured, no target
 DEFAULT_TARGET = 2.0
 RSS_TARGET_MB = 40.0
 HISTORY_TURNS = 32          # prompt + PreToolUse + PostToolUse each: ~100 lines a session
@@ -150,7 +153,7 @@ def answer_problem(label, sample):
     decision = (answer.get("hookSpecificOutput") or {}).get("permissionDecision")
     if label == "PreToolUse deny" and decision != "deny":
         return "expected a deny, got %r" % decision
-    if label == "PreToolUse allow" and decision:
+    if label in ("PreToolUse allow", "PreToolUse reader") and decision:
         return "expected an allow, got %r" % decision
     if label == "Stop" and answer.get("decision") == "block":
         return "Stop blocked (%s)" % str(answer.get("reason"))[:200]
@@ -263,7 +266,7 @@ def run(args, python, parent):
         naive_ratio = benchlib.ratio(med.get("naive", float("nan")), med["floor"])
         target = TARGETS.get(label, DEFAULT_TARGET)
         verdict = []
-        if hook_ratio > target:
+        if target is not None and hook_ratio > target:
             verdict.append("MISS +%.0f%%" % ((hook_ratio / target - 1) * 100))
             missed.append("%s: hook/floor %.2fx > %.1fx" % (label, hook_ratio, target))
         if rss["hook"] >= RSS_TARGET_MB:
@@ -273,7 +276,7 @@ def run(args, python, parent):
         rows.append([label, benchlib.fmt_ms(med["floor"]), benchlib.fmt_ms(med["hook"]),
                      benchlib.fmt_ms(med.get("naive", float("nan"))),
                      benchlib.fmt_ratio(hook_ratio), benchlib.fmt_ratio(naive_ratio),
-                     "<=%.1fx" % target, benchlib.fmt_mb(rss["hook"]),
+                     "<=%.1fx" % target if target else "-", benchlib.fmt_mb(rss["hook"]),
                      benchlib.fmt_mb(rss.get("naive", float("nan"))),
                      benchlib.fmt_mb(rss["floor"]),
                      " ".join(verdict) or "ok"])

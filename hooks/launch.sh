@@ -9,12 +9,13 @@
 # shellcheck disable=SC2154  # dir is set by the launcher that sources this
 py=''
 { [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null)
-boot='import sys, os
+boot='import sys, os, gc
 a = sys.argv
 try:
     d = os.path.abspath(a[1])
     f = d + "/notrest.py"
     g = None
+    gc.disable()
     try:
         s = os.stat(f)
         h = os.open(a[2], 2048)
@@ -34,6 +35,8 @@ try:
         g = None
     if g is None:
         exec("h = os.open(f, 2048)\nu = os.fstat(h)\nif u.st_mode >> 12 != 8 or u.st_size >> 24:\n    raise OSError(f + \": no regular file of a sane size\")\nb = os.read(h, u.st_size + 1)\nos.close(h)\ng = sys.modules[\"notrest\"] = type(sys)(\"notrest\")\ng.__file__ = f\ng = vars(g)\nexec(compile(b, f, \"exec\", dont_inherit=True), g)\ng[\"COMMANDS\"]")
+    gc.freeze()
+    gc.enable()
     g["exit_now"](g["hook_main"](a[5:]))
 except BaseException as x:
     os.write(2, ("notrest: the hook could not load notrest.py from %s (%r). Fix: reinstall notrest (sh install.sh DIR) or run notrest doctor\n" % (a[1:2], x)).encode("utf-8", "replace"))

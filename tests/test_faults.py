@@ -379,6 +379,39 @@ def test_a_rewritten_cache_in_an_installed_project_is_refused_and_rebuilt(proj):
     assert notrest.cache_status(code, "hot", env) == "ok", "a new key, a new signature"
 
 
+def test_a_call_that_needs_a_reader_runs_the_whole_module_only_from_its_signed_cache(
+        proj):
+    """The gate readers lie below the cold line: a call that needs one loads the whole
+    module, from its signed cache ("all") when that checks, never from one whose
+    signature fails (then from the source, with the same verdict)."""
+    code = str(proj.root / ".notrest")
+    env = {"HOME": str(proj.home)}
+    assert notrest.cache_status(code, "all", env) == "ok", "install builds it"
+    source = proj.root / ".notrest" / "notrest.py"
+    mark = proj.home / "whole-module-ran"
+    marked = source.read_text() + "\nopen(%r, 'a').write('ran\\n')\n" % str(mark)
+    body = marshal.dumps(compile(marked, str(source), "exec", dont_inherit=True,
+                                 optimize=2))
+    signed = notrest.hot_cache_header(str(source), "all") + body
+    path = notrest.hot_cache_path(code, "all")
+    command = "python3 -c \"import shutil; shutil.rmtree('/home')\""
+    with open(path, "wb") as handle:
+        handle.write(signed + notrest.cache_mac(notrest.read_cache_key(env), signed))
+    result = proj.hook("PreToolUse", tool_payload(proj, "whole-1", command))
+    assert refused(result, "PreToolUse") and "no-destroy" in reason(result), reason(result)
+    assert mark.read_text() == "ran\n", "the signed cache is what ran"
+    plain = proj.hook("PreToolUse", tool_payload(proj, "whole-1", "ls"))
+    assert not refused(plain, "PreToolUse") and mark.read_text() == "ran\n", \
+        "a call that needs no reader loads no more than the hot part"
+    mark.unlink()
+    with open(path, "wb") as handle:  # what an agent could write: the header, no key
+        handle.write(signed + b"\0" * notrest.CACHE_MAC_BYTES)
+    assert notrest.cache_status(code, "all", env) == "bad-signature"
+    result = proj.hook("PreToolUse", tool_payload(proj, "whole-2", command))
+    assert refused(result, "PreToolUse") and "no-destroy" in reason(result)
+    assert clean(result) and not mark.exists(), "a cache that failed its check ran"
+
+
 def test_a_same_size_edit_within_the_second_reaches_the_cli(proj):
     source = proj.root / ".notrest" / "notrest.py"
     text = source.read_text()

@@ -320,7 +320,7 @@ def test_the_store_lies_outside_the_project_and_uninstall_removes_it(proj):
         assert handle.read() == (proj.root / ".notrest/hooks/pre-tool-use.sh").read_bytes()
     manifest = json.loads(open(os.path.join(store, "manifest.json")).read())
     assert set(manifest["files"]) == set(notrest.harness_files())
-    assert set(manifest["caches"][TAG]) == {"hot", "warm", "module"}
+    assert set(manifest["caches"][TAG]) == {"hot", "warm", "all", "module"}
     assert set(manifest["hooks"]) == {"claude", "codex"}
     assert manifest["config"]["config"]["guarded"]["python"]
     proc = subprocess.run(["sh", str(REPO / "install.sh"), "--uninstall",
