@@ -125,16 +125,21 @@ while True:
     _pid, status, usage = os.wait4(pid, 0)
     ms = (time.perf_counter() - start) * 1000.0
     code = os.waitstatus_to_exitcode(status)
-    reply = marshal.dumps((ms, usage.ru_maxrss, code))
+    reply = marshal.dumps((ms, usage.ru_maxrss, code,
+                           (usage.ru_utime + usage.ru_stime) * 1000.0))
     os.write(1, len(reply).to_bytes(4, "big") + reply)
 """
 
 
 class Sample:
-    __slots__ = ("ms", "rss_mb", "code", "out", "err")
+    """One child: wall ms, peak RSS MB, exit code, output, and cpu_ms, the CPU time
+    it and the children it waited for used (user + system): what a loaded machine
+    inflates least."""
+    __slots__ = ("ms", "rss_mb", "code", "out", "err", "cpu_ms")
 
-    def __init__(self, ms, rss_mb, code, out, err):
+    def __init__(self, ms, rss_mb, code, out, err, cpu_ms=float("nan")):
         self.ms, self.rss_mb, self.code, self.out, self.err = ms, rss_mb, code, out, err
+        self.cpu_ms = cpu_ms
 
 
 class Runner:
@@ -173,7 +178,7 @@ class Runner:
                              cwd or "", stdin_path or "", self.out_path, self.err_path))
         self.proc.stdin.write(len(job).to_bytes(4, "big") + job)
         self.proc.stdin.flush()
-        ms, maxrss, code = marshal.loads(self._read_exact(
+        ms, maxrss, code, cpu_ms = marshal.loads(self._read_exact(
             int.from_bytes(self._read_exact(4), "big")))
         out = err = b""
         if keep_output:
@@ -181,7 +186,7 @@ class Runner:
                 out = handle.read()
             with open(self.err_path, "rb") as handle:
                 err = handle.read()
-        return Sample(ms, maxrss / RSS_DIVISOR, code, out, err)
+        return Sample(ms, maxrss / RSS_DIVISOR, code, out, err, cpu_ms)
 
 
 # ---- statistics and tables ----------------------------------------------------
