@@ -3437,6 +3437,9 @@ def _unwrap(cmd, state, cmds, depth):
             i = _take_options(argv, values) + positional
         else:
             peel = _PEELERS.get(prog)
+            if peel is None and isinstance(argv[0], Opaque) and "-c" in argv[1:3]:
+                peel = _peel_shell  # `"$SH" -c CODE`: a program the line cannot know,
+                # given code: the code is judged as the shell would run it
             if peel is None:
                 break
             cmd.argv = argv
