@@ -146,7 +146,9 @@ def test_the_clients_sandbox_refuses_what_the_gate_let_through(e2e, client, run_
     second = env.run("harden-next: go on", timeout=TIMEOUT, env={"TMPDIR": run_tmp}).check()
     packets = [t for t in env.request_texts() if "sandboxed work done" in t]
     assert packets, "the banked note reaches the next session's packet"
-    assert "Hardening: on." in env.request_texts()[-1]
+    # every request that carries the next session's packet says hardening is on (the
+    # last request of a run is not always one: a loaded machine reorders Codex's own)
+    assert all("Hardening: on." in t for t in packets), packets[-1][:2000]
     assert rig.session_id(second) != session
 
 
