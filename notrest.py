@@ -7984,9 +7984,36 @@ def _base(event, now):
 
 def read_stdin(fd=0, cap=STDIN_CAP_BYTES, deadline=STDIN_DEADLINE_S):
     """(bytes, complete): stdin read to EOF, however slowly it comes, unless it
-    passes cap bytes or the deadline (then complete is False)."""
-    import select
+    passes cap bytes or the deadline (then complete is False). What is there
+    already is read without waiting (the clients write the payload and close
+    before the interpreter is up): select, an extension module to load, only
+    waits for the rest."""
     chunks, total, end = [], 0, time.monotonic() + deadline
+    try:
+        blocking = os.get_blocking(fd)
+        if blocking:
+            os.set_blocking(fd, False)
+    except OSError:
+        blocking = False
+    try:
+        while total <= cap:
+            try:
+                chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+            except BlockingIOError:
+                break  # the rest is still on its way
+            except OSError:
+                return b"".join(chunks), False
+            if not chunk:
+                return b"".join(chunks), True
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        if blocking:
+            try:
+                os.set_blocking(fd, True)
+            except OSError:
+                pass
+    import select
     while total <= cap:
         left = end - time.monotonic()
         if left <= 0:
@@ -16766,6 +16793,7 @@ try:
     if not os.path.isfile(d + "/notrest.py"):
         raise OSError("it is missing or not a regular file")
     import notrest
+    notrest.COMMANDS, notrest.main  # its last definitions: a cut file lacks them
 except BaseException as exc:
     sys.stderr.write("notrest: cannot load %%s/notrest.py (%%s: %%s): reinstall notrest (sh install.sh) or put the file back\\n" %% (d, type(exc).__name__, exc))
     sys.exit(3)

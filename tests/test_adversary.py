@@ -78,7 +78,7 @@ def _git(root, *args, env=None):
 
 def _build(arena):
     proj = arena.proj
-    root, home = proj.root, proj.home
+    root = proj.root
     for name, text in DATA["files"].items():
         path = Path(arena.sub(name))
         path.parent.mkdir(parents=True, exist_ok=True)

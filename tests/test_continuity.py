@@ -12,6 +12,17 @@ from conftest import read_results, simulate, step
 import notrest
 
 
+def kill_after(proj, steps, tmp_path, answered):
+    """Run steps in a simulated client and kill -9 its whole group once that many
+    hooks have answered: a session that dies in the middle of its work."""
+    client, results = simulate(proj, steps, tmp_path, wait=False)
+    deadline = time.time() + 30
+    while time.time() < deadline and len(read_results(results)) < answered:
+        time.sleep(0.05)
+    os.killpg(client.pid, signal.SIGKILL)
+    client.wait()
+
+
 def session_a_steps(proj, client, session):
     p = lambda event, **f: proj.payload(event, session, client, **f)  # noqa: E731
     steps = [
@@ -147,12 +158,7 @@ def test_a_killed_session_is_recovered_by_the_next_packet(proj, tmp_path):
                              tool_input={"command": "make build"})),
         {"sleep": 60},
     ]
-    client, results = simulate(proj, steps, tmp_path, wait=False)
-    deadline = time.time() + 30
-    while time.time() < deadline and len(read_results(results)) < 3:
-        time.sleep(0.05)
-    os.killpg(client.pid, signal.SIGKILL)
-    client.wait()
+    kill_after(proj, steps, tmp_path, answered=3)
     packet = proj.hook("SessionStart", proj.payload("SessionStart", "next-one",
                                                     source="startup")).answer
     lines = packet["hookSpecificOutput"]["additionalContext"].splitlines()
@@ -168,7 +174,6 @@ def test_a_killed_session_is_recovered_by_the_next_packet(proj, tmp_path):
 # issue #13: the sessions that matter stay in view, and nothing poisons them
 # --------------------------------------------------------------------------
 import subprocess  # noqa: E402
-import sys  # noqa: E402
 import unicodedata  # noqa: E402
 
 MARK = "MARK"
@@ -464,12 +469,7 @@ def test_a_died_session_is_folded_once(proj, tmp_path):
              step("PreToolUse", p("PreToolUse", tool_name="Bash",
                                   tool_input={"command": "make slow"})),
              {"sleep": 60}]
-    client, results = simulate(proj, steps, tmp_path, wait=False)
-    deadline = time.time() + 30
-    while time.time() < deadline and len(read_results(results)) < 3:
-        time.sleep(0.05)
-    os.killpg(client.pid, signal.SIGKILL)
-    client.wait()
+    kill_after(proj, steps, tmp_path, answered=3)
     first = start_packet(proj, "look-1")
     assert '> never finished: "make slow"' in first
     rec = json.loads((proj.root / ".notrest" / "sessions" / "dies-once.json").read_text())

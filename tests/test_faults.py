@@ -215,13 +215,16 @@ def test_no_interpreter_at_all_gates_answer_by_themselves(proj, tmp_path):
     assert cli.returncode == 3 and b"python3 is not on PATH" in cli.stderr
 
 
-@pytest.mark.parametrize("damage", ["truncated", "import-error", "missing", "fifo"])
+@pytest.mark.parametrize("damage", ["truncated", "cut-cleanly", "import-error", "missing",
+                                    "fifo"])
 def test_an_unloadable_module_fails_gates_closed_and_the_rest_open(proj, damage):
     source = proj.root / ".notrest" / "notrest.py"
     text = source.read_text()
     source.unlink()
     if damage == "truncated":
         source.write_text(text[:len(text) // 2])  # a half-copied upgrade
+    elif damage == "cut-cleanly":  # it compiles, and lacks the command line
+        source.write_text(text[:text.index("\n# ==== CLI ====")])
     elif damage == "import-error":
         source.write_text("import notrest_helpers_that_are_not_there\n" + text)
     elif damage == "fifo":

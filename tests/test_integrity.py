@@ -2,7 +2,6 @@
 checked by the installed sh hooks (SessionStart, Stop) and by doctor. After each
 tamper the harness is repaired, the person is told (systemMessage), the next packet
 carries one line, the journal a receipt, and doctor names the file."""
-import glob
 import json
 import marshal
 import os

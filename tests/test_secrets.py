@@ -4,7 +4,6 @@ from laws.json, and the cost of the scan. The corpus is tests/secret_corpus.py
 (generated values, valid check digits) with tests/data/secrets/."""
 import binascii
 import json
-import os
 import subprocess
 import sys
 import time

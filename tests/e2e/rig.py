@@ -429,6 +429,18 @@ def base_env(home: PathLike, env: Optional[Dict[str, str]] = None) -> Dict[str, 
     return out
 
 
+def strings(value) -> Iterable[str]:
+    """Every string inside a JSON value (a request body, a payload), depth first."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v)
+
+
 def cmdline(pid: int) -> str:
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:

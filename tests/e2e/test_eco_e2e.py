@@ -10,13 +10,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import notrest
 import rig
 from rig import shell_call, text_turn, tool_turn
-from test_scenarios import GIT_ENV, PACKET_RE, TIMEOUT, bodies, git, packets, \
-    sid_of, tool_output
+from test_scenarios import TIMEOUT, bodies, git, packets, sid_of, tool_output
 
 SECRET = "sk-live-4f9b2c1d8e7a6b5c"
 

@@ -54,7 +54,7 @@ import time
 import pytest
 
 import rig
-from rig import shell_call, text_turn, tool_turn
+from rig import shell_call, strings, text_turn, tool_turn
 
 TIMEOUT = 90  # per client run; a scripted session takes ~1 s against the fake
 PACKET_RE = re.compile(r"notrest start packet for .*?\nBank before you stop: [^\n]*", re.S)
@@ -99,18 +99,6 @@ def run(env, prompt, **kw):
         assert not res.strays, "left running after the client exited: %s\n%r\n%s" % (
             res.stray_cmds, res, res.stderr[-1500:])
     return res
-
-
-def strings(value):
-    """Every string inside a JSON value, depth first."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
 
 
 def body_text(body):

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 import rig
-from rig import shell_call, text_turn, tool_turn
+from rig import shell_call, strings, text_turn, tool_turn
 
 TIMEOUT = 90
 GIT_ENV = {"GIT_AUTHOR_NAME": "ci", "GIT_AUTHOR_EMAIL": "ci@example.invalid",
@@ -29,17 +29,6 @@ def git(cwd, *args):
                           env=dict(os.environ, **GIT_ENV), timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
     return proc.stdout.decode()
-
-
-def strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
 
 
 def team_remote(tmp_path):
