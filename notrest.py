@@ -3938,13 +3938,16 @@ def _follow(cmd, state, cmds, depth):
         _note_links(cmd)
     elif prog in ("tar", "bsdtar", "zip"):
         note_archive(cmd)
-    elif prog in ("cat", "echo", "printf", "cp", "tee") or cmd.redirects:
+    elif prog in _FILE_COPIERS or prog in ("dd", "cat", "echo", "printf", "tee") or \
+            cmd.redirects:
         _note_written(cmd)
 
 
 def _note_links(cmd):
-    """`ln -s TARGET LINK` in this line: later words resolve through the link."""
+    """`ln -s TARGET LINK` in this line: later words resolve through the link (a
+    hard link is a copy: _note_written)."""
     if not has_flag(cmd, "s", ("--symbolic",)):
+        _note_written(cmd)
         return
     for source, dest, _tree in copy_plan(cmd):
         if source is None or dest is None or isinstance(source, (Opaque, Glob)) or \
@@ -3957,25 +3960,40 @@ def _note_links(cmd):
 
 def _note_written(cmd):
     """Files this line writes whose text it shows (cat/echo/printf > f, a heredoc
-    into tee, cp): a script run later in the same line is read from here."""
+    into tee) or copies (cp, mv, install, rsync, scp, a hard link, dd, and cat or
+    tee of one file: `cat SRC > DST`, `tee DST < SRC`): a script run later in the
+    same line is read from here, and a copy of notrest runs as notrest."""
     shared, prog = cmd.shared, cmd.prog
     body = None
+    targets = [r.target for r in cmd.redirects if r.op in (">", ">|", ">>")]
+    if prog == "tee":
+        targets += [a for a in cmd.argv[1:] if not a.startswith("-")]
     if prog in ("cat", "tee") and len(cmd.argv) <= 2:
         body = next((r.body if r.op in ("<<", "<<-") else r.target for r in cmd.redirects
                      if r.op in ("<<", "<<-", "<<<")), None)
     elif prog in ("echo", "printf"):
         body = " ".join(a for a in cmd.argv[1:] if a not in ("-e", "-n", "-E"))
         body = body.replace("\\n", "\n")
-    if prog == "cp" and not cmd.redirects:
+    if prog in _FILE_COPIERS or prog == "ln":
         for source, dest, _tree in copy_plan(cmd):
             if source is not None and dest is not None and not isinstance(dest, Opaque):
                 shared.note(cmd, dest, ("copy", source))
         return
+    if prog == "dd":
+        ends = dict(a.partition("=")[::2] for a in cmd.argv[1:] if a[:3] in ("if=", "of="))
+        source = ends.get("if") or next((r.target for r in cmd.redirects if r.op == "<"),
+                                        None)
+        dest = ends.get("of") or (targets[-1] if targets else None)
+        body = ("copy", source) if isinstance(source, str) else None
+        targets = [dest] if dest else []
+    elif body is None and prog in ("cat", "tee"):
+        sources = [a for a in cmd.argv[1:] if a != "-" and not a.startswith("-")] \
+            if prog == "cat" else []
+        sources += [r.target for r in cmd.redirects if r.op == "<"]
+        if len(sources) == 1 and isinstance(sources[0], str):
+            body = ("copy", sources[0])
     if body is None or isinstance(body, Opaque):
         return
-    targets = [r.target for r in cmd.redirects if r.op in (">", ">|", ">>")]
-    if prog == "tee":
-        targets += [a for a in cmd.argv[1:] if not a.startswith("-")]
     for target in targets:
         if isinstance(target, str) and not isinstance(target, Opaque):
             shared.note(cmd, target, body)
@@ -4020,10 +4038,15 @@ def _notrest_kind_in_line(cmd, path):
     kind = notrest_file_kind(path)
     if kind or cmd.shared is None or not (cmd.shared.pending or cmd.shared.written):
         return kind
-    written = cmd.shared.made(path)
-    if isinstance(written, tuple) and written[0] == "copy" and isinstance(
-            written[1], str) and not isinstance(written[1], Opaque):
-        return notrest_file_kind(written[1])
+    for _ in range(8):  # a copy of a copy (cat notrest.py > a; cp a b; python3 b)
+        written = cmd.shared.made(path)
+        if not (isinstance(written, tuple) and written[0] == "copy" and isinstance(
+                written[1], str) and not isinstance(written[1], Opaque)):
+            return ""
+        path = written[1]
+        kind = notrest_file_kind(path)
+        if kind:
+            return kind
     return ""
 
 
@@ -4692,6 +4715,9 @@ def _in_place(cmd):
     return has_flag(cmd, "i", ("--in-place",)) or any(
         a.startswith("-i") or a.startswith("--in-place") for a in cmd.argv[1:]) or (
         cmd.prog in ("gawk", "awk") and "inplace" in option_values(cmd, ("-i",)))
+
+
+_FILE_COPIERS = ("cp", "mv", "install", "rsync", "scp")
 
 
 def copy_plan(cmd):
@@ -21192,6 +21218,11 @@ def cmd_laws(args):
 
 def cmd_allow(args):
     estate = _estate(args, must_exist=True)
+    inside = client_session_here(estate)
+    if inside:  # however it was spelled or copied: the gate is ring 1, this is the CLI
+        raise NotrestError("`notrest allow` is for a person, and this runs inside session "
+                           "%s" % short_id(inside), estate.dir,
+                           "run it in your own terminal, outside the agent", code=2)
     book = load_lawbook(estate)
     law = book.get(args.law)
     if law is None or law.disabled:

@@ -5,7 +5,8 @@ the hooks see it as their client and a test can SIGKILL it mid-session.
     python3 client_sim.py STEPS.json RESULTS.jsonl
 
 A step is {"hook": EVENT, "payload": {...}, "client": "claude"} or
-{"cli": [args...]} or {"sleep": seconds}. One JSON line per finished step is
+{"cli": [args...]} (the project's notrest) or {"argv": [...]} (any program) or
+{"sleep": seconds}. One JSON line per finished step is
 appended to RESULTS.jsonl: {"i", "code", "stdout", "stderr"}.
 """
 import json
@@ -27,6 +28,8 @@ def main(argv):
             launcher = os.path.join(project, ".notrest", "hooks", step["launcher"])
             argv_ = ["sh", launcher, step.get("client", "claude")]
             data = json.dumps(step["payload"]).encode()
+        elif "argv" in step:
+            argv_, data = step["argv"], b""
         else:
             argv_ = [os.path.join(project, ".notrest", "notrest")] + step["cli"]
             data = b""

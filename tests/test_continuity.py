@@ -4,6 +4,7 @@ first session was killed."""
 import json
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -401,6 +402,27 @@ def test_ack_is_for_a_person_not_for_the_agent(proj, tmp_path):
     assert done[2]["code"] == 2 and "is for a person" in done[2]["stderr"]
     gate = proj.cli("gate", "--command", ".notrest/notrest ack")
     assert gate.code == 2 and "protect-harness" in gate.stdout
+
+
+def test_a_permit_is_for_a_person_however_the_agent_reaches_the_cli(proj, tmp_path):
+    """A copy of notrest.py the gate cannot recognise (here: through base64, made
+    outside its sight) still refuses `allow` under a live client: the CLI itself
+    knows it runs inside the agent's session. In a person's terminal it grants."""
+    import base64
+    copy = tmp_path / "q.py"
+    copy.write_bytes(base64.b64decode(base64.b64encode(
+        (proj.root / ".notrest" / "notrest.py").read_bytes())))
+    p = lambda event, **f: proj.payload(event, "agent-permits", **f)  # noqa: E731
+    allow = ["--root", str(proj.root), "allow", "protect-secrets", "--once", "--why", "x"]
+    done = run_steps(proj, tmp_path, [
+        step("SessionStart", p("SessionStart", source="startup")),
+        {"argv": [sys.executable, "-I", "-S", str(copy)] + allow},
+        {"cli": allow[2:]}])
+    for i in (1, 2):
+        assert done[i]["code"] == 2 and "is for a person" in done[i]["stderr"], done[i]
+    assert not (proj.root / ".notrest" / "permits.json").exists()
+    person = proj.cli(*allow[2:])
+    assert person.code == 0 and "permit p-1" in person.stdout, person.stderr
 
 
 def test_after_clear_the_session_so_far_is_the_one_clear_ended(proj, tmp_path):

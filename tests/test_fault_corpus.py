@@ -272,9 +272,11 @@ SAVED = ("config.json", "laws.json", "index.json", "permits.json", "threads.json
 def corpus_project(tmp_path_factory):
     proj = make_project(tmp_path_factory.mktemp("corpus"))
     write_codex_trust(proj)  # the person trusted it: Codex runs the hooks (doctor checks)
-    # acks.json as a person's `notrest ack` writes it (before any session: this
-    # process becomes the client of the sessions below, and ack is not theirs)
+    # acks.json and permits.json as a person's `notrest ack` and `allow` write them
+    # (before any session: this process becomes the client of the sessions below,
+    # and neither is theirs)
     assert proj.cli("ack").code == 0
+    assert proj.cli("allow", "no-force-push", "--once", "--why", "corpus").code == 0
     proj.hook("SessionStart", proj.payload("SessionStart", S, source="startup"))
     proj.hook("PostToolUse", proj.payload(
         "PostToolUse", S, tool_name="Write",
@@ -287,7 +289,6 @@ def corpus_project(tmp_path_factory):
             tool_response={"stdout": ""}))
     assert proj.cli("bank", "--session", S, "--note", "did a", "--open",
                     "finish b").code == 0
-    assert proj.cli("allow", "no-force-push", "--once", "--why", "corpus").code == 0
     assert proj.cli("learn").code == 0
     estate = proj.root / ".notrest"
     (estate / "learned" / "decisions.json").write_text('{"seq-0": "rejected"}\n')
