@@ -92,9 +92,25 @@ SPAWN_TOOLS = ("Agent", "Task", "spawn_agent")
 # events) at the doctor section: what follows serves commands people run. "all"
 # is the whole module (no cut), for a hook that needs what lies below its part.
 CACHE_CUTS = {"hot": "\n# ==== cold ====", "warm": "\n# ==== doctor ====", "all": None}
+# a function of a cached part whose bytecode marshals to more than this is held
+# apart in the cache and unmarshalled on its first call (lazy_split)
+LAZY_CODE_MIN_BYTES = 400
 # what `notrest bank` prints when a sandbox keeps the estate read-only to it: the
 # PostToolUse hook, outside the sandbox, banks the note (see bank_deferred)
 BANK_DEFERRED_MARK = "notrest-bank-deferred: "
+
+
+_lazy_blob = globals().get("_lazy_blob")  # what a launcher's boot put here, or None
+
+
+def _lazy_code(func, back, size):
+    """The first call of a function a signed cache holds apart (lazy_split): its
+    bytecode, unmarshalled from the cache's checked bytes (_lazy_blob, which the
+    boot puts beside the code it executes), takes the stand-in's place, so that
+    every later call runs it directly. back and size place it before the MAC."""
+    start = len(_lazy_blob) - 8 - back
+    func.__code__ = sys.modules["marshal"].loads(_lazy_blob[start:start + size])
+    return func
 
 
 # ==== records ===============================================================
@@ -6999,9 +7015,10 @@ def cache_status(code_dir, part, env=None):
 
 
 def signed_code(code_dir, part, env=None):
-    """The code of one part from its signed cache, or None when the cache is not
-    "ok" (cache_status's rules: missing, stale, forged, no key fit to trust) or
-    holds no code. The bytes unmarshalled are the bytes just checked."""
+    """The code of one part from its signed cache and the cache's bytes (the
+    code's _lazy_blob: lazy_split), or None when the cache is not "ok"
+    (cache_status's rules: missing, stale, forged, no key fit to trust) or holds
+    no code. The bytes unmarshalled are the bytes just checked."""
     code_dir = os.path.abspath(code_dir)
     try:
         blob = read_file_bytes(hot_cache_path(code_dir, part), 1 << 25)
@@ -7010,11 +7027,12 @@ def signed_code(code_dir, part, env=None):
     if _blob_status(blob, code_dir, part, env) != "ok":
         return None
     import marshal
+    view = memoryview(blob)
     try:
-        code = marshal.loads(memoryview(blob)[CACHE_HEADER_BYTES:-CACHE_MAC_BYTES])
+        code = marshal.loads(view[CACHE_HEADER_BYTES:-CACHE_MAC_BYTES])
     except (ValueError, EOFError, TypeError):
         return None
-    return code if type(code) is type(signed_code.__code__) else None
+    return (code, view) if type(code) is type(signed_code.__code__) else None
 
 
 def _blob_status(blob, code_dir, part, env):
@@ -8531,14 +8549,17 @@ def load_source_module(path):
     cache (the part "all", signed and checked as the launchers' hot and warm parts
     are: ~15 ms) when that is "ok", else compiled from its source (~300 ms); never
     from an unsigned .pyc (a file the agent could have rewritten)."""
-    code = signed_code(os.path.dirname(path), "all")
-    if code is None:
+    signed = signed_code(os.path.dirname(path), "all")
+    if signed is None:
         source = read_file_bytes(path, 16 * 1024 * 1024)
         if source is None:
             raise FileNotFoundError(2, "no such file", path)
-        code = compile(source, path, "exec", dont_inherit=True)
+        signed = compile(source, path, "exec", dont_inherit=True), None
+    code, blob = signed
     module = type(sys)("notrest")
     module.__file__ = path
+    if blob is not None:
+        module._lazy_blob = blob
     sys.modules["notrest"] = module
     import gc
     enabled = gc.isenabled()
@@ -16936,7 +16957,7 @@ try:
         v = int(q[:16], 16)
         m = memoryview(b)
         if t.st_mode >> 12 == 8 and t.st_uid == os.getuid() and not t.st_mode & 63 and b[:44] == b"NRC\\2" + a[4].encode().ljust(4, b"\\0") + sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + b"".join((n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for n in (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)) and sys.modules["_imp"].source_hash(v - (v >> 63 << 64), m[:-8]) == b[-8:]:
-            g = {"__name__": "notrest_hot", "__file__": f, "__builtins__": __builtins__}
+            g = {"__name__": "notrest_hot", "__file__": f, "__builtins__": __builtins__, "_lazy_blob": m}
             exec(sys.modules["marshal"].loads(m[44:-8]), g)
     except Exception:
         g = None
@@ -17057,12 +17078,109 @@ def build_hot_cache(source, env=None, pyc=None):
                                "reinstall notrest")
         code = whole if mark is None else compile(text[:cut + 1], source, "exec",
                                                   dont_inherit=True, optimize=2)
-        signed = cache_header(part, st) + marshal.dumps(code)
+        code, held = lazy_split(code, text[:cut + 1], source)
+        signed = cache_header(part, st) + marshal.dumps(code) + held
         path = hot_cache_path(code_dir, part)
         _ensure_dir(os.path.dirname(path))
         _write_new_file(path, signed + cache_mac(key, signed), 0o644)
         paths.append(path)
     return paths
+
+
+def lazy_split(code, text, source):
+    """A module's code with the bytecode of its larger functions held apart, and
+    the bytes held. Loading a cache is mostly unmarshalling its code (~5 us a KB),
+    and a hook calls a third of what its part defines. Each top-level function,
+    and method of a top-level class, that marshals to more than
+    LAZY_CODE_MIN_BYTES, is bound once, is undecorated and closes over nothing,
+    gets a stand-in `(*a, **k)` of ~200 bytes (its defaults stay on the function
+    object, which a stand-in's code never reads): its first call has _lazy_code
+    put the real code in its place and passes the call on. The held bytes lie
+    between the module's code and the MAC, so the MAC covers them; a stand-in
+    knows its code's place counted back from the MAC. Read from the code and the
+    text's lines (no ast: an install builds three parts)."""
+    import dis
+    import marshal
+    lines = text.split("\n")
+    rebound = set()  # names a function body rebinds with `global`
+    for line in lines:
+        word = line.lstrip()
+        if word.startswith("global ") and line[:1].isspace():
+            rebound.update(n.strip() for n in word[7:].split("#")[0].split(","))
+    code_type = type(code)
+
+    def plain(const, keyword):  # its first line is its def or class: no decorator
+        line = lines[const.co_firstlineno - 1].lstrip() if 0 < const.co_firstlineno <= \
+            len(lines) else ""
+        return line.startswith(keyword + const.co_name + "(") or line.startswith(
+            keyword + const.co_name + ":")
+
+    def bound_once(outer):
+        count = {}
+        for ins in dis.get_instructions(outer):
+            if ins.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME",
+                              "IMPORT_NAME", "IMPORT_FROM"):
+                count[ins.argval] = count.get(ins.argval, 0) + 1
+        return {name for name, n in count.items() if n == 1 and name not in rebound}
+
+    once = bound_once(code)
+    owners = {}  # a held function's code -> the name of its class, or None
+    for const in code.co_consts:
+        if type(const) is not code_type or const.co_name not in once:
+            continue
+        if plain(const, "def ") and const.co_name != "_lazy_code":  # what stand-ins call
+            owners[const] = None
+        elif plain(const, "class "):
+            inside = bound_once(const)
+            for method in const.co_consts:
+                if type(method) is code_type and method.co_name in inside and plain(
+                        method, "def "):
+                    owners[method] = const.co_name
+    chosen = {}  # a held function's code -> its bytes, in the order held
+    for inner in owners:
+        if not inner.co_freevars:
+            body = marshal.dumps(inner)
+            if len(body) > LAZY_CODE_MIN_BYTES:
+                chosen[inner] = body
+    total = sum(len(body) for body in chosen.values())
+    places, start = {}, 0
+    for inner, body in chosen.items():
+        places[inner] = (total - start, len(body))
+        start += len(body)
+    mark_back, mark_size = 987654321, 987654322
+    templates = {}
+    for kind, owner in (("function", "NAME"), ("method", 'OWNER.__dict__["NAME"]')):
+        made = compile("def NAME(*a, **k):\n    return _lazy_code(%s, %d, %d)(*a, **k)\n"
+                       % (owner, mark_back, mark_size), source, "exec", dont_inherit=True)
+        templates[kind] = [c for c in made.co_consts if type(c) is code_type][0]
+
+    def stand_in(inner):
+        owner, place = owners[inner], places[inner]
+        template = templates["function" if owner is None else "method"]
+        names = tuple(inner.co_name if n == "NAME" else owner if n == "OWNER" else n
+                      for n in template.co_names)
+        consts = tuple(place[0] if c == mark_back else place[1] if c == mark_size else
+                       inner.co_name if c == "NAME" else c for c in template.co_consts)
+        fields = {"co_name": inner.co_name, "co_firstlineno": inner.co_firstlineno,
+                  "co_names": names, "co_consts": consts}
+        if hasattr(inner, "co_qualname"):
+            fields["co_qualname"] = inner.co_qualname
+        return template.replace(**fields)
+
+    classes = set(owners.values())
+
+    def rebuild(outer, depth):
+        consts = []
+        for const in outer.co_consts:
+            if type(const) is code_type:
+                if const in places:
+                    const = stand_in(const)
+                elif depth == 0 and const.co_name in classes:
+                    const = rebuild(const, 1)
+            consts.append(const)
+        return outer.replace(co_consts=tuple(consts))
+
+    return rebuild(code, 0), b"".join(chosen.values())
 
 
 def _write_new_file(path, data, mode):

@@ -29,7 +29,7 @@ try:
         v = int(q[:16], 16)
         m = memoryview(b)
         if t.st_mode >> 12 == 8 and t.st_uid == os.getuid() and not t.st_mode & 63 and b[:44] == b"NRC\2" + a[4].encode().ljust(4, b"\0") + sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + b"".join((n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for n in (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)) and sys.modules["_imp"].source_hash(v - (v >> 63 << 64), m[:-8]) == b[-8:]:
-            g = {"__name__": "notrest_hot", "__file__": f, "__builtins__": __builtins__}
+            g = {"__name__": "notrest_hot", "__file__": f, "__builtins__": __builtins__, "_lazy_blob": m}
             exec(sys.modules["marshal"].loads(m[44:-8]), g)
     except Exception:
         g = None

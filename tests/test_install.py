@@ -1,6 +1,7 @@
 """install.sh as a user runs it: idempotent, keeps the user's settings, reversible;
 the hooks are POSIX sh; doctor proves each law in its three layers."""
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -309,3 +310,93 @@ def test_caches_move_to_the_home_cache_when_the_checkout_is_read_only(tmp_path,
     assert os.path.exists(notrest.hot_cache_path(str(code_dir), "hot"))
     assert not (code_dir / "__pycache__").exists()
     assert list((tmp_path / "home" / ".cache" / "notrest" / "pycache").rglob("*.pyc"))
+
+
+LAZY_SAMPLE = '''
+import sys
+
+def _lazy_code(func, back, size):
+    start = len(_lazy_blob) - 8 - back
+    func.__code__ = sys.modules["marshal"].loads(_lazy_blob[start:start + size])
+    return func
+
+def plain(a, b=2, *rest, c, d=4, **more):
+    """%(pad)s"""
+    return (a, b, rest, c, d, sorted(more.items()))
+
+def only(a, /, b=[1]):
+    """%(pad)s"""
+    b.append(a)
+    return b
+
+def counts(n):
+    """%(pad)s"""
+    for i in range(n):
+        yield i * i
+
+def fact(n):
+    """%(pad)s"""
+    return 1 if n < 2 else n * fact(n - 1)
+
+def twice(x):
+    return x
+
+def twice(x):
+    """%(pad)s"""
+    return (x, x)
+
+class Box:
+    def __init__(self, v, *, scale=3):
+        """%(pad)s"""
+        self.v = v * scale
+
+    def get(self, extra=0):
+        """%(pad)s"""
+        return self.v + extra
+
+    @staticmethod
+    def tag(x="t"):
+        """%(pad)s"""
+        return "<%%s>" %% x
+
+    def sup(self):
+        """%(pad)s"""
+        return super().__repr__()[:5]
+
+small = lambda: "small"
+''' % {"pad": "x" * 600}
+
+
+def test_lazy_split_stand_ins_call_as_the_functions_they_hold():
+    """The held functions of a cache (lazy_split) answer every call shape as the
+    real ones do: defaults, keyword-only, *args/**kwargs, positional-only, a
+    mutable default kept across calls, generators, recursion, methods; a name
+    bound twice, a decorated method and a closure over __class__ stay whole."""
+    code = compile(LAZY_SAMPLE, "sample.py", "exec", dont_inherit=True)
+    lazy, held = notrest.lazy_split(code, LAZY_SAMPLE, "sample.py")
+    standins = sorted(c.co_name for c in lazy.co_consts if hasattr(c, "co_code")
+                      and "_lazy_code" in c.co_names)
+    assert standins == ["counts", "fact", "only", "plain"], standins
+    box = [c for c in lazy.co_consts if getattr(c, "co_name", "") == "Box"][0]
+    assert sorted(c.co_name for c in box.co_consts if hasattr(c, "co_code")
+                  and "_lazy_code" in c.co_names) == ["__init__", "get"]
+    blob = memoryview(marshal.dumps(lazy) + held + b"M" * 8)
+    g = {"__name__": "sample", "_lazy_blob": blob}
+    exec(lazy, g)
+    whole = {"__name__": "sample"}
+    exec(code, whole)
+    for ns in (g, whole):
+        assert ns["plain"](1, c=3) == (1, 2, (), 3, 4, [])
+        assert ns["plain"](1, 5, 6, 7, c=3, d=0, z=9) == (1, 5, (6, 7), 3, 0, [("z", 9)])
+        assert ns["only"](7) == [1, 7] and ns["only"](8) == [1, 7, 8]
+        with pytest.raises(TypeError):
+            ns["only"](a=1)
+        with pytest.raises(TypeError):
+            ns["plain"](1)
+        assert list(ns["counts"](4)) == [0, 1, 4, 9] and ns["fact"](6) == 720
+        assert ns["twice"](2) == (2, 2) and ns["small"]() == "small"
+        b = ns["Box"](2, scale=5)
+        assert b.get() == 10 and b.get(extra=1) == 11 and ns["Box"].tag() == "<t>"
+        assert b.sup() == "<samp"
+    assert "_lazy_code" not in g["plain"].__code__.co_names  # the real code, once called
+    assert g["plain"].__defaults__ == whole["plain"].__defaults__
