@@ -3,7 +3,6 @@ installed project the way they happen on real machines, and the installed sh hoo
 are driven as the clients run them. For each: what the client does with the answer
 (faultlib.refused / goes_on), whether anything journaled was lost, and that no
 traceback reached anyone. Gates fail closed; advisory hooks fail open, quietly."""
-import fcntl
 import json
 import marshal
 import os
@@ -551,7 +550,7 @@ def test_a_gate_stuck_on_a_lock_refuses_at_its_deadline(proj):
     granted = proj.cli("allow", "no-destroy", "--once", "--why", "clean up")
     assert granted.code == 0
     lock = os.open(str(proj.root / ".notrest" / ".permits.lock"), os.O_RDWR)
-    fcntl.flock(lock, fcntl.LOCK_EX)  # a stuck process holds the permits
+    os.lockf(lock, os.F_LOCK, 0)  # a stuck process holds the permits (lock_whole)
     try:
         result = proj.hook("PreToolUse", tool_payload(proj, "dl-1", "rm -rf ~"),
                            NOTREST_HOOK_DEADLINE="1.5")
@@ -569,7 +568,7 @@ def test_session_end_never_waits_past_its_budget(proj):
     (proj.root / ".notrest" / "sessions").mkdir(exist_ok=True)
     lock = os.open(str(proj.root / ".notrest" / "sessions" / (".%s.lock" % session)),
                    os.O_RDWR | os.O_CREAT)
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    os.lockf(lock, os.F_LOCK, 0)
     try:
         result = proj.hook("SessionEnd", proj.payload("SessionEnd", session,
                                                       reason="exit"))

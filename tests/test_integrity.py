@@ -5,6 +5,7 @@ carries one line, the journal a receipt, and doctor names the file."""
 import json
 import marshal
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -413,3 +414,29 @@ def test_an_estate_folder_that_was_a_symlink_at_install_is_not_drift(tmp_path):
     answer, _packet = start(project, "l-2")
     assert rel in answer["systemMessage"] and (project.root / ".notrest").is_symlink()
     assert gate(project, "rm -rf ~") == "deny"
+
+
+def test_a_store_an_earlier_install_named_is_used_and_renamed_by_the_next(proj):
+    """Stores were named by the sha256 of the project's path; now by its FNV-1a
+    (no hash module on a session hook's path). One of the old name is still the
+    project's store, and the next install gives it the new name, kept whole."""
+    env = {"HOME": str(proj.home)}
+    store = pathlib.Path(notrest.project_store(str(proj.root), env))
+    real = os.path.realpath(str(proj.root)).encode()
+    assert store.name == "%016x" % notrest.fnv1a64(real)
+    older = store.parent / notrest.sha256_hex(real)[:16]
+    store.rename(older)
+    notrest._STORES.clear()
+    assert notrest.project_store(str(proj.root), env) == str(older)
+    stop = proj.root / ".notrest" / "hooks" / "stop.sh"
+    stop.write_text("#!/bin/sh\nexit 0\n")
+    answer, _packet = start(proj, "st-1")
+    assert "stop.sh" in answer.get("systemMessage", ""), answer
+    assert "exit 0" not in stop.read_text(), "restored from the store of the old name"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(proj.home)}
+    again = subprocess.run(["sh", str(REPO / "install.sh"), str(proj.root)],
+                           capture_output=True, env=env, timeout=120)
+    assert again.returncode == 0, again.stderr.decode()
+    notrest._STORES.clear()
+    assert notrest.project_store(str(proj.root), env) == str(store)
+    assert store.is_dir() and not older.exists()
