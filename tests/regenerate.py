@@ -1,6 +1,7 @@
 """Regenerate the files of the repository that notrest.py renders: the plugin's hook
-launchers and hooks files (hooks/), and the skills (skills/). The tests check that
-they are current.
+launchers and hooks files (hooks/), the skills (skills/), and the block of
+notrest.py that holds the secret pre-filter's heads. The tests check that they are
+current.
 
     python3 tests/regenerate.py
 """
@@ -23,7 +24,23 @@ def write(path, text, mode=None):
         os.chmod(path, mode)
 
 
+def secret_heads():
+    """The generated block of notrest.py that SECRET_HEADS, SECRET_PREFIXES and
+    SECRET_ALWAYS stand in (secret_heads_source)."""
+    path = REPO / "notrest.py"
+    text = path.read_text()
+    start = text.index("SECRET_HEADS = ")
+    end = text.index("# ---- end of generated ----", start)
+    heads, prefixes, always = notrest.secret_heads_source()
+    block = "SECRET_HEADS = %s\nSECRET_PREFIXES = %s\nSECRET_ALWAYS = %s\n" % (
+        heads, prefixes, always)
+    if text[start:end] != block:
+        path.write_text(text[:start] + block + text[end:])
+        print("wrote notrest.py (the secret heads)")
+
+
 def main():
+    secret_heads()
     for event, (name, _timeout) in notrest.HOOK_EVENTS.items():
         write("hooks/" + name, notrest.render_launcher(event), 0o755)
     write("hooks/" + notrest.LAUNCH_FILE, notrest.render_launch_tail(""))

@@ -601,3 +601,45 @@ def _after_jobs(proj, rollout_items, laws):
     assert result.code == 0, result.stderr
     checks = [r for r in proj.journal(session) if r and r.get("k") == "check"]
     assert len(checks) == len([l for l in laws["laws"] if l["id"].startswith("check-")])
+
+
+def test_the_generated_heads_are_those_of_the_rule_table():
+    """SECRET_HEADS, SECRET_PREFIXES and SECRET_ALWAYS are written into notrest.py
+    by tests/regenerate.py from the rules: they must be what the index holds."""
+    table = notrest._SecretTable()
+    assert notrest.SECRET_HEADS == frozenset(table.by_head)
+    assert dict(notrest.SECRET_PREFIXES) == {k: frozenset(v) for k, v in
+                                              table.by_prefix.items()}
+    assert list(notrest.SECRET_ALWAYS) == table.always
+    text = (REPO / "notrest.py").read_text()
+    heads, prefixes, always = notrest.secret_heads_source()
+    assert "SECRET_HEADS = %s\nSECRET_PREFIXES = %s\nSECRET_ALWAYS = %s\n" % (
+        heads, prefixes, always) in text, "run python3 tests/regenerate.py"
+
+
+def test_a_text_scanned_without_the_index_gives_what_the_index_gives(monkeypatch):
+    """A text none of whose word heads is in the index is scanned with the lite
+    table (no index built): every corpus secret, alone, in its sentence and bare
+    in a line of plain words, and every benign text, gives the same findings as
+    with the whole table, and the lite table does serve some of them."""
+    texts = [t["text"] for t in BENIGN]
+    for case in CORPUS:
+        texts += [case["text"], case["secret"], "the value is %s ok" % case["secret"],
+                  "x %s" % case["value"]]
+    served = []
+    lite = notrest._lite_table
+
+    def counted():
+        served.append(1)
+        return lite()
+
+    def scan_all():
+        notrest._SCAN_MEMO.clear()
+        return [[(f.start, f.end, f.rule, f.sure) for f in notrest._scan_for_secrets(
+            text, ())] for text in texts]
+
+    monkeypatch.setattr(notrest, "_lite_table", counted)
+    with_lite = scan_all()
+    assert len(served) > 20, len(served)
+    monkeypatch.setattr(notrest, "_lite_table", lambda: notrest._secret_table(()))
+    assert scan_all() == with_lite
