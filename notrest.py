@@ -8136,7 +8136,7 @@ def read_until_eof(fd, cap, end):
     without waiting (a client writes its payload and closes before the
     interpreter is up; git is done before the packet asks): select, an extension
     module to load, only waits for the rest."""
-    chunks, total = [], 0
+    chunks, total, select = [], 0, None
     try:
         blocking = os.get_blocking(fd)
         if blocking:
@@ -8145,44 +8145,35 @@ def read_until_eof(fd, cap, end):
         blocking = False
     try:
         while total <= cap:
+            if select is not None:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return chunks, "late"
+                try:
+                    ready = select.select([fd], [], [], left)[0]
+                except (OSError, ValueError):
+                    ready = [fd]
+                if not ready:
+                    return chunks, "late"
             try:
                 chunk = os.read(fd, min(1 << 20, cap + 1 - total))
-            except BlockingIOError:
-                break  # the rest is still on its way
+            except BlockingIOError:  # the rest is still on its way: wait for it
+                if select is None:
+                    import select
+                continue
             except OSError:
                 return chunks, "error"
             if not chunk:
                 return chunks, "eof"
             chunks.append(chunk)
             total += len(chunk)
+        return chunks, "cap"
     finally:
         if blocking:
             try:
                 os.set_blocking(fd, True)
             except OSError:
                 pass
-    import select
-    while total <= cap:
-        left = end - time.monotonic()
-        if left <= 0:
-            return chunks, "late"
-        try:
-            ready, _, _ = select.select([fd], [], [], left)
-        except (OSError, ValueError):
-            ready = [fd]
-        if not ready:
-            return chunks, "late"
-        try:
-            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
-        except BlockingIOError:
-            continue
-        except OSError:
-            return chunks, "error"
-        if not chunk:
-            return chunks, "eof"
-        chunks.append(chunk)
-        total += len(chunk)
-    return chunks, "cap"
 
 
 # ---- payload validation: a gate judges only a payload it has read whole ------
