@@ -109,22 +109,19 @@ def remount(path, mode):
 
 
 def fill_disk(folder):
-    """Write a file until the file system is full; returns its path."""
+    """Write a file until the file system is full; returns its path. Unbuffered
+    writes: a buffered file flushes what did not fit again when it closes, and
+    that raises ENOSPC out of the with."""
     path = os.path.join(folder, "FILL")
-    with open(path, "wb") as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 65536)
-                handle.flush()
+    for name, block in (("FILL", 65536), ("FILL2", 512)):  # then the last bytes too:
+        fd = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:  # a fresh journal line must not fit anywhere
+            while os.write(fd, b"\0" * block):
+                pass
         except OSError:
             pass
-    try:  # the last bytes too: a fresh journal line must not fit anywhere
-        with open(os.path.join(folder, "FILL2"), "wb") as handle:
-            while True:
-                handle.write(b"\0" * 512)
-                handle.flush()
-    except OSError:
-        pass
+        finally:
+            os.close(fd)
     return path
 
 

@@ -109,7 +109,7 @@ def test_a_full_disk_keeps_the_gates_and_frees_itself(tmp_path):
     home = tmp_path / "home"
     root = home / "project"
     root.mkdir(parents=True)
-    with tmpfs(root, "10m"):  # the harness (~6 MB with its caches), then filled
+    with tmpfs(root, "8m"):
         proj = setup_project(root, home)
         before = seed_session(proj, "full-1")
         pad_to_page(proj.estate.journal("full-1"))
