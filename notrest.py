@@ -20495,9 +20495,14 @@ class CodexAppServer:
             ready = select.select([self.proc.stdout], [], [], max(0, left))[0]
             line = self.proc.stdout.readline() if ready else b""
             if not line:
-                raise NotrestError("codex app-server gave no answer to %s" % method, "",
-                                   "check that `codex` runs here; or trust the hooks in "
-                                   "Codex itself (/hooks)")
+                ended = self.proc.poll()
+                raise NotrestError("codex app-server %s" % (
+                    "gave no answer to %s within %d s" % (method, APP_SERVER_TIMEOUT_S)
+                    if not ready else "ended before it answered %s (%s)" % (
+                        method, "its output closed" if ended is None else
+                        "exit %s" % ended)), "",
+                    "check that `codex app-server` runs here, and run the trust "
+                    "again; or trust the hooks in Codex itself (/hooks)")
             try:
                 message = json_loads(line.decode("utf-8", "replace"))
             except ValueError:
