@@ -2323,9 +2323,9 @@ def _scan_for_secrets(text, extra):
     words = low.encode("utf-8", "ignore").translate(
         _bytes_split(_ALNUM_LOWER_STR)).split()
     heads = set(map(bytes.__getitem__, words, [_HEAD] * len(words)))   # C speed
-    if not extra and heads.isdisjoint(SECRET_HEADS) and all(heads.isdisjoint(
-            index) if size >= 4 else {h[:size] for h in heads}.isdisjoint(index)
-            for size, index in SECRET_PREFIXES):
+    if not extra and heads.isdisjoint(SECRET_HEADS) and all(
+            {h[:size] for h in heads}.isdisjoint(index) for size, index in
+            SECRET_PREFIXES):
         table = _lite_table()
     else:
         table = _secret_table(extra)
@@ -10856,12 +10856,12 @@ def _judge_file(root, store, manifest, rel, repair):
 
 
 def judge_cache(code_dir, part, item):
-    """ok, missing, stale, bad-signature or no-key for one bytecode cache. The check
-    of the signed caches (cache_status) decides where it exists; without it a cache
-    is ok only when its bytes are those notrest built itself (item's sha256)."""
-    check = globals().get("cache_status")
-    if check is not None and part != "module":
-        return check(code_dir, part)
+    """ok, missing, stale, bad-signature or no-key for one bytecode cache: a signed
+    part by its header and MAC (cache_status); the CLI's .pyc ("module") by its
+    source hash, and as ok only when its bytes are those notrest built (item's
+    sha256) or what compiling notrest.py gives now."""
+    if part != "module":
+        return cache_status(code_dir, part)
     data = read_regular(item.get("path") or "")
     if data is None:
         return "missing"
@@ -10869,25 +10869,22 @@ def judge_cache(code_dir, part, item):
         source = os.stat(os.path.join(code_dir, "notrest.py"))
     except OSError:
         return "stale"
-    boot = sys.modules["_frozen_importlib_external"]
-    magic = boot.MAGIC_NUMBER
-    if part == "module" and data[4:8] in (b"\1\0\0\0", b"\3\0\0\0"):
+    magic = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
+    if data[4:8] in (b"\1\0\0\0", b"\3\0\0\0"):
         import _imp
         code = read_regular(os.path.join(code_dir, "notrest.py"))
         fresh = data[:4] == magic and code is not None and data[8:16] == \
-            _imp.source_hash(boot._RAW_MAGIC_NUMBER, code)
-    elif part == "module":
+            _imp.source_hash(sys.modules["_frozen_importlib_external"]._RAW_MAGIC_NUMBER,
+                             code)
+    else:
         fresh = data[:8] == magic + b"\0\0\0\0" and data[8:16] == (
             (int(source.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") +
             (source.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
-    else:
-        fresh = data[:20] == (magic + source.st_mtime_ns.to_bytes(8, "little") +
-                              source.st_size.to_bytes(8, "little"))
     if not fresh:
         return "stale"
     if sha256_hex(data) == item.get("sha256"):
         return "ok"
-    return "ok" if _compiles_to(code_dir, part, data) else "bad-signature"
+    return "ok" if _pyc_compiles_to(code_dir, data) else "bad-signature"
 
 
 _CODE_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals",
@@ -10910,20 +10907,14 @@ def same_code(left, right):
                _CODE_FIELDS) and same_code(left.co_consts, right.co_consts)
 
 
-def _compiles_to(code_dir, part, data):
-    """Whether a cache holds what compiling notrest.py's part gives now: one that
+def _pyc_compiles_to(code_dir, data):
+    """Whether the CLI's .pyc holds what compiling notrest.py gives now: one that
     another notrest process built is as good as ours, a forged one is not."""
     import marshal
     raw = read_regular(os.path.join(code_dir, "notrest.py"))
     try:
-        text = raw.decode("utf-8")
-        if part == "module":
-            mine = compile(text, "notrest.py", "exec", dont_inherit=True)
-            return same_code(mine, marshal.loads(data[16:]))
-        cut = cache_cut(text, part)
-        mine = compile(text[:cut + 1], "notrest.py", "exec", dont_inherit=True,
-                       optimize=-1 if CACHE_CUTS[part] is None else 2)
-        return cut >= 0 and same_code(mine, marshal.loads(data[20:]))
+        mine = compile(raw.decode("utf-8"), "notrest.py", "exec", dont_inherit=True)
+        return same_code(mine, marshal.loads(data[16:]))
     except Exception:  # unreadable, undecodable, or not code: not what we build
         return False
 
