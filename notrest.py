@@ -8034,6 +8034,43 @@ def overrides_from_env(env):
     return {part for part in raw.replace(",", " ").split() if _is_slug(part)}
 
 
+override_client = _reader("override_client")
+any_live_session = _reader("any_live_session")
+
+
+def overrides_given(estate, env):
+    """(laws, refused): the laws $NOTREST_OVERRIDE switches off for this hook, and
+    a sentence when some of them are refused. An override is the person's: it
+    counts only when the client this hook runs under was started with it. The
+    agent's commands inherit the client's environment, and may add to their own,
+    so the variable on this process proves nothing; the environment the client
+    started with (/proc/PID/environ) is what the agent cannot change. The client
+    is the outermost ancestor that is the live client of one of this project's
+    sessions, so neither a session the agent registers for a process of its own
+    nor a client the agent starts can give one. A hook with no client above it
+    is a person's own run, unless a session of this project is live: then it may
+    be a process the agent left running, and nothing says which, so the override
+    is refused. (Without /proc no client can be told, so an override holds only
+    while no session is live: `notrest allow` is the way there.)"""
+    wanted = overrides_from_env(env)
+    if not wanted:
+        return wanted, ""
+    client = override_client(estate)
+    if client is None:
+        if not any_live_session(estate):
+            return wanted, ""
+        return set(), "NOTREST_OVERRIDE was set, but this hook does not run under " \
+            "the client of a session that is live here, so it cannot be the person's"
+    pid, name, given = client
+    granted = wanted & overrides_from_env({"NOTREST_OVERRIDE": given or ""})
+    if granted == wanted:
+        return granted, ""
+    return granted, "NOTREST_OVERRIDE=%s was set, but the client it runs under (%s, " \
+        "pid %d) was not started with it: an override is given by starting the " \
+        "client with it, or with `notrest allow` in a terminal of your own" % (
+            ",".join(sorted(wanted - granted)), name, pid)
+
+
 def current_branch(root):
     """The checked-out branch read from .git/HEAD (no subprocess), or None."""
     try:
@@ -8062,13 +8099,15 @@ def gate_event(estate, event, book, env, now, journal=True, what=None):
         cli = cli_hint(estate)
         for verdict in verdicts:
             verdict.instead = verdict.instead.replace("{cli}", cli)
-    permits = load_permits(estate, now) if any(
-        v.action in ("deny", "ask", "block") for v in verdicts) else []
-    overrides = overrides_from_env(env)
+    stopped = any(v.action in ("deny", "ask", "block") for v in verdicts)
+    permits = load_permits(estate, now) if stopped else []
+    overrides, refused = overrides_given(estate, env) if stopped else (set(), "")
     final, receipts, used = apply_overrides(verdicts, overrides, permits)
     if journal:
         final, receipts = _authorised(estate, event, now, what, verdicts, overrides,
                                       final, receipts, used)
+    _say_refused(final, refused)
+    if journal:
         if event.session and final.action in ("deny", "ask", "block"):
             try_append(estate.journal(event.session), dict(
                 _base(event, now), k="deny", law=final.law, action=final.action,
@@ -8111,6 +8150,11 @@ def _authorised(estate, event, now, what, verdicts, overrides, final, receipts, 
     if lost and final.action in ("deny", "ask", "block"):
         final.reason = "%s (an override was not used: %s)" % (final.reason, lost)
     return final, receipts
+
+
+def _say_refused(final, refused):
+    if refused and final.action in ("deny", "ask", "block"):
+        final.reason = "%s (%s)" % (final.reason, refused)
 
 
 def _base(event, now):
@@ -8739,7 +8783,8 @@ def new_session_record(session):
             "alert": 0, "alert_t": None, "denials": 0, "prompts": 0, "tools": 0,
             "stop_blocks": 0,
             "bank_blocks": 0, "check_blocks": {}, "checks": {}, "stop_allowed": [],
-            "client_pid": None, "client_start": None, "source": "", "compactions": 0,
+            "client_pid": None, "client_start": None, "client_ns": None, "source": "",
+            "compactions": 0,
             "compact_pending": False, "last_prompt": "", "opened": [], "closed": [],
             "hook_ms": {}, "transcript": "", "transcript_offset": 0, "machine": None,
             "packet_hash": "", "died_t": None}
@@ -8757,7 +8802,7 @@ SESSION_RECORD_SHAPE = {
     "tools": "int", "stop_blocks": "int", "bank_blocks": "int",
     "check_blocks": ["map", "int"], "checks": ["map", {"changes": "any"}],
     "stop_allowed": ["list", _STAMPED], "client_pid": "?int", "client_start": "?int",
-    "source": "str", "compactions": "int", "compact_pending": "bool",
+    "client_ns": "?str", "source": "str", "compactions": "int", "compact_pending": "bool",
     "last_prompt": "str", "opened": ["list", "str"], "closed": ["list", "str"],
     "hook_ms": ["map", ["tuple", ["int", "num", "num"]]], "transcript": "str",
     "transcript_offset": "int", "outside": "int", "outside_notes": ["list", _STAMPED],
@@ -8765,7 +8810,7 @@ SESSION_RECORD_SHAPE = {
     "packet_hash": "str", "died_t": "?num"}
 INDEX_ENTRY_SHAPE = {"!session": "str", "client": "?str", "started": "?num",
                      "updated": "?num", "ended": "?num", "note": "?str", "pid": "?int",
-                     "pid_start": "?int"}
+                     "pid_start": "?int", "pid_ns": "?str"}
 THREAD_SHAPE = {"!id": "str", "kind": "?str", "text": "?str", "status": "?str",
                 "session": "?str", "t": "?num", "law": "?str"}
 # The fields of journal records that folds and readers use, whatever the kind.
@@ -8884,6 +8929,7 @@ def fold_event(rec, ev):
         rec["transcript"] = ev.get("transcript") or rec["transcript"]
         rec["client_pid"] = ev.get("pid")
         rec["client_start"] = ev.get("pid_start")
+        rec["client_ns"] = ev.get("pid_ns") if isinstance(ev.get("pid_ns"), str) else None
         rec["source"] = ev.get("source") or ""
         rec["ended"] = None
         rec["died_t"] = None
@@ -9143,6 +9189,8 @@ def _index_entry(rec):
              "note_t": rec["note_t"], "pid": rec["client_pid"],
              "pid_start": rec["client_start"], "alert": rec["alert"],
              "alert_t": rec["alert_t"], "busy": busy, "died": rec["died_t"]}
+    if rec.get("client_ns"):
+        entry["pid_ns"] = rec["client_ns"]
     if rec.get("machine"):
         entry["machine"] = rec["machine"]  # it came in through `notrest sync`
     return entry
@@ -9187,7 +9235,7 @@ def _index_entry_ok(entry):
 
 _INDEX_TYPES = {"started": _NUMBER_TYPES, "updated": _NUMBER_TYPES,
                 "ended": _NUMBER_TYPES, "pid": (int,), "pid_start": (int,),
-                "client": (str,), "note": (str,)}
+                "client": (str,), "note": (str,), "pid_ns": (str,)}
 
 
 def load_index(estate):
@@ -10206,13 +10254,79 @@ def cli_writer_inside(journal_path):
 _INSIDE = {}
 
 
+def _proc_env_value(pid, name):
+    """name's value in the environment process pid was started with ('' when
+    unset or unreadable)."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as handle:
+            data = handle.read(4 << 20)
+    except OSError:
+        return ""
+    key = name.encode() + b"="
+    for item in data.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key):].decode("utf-8", "replace")
+    return ""
+
+
+def override_client(estate):
+    """(pid, name, its NOTREST_OVERRIDE at start) of the outermost ancestor that is
+    the live client of a session of this project, or None when none is (or there
+    is no /proc to tell)."""
+    ns = pid_namespace()
+    registered = {e.get("pid"): e.get("pid_start") for e in load_index(estate)
+                  if not e.get("ended") and isinstance(e.get("pid"), int) and
+                  e.get("pid_ns") in (None, ns)}
+    found = None
+    for pid in ancestor_pids():
+        stat = _proc_stat(pid)
+        if stat is not None and pid in registered and registered[pid] in (None, stat[2]):
+            found = (pid, stat[0])
+    if found is None:
+        return None
+    return found + (_proc_env_value(found[0], "NOTREST_OVERRIDE"),)
+
+
+def pid_namespace():
+    """This process's pid namespace ('pid:[inode]'), '' where there is none to read.
+    Both clients' sandboxes run the agent's commands in a namespace of their own,
+    where the client and its pid cannot be seen."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def unseen_live(estate, entry, ns):
+    """Whether a session not ended may be live although this process cannot see its
+    client: it was registered in another pid namespace (this process is in a
+    sandbox, say), and its journal was written within LIVE_WINDOW_S."""
+    if entry.get("ended") or not entry.get("pid_ns") or entry["pid_ns"] == ns:
+        return False
+    try:
+        age = time.time() - os.stat(estate.journal(entry["session"])).st_mtime
+    except (OSError, ValueError, NotrestError):
+        return False
+    return age < LIVE_WINDOW_S
+
+
+def any_live_session(estate):
+    ns = pid_namespace()
+    return any(not e.get("ended") and (process_alive(e.get("pid"), e.get("pid_start"))
+                                       or unseen_live(estate, e, ns))
+               for e in load_index(estate))
+
+
 def client_session_here(estate):
-    """The live session whose client this process runs under, or None."""
+    """The live session whose client this process runs under, or None. A session
+    that may be live, registered in another pid namespace than this process's (a
+    client's sandbox), counts: from in there its client cannot be seen."""
     ancestors = set(ancestor_pids())
-    for entry in load_index(estate)[:INDEX_SCAN_SESSIONS]:
+    ns = pid_namespace()
+    for entry in load_index(estate):
         pid = entry.get("pid")
-        if not entry.get("ended") and pid in ancestors and process_alive(
-                pid, entry.get("pid_start")):
+        if not entry.get("ended") and (pid in ancestors and process_alive(
+                pid, entry.get("pid_start")) or unseen_live(estate, entry, ns)):
             return entry["session"]
     return None
 
@@ -10311,12 +10425,27 @@ def save_session(estate, rec):
     write_atomic(estate.record(rec["session"]), json_dumps(rec) + "\n", durable=False)
 
 
-def register_session(estate, session, client, pid, pid_start, now):
+def session_client(estate, session):
+    """(pid, start ticks) of the client a starting session is registered to: the
+    client that ran this hook, unless the session's client is live and above it
+    (a resume or /clear in the same client, or a process of the agent's under it:
+    that cannot take the session over)."""
+    pid, pid_start = client_process()
+    entry = next((e for e in load_index(estate) if e.get("session") == session), {})
+    old, old_start = entry.get("pid"), entry.get("pid_start")
+    if isinstance(old, int) and old != pid and old in ancestor_pids() and \
+            process_alive(old, old_start):
+        return old, old_start
+    return pid, pid_start
+
+
+def register_session(estate, session, client, pid, pid_start, now, ns=None):
     """Put a starting session in the index before its first journal line, so a kill
     at any point after that leaves a session the next packet finds."""
     rec = load_session_record(estate, session) or new_session_record(session)
     rec["client"] = rec["client"] or client or ""
     rec["client_pid"], rec["client_start"] = pid, pid_start
+    rec["client_ns"] = ns or None
     rec["started"] = rec["started"] or round(now, 3)
     rec["updated"] = round(now, 3)
     rec["ended"], rec["died_t"] = None, None
@@ -10388,14 +10517,15 @@ def dispatch_cold(estate, event, env, started):
         ensure_estate_gitignore(estate)
         git = event.facts.pop("git", None) or start_git_state(estate.root)
         notice = integrity_notice(estate, event, now)
-        pid, pid_start = client_process()
+        pid, pid_start = session_client(estate, session)
+        ns = pid_namespace()
         best_effort(register_session, estate, session, event.client, pid, pid_start,
-                    now)
+                    now, ns)
         _export_session_id(env, session)
         packet, digest = start_packet(estate, session, now, config, git,
                                       source=event.source, client=event.client)
         try_append(journal, stamp(dict(base, k="start", source=event.source, pid=pid,
-                                       pid_start=pid_start,
+                                       pid_start=pid_start, pid_ns=ns,
                                        transcript=event.transcript or "",
                                        model=str(event.raw.get("model") or ""),
                                        packet=digest)))
@@ -10501,13 +10631,14 @@ def stop_hook(estate, event, env, now, config, stamp):
     facts["check_blocks"] = rec["check_blocks"]
     facts["checks"] = run_stop_checks(estate, book, rec, now, session, event.client)
     verdicts = decide(book, event)
-    overrides = overrides_from_env(env)
+    overrides, refused = overrides_given(estate, env) if verdicts else (set(), "")
     bounds = {"stop_blocks": rec["stop_blocks"], "bound": book.stop_block_bound,
               "kind": "Stop"}
     final, receipts, used = apply_overrides(
         verdicts, overrides, load_permits(estate, now) if verdicts else [], **bounds)
     final, receipts = _authorised(estate, event, now, "stop", verdicts, overrides, final,
                                   receipts, used, **bounds)
+    _say_refused(final, refused)
     journal = estate.journal(session)
     base = _base(event, now)
     blocked = final.action in ("deny", "block", "ask")
@@ -17395,7 +17526,9 @@ Only a person, outside this session, can let one call through:
     {cli} allow LAW-ID --once --why "..."
 
 or by starting the client with `NOTREST_OVERRIDE=LAW-ID`. Both leave a receipt in
-the journal that the next session sees. Ask for one; do not try to make one.
+the journal that the next session sees. Ask for one; do not try to make one: the
+variable set on a command of yours is refused, since only the client's own start
+can give it.
 
 ## The laws in force
 """
@@ -18493,7 +18626,8 @@ SYNC_COMPILED_FILES = ("meta.json", "run.sh", "SKILL.md")
 # a record's fields that mean something only on the machine that wrote it (or that
 # carry more of a person's words than the next session needs) stay local
 SYNC_LOCAL_FIELDS = ("transcript", "transcript_offset", "client_pid", "client_start",
-                     "hook_ms", "journal_offset", "last_prompt", "compact_pending")
+                     "client_ns", "hook_ms", "journal_offset", "last_prompt",
+                     "compact_pending")
 # GIT_* variables that cannot point git at another repository, index, object store
 # or config, and that a person's authentication may need
 _GIT_ENV_KEEP = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS",

@@ -132,12 +132,13 @@ def step(event, payload, client="claude"):
             "client": client}
 
 
-def simulate(project, steps, tmp_path, name="sim", linger=None, wait=True):
-    """Run steps in a stand-in client process; returns (Popen, results path)."""
+def simulate(project, steps, tmp_path, name="sim", linger=None, wait=True, env=None):
+    """Run steps in a stand-in client process (started with env added to the
+    project's); returns (Popen, results path)."""
     steps_file = tmp_path / ("%s-steps.json" % name)
     results = tmp_path / ("%s-results.jsonl" % name)
     steps_file.write_text(json.dumps(steps))
-    env = project.env(SIM_PROJECT=str(project.root))
+    env = project.env(SIM_PROJECT=str(project.root), **(env or {}))
     if linger is not None:
         env["SIM_LINGER"] = str(linger)
     proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "client_sim.py"),
