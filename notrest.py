@@ -17081,6 +17081,9 @@ LAUNCH_TAIL = """# notrest: the common tail of the hook launchers (sourced by th
 py='%(python)s'
 { [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null)
 boot='%(boot)s'
+# the boot, compiled at install by that interpreter (boot.bin): the loader runs it,
+# or compiles the boot above when it is absent or for another Python
+load='%(loader)s'
 if [ -z "$py" ]; then
   why='%(no_python)s'
   case $2 in
@@ -17119,7 +17122,7 @@ cache=$dir/../__pycache__
 if [ -d "$cache" ]; then [ -w "$cache" ] || cache=; else [ -w "$dir/.." ] || cache=; fi
 case $2 in
 PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
-  "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"
+  "$py" -I -S -c "$load" "$dir/%(boot_file)s" "$boot" "$dir/.." "$key" "$cache" "$@"
   rc=$?
   [ "$rc" -eq 0 ] && exit 0
   if [ "$2" = Stop ]; then
@@ -17132,8 +17135,27 @@ PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
   printf 'notrest %%s [gate-error]: the hook process (%%s) ended with exit %%s before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\\n' "$2" "$py" "$rc" >&2
   exit 2 ;;
 esac
-exec "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"
+exec "$py" -I -S -c "$load" "$dir/%(boot_file)s" "$boot" "$dir/.." "$key" "$cache" "$@"
 """
+# The loader: what the launcher compiles at every launch (~0.1 ms; the boot would
+# cost ~0.7). It runs the boot's code from BOOT_FILE when its header is this
+# interpreter's magic, else the boot's source (its second argument); either way
+# the boot sees the arguments it always saw. BOOT_FILE is a harness file like the
+# launchers: install writes it, the manifest covers it.
+BOOT_LOADER = """import sys
+a = sys.argv
+s = a.pop(2)
+try:
+    h = open(a.pop(1), "rb")
+    b = h.read(65536)
+    h.close()
+    if b[:4] == sys.modules["_frozen_importlib_external"].MAGIC_NUMBER:
+        c = sys.modules["marshal"].loads(b[16:])
+        s = c if hasattr(c, "co_code") else s
+except Exception:
+    pass
+exec(s)"""
+BOOT_FILE = "boot.bin"
 # The boot: Python that the launcher passes with -c (no single quote may appear in
 # it; it is compiled at every launch, so it stays short: the launcher finds the key
 # and the cache folder). Arguments: code dir, key path, cache dir ("" for the
@@ -17221,7 +17243,23 @@ def _no_python_text(python):
 
 def render_launch_tail(python=""):
     return LAUNCH_TAIL % {"python": _sh_quoted(python), "boot": BOOT_CACHED,
+                          "loader": BOOT_LOADER, "boot_file": BOOT_FILE,
                           "no_python": _no_python_text(python)}
+
+
+def write_boot_code(hooks_dir):
+    """BOOT_FILE in hooks_dir: the boot compiled by the interpreter running this
+    (a .pyc's 16-byte header, then the marshalled code). Only install writes it
+    (marshal's bytes differ from one process to the next, and the manifest keeps
+    the file install wrote)."""
+    import importlib.util
+    import marshal
+    code = compile(BOOT_CACHED, "<notrest boot>", "exec", dont_inherit=True)
+    data = importlib.util.MAGIC_NUMBER + b"\0" * 12 + marshal.dumps(code)
+    path = os.path.join(hooks_dir, BOOT_FILE)
+    if read_regular(path) != data:
+        write_bytes_atomic(path, data)
+        os.chmod(path, 0o644)
 
 
 def render_cli_wrapper(python):
@@ -18050,6 +18088,8 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
             _write_if_changed(path, text, report, created, os.path.relpath(path, root))
     _install_agents_block(root, report, created)
     _precompile(python, target_code)
+    if os.path.isfile(estate.path("hooks", BOOT_FILE)):
+        created.append(".notrest/hooks/%s" % BOOT_FILE)
     state = dict(install_state, schema_version=SCHEMA_VERSION, clients=config["clients"],
                  created=sorted(set(created_before) | set(created)),
                  harden=install_state.get("harden") or {})
@@ -18108,12 +18148,15 @@ def _install_agents_block(root, report, created):
 
 
 def _precompile(python, path):
-    """Cache the module's bytecode and its hot part now, with the interpreter the
-    hooks run, so the first hook compiles nothing."""
+    """Cache the module's bytecode and its hot part now, and write the launchers'
+    boot (BOOT_FILE), with the interpreter the hooks run, so the first hook
+    compiles nothing."""
     code, _out, err = run_command([python, "-X", "no_debug_ranges", "-I", "-S", "-c",
                                    "import sys; sys.path.insert(0, sys.argv[2]); "
-                                   "import notrest; notrest.precompile_here(sys.argv[1])",
-                                   path, os.path.dirname(path)], timeout=60)
+                                   "import notrest; notrest.precompile_here(sys.argv[1]); "
+                                   "notrest.write_boot_code(sys.argv[3])",
+                                   path, os.path.dirname(path),
+                                   os.path.join(os.path.dirname(path), "hooks")], timeout=60)
     if code != 0:
         sys.stderr.write("notrest: could not precompile %s: %s\n" % (
             path, err.decode("utf-8", "replace")[-300:]))
@@ -18203,7 +18246,7 @@ def _remove_empty_dirs(folder, root):
 
 def harness_files():
     """The files of a copy-in install that the manifest covers (relative paths)."""
-    hooks = [name for name, _timeout in HOOK_EVENTS.values()] + [LAUNCH_FILE]
+    hooks = [name for name, _timeout in HOOK_EVENTS.values()] + [LAUNCH_FILE, BOOT_FILE]
     return [ESTATE_DIR + "/notrest.py", ESTATE_DIR + "/notrest"] + [
         "%s/hooks/%s" % (ESTATE_DIR, name) for name in hooks]
 

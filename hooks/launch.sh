@@ -43,6 +43,21 @@ except BaseException as x:
     x = a[5:6] and a[5] in "PreToolUse PermissionRequest UserPromptSubmit Stop"
     x or os.write(1, b"{}\n")
     os._exit(3 if x else 0)'
+# the boot, compiled at install by that interpreter (boot.bin): the loader runs it,
+# or compiles the boot above when it is absent or for another Python
+load='import sys
+a = sys.argv
+s = a.pop(2)
+try:
+    h = open(a.pop(1), "rb")
+    b = h.read(65536)
+    h.close()
+    if b[:4] == sys.modules["_frozen_importlib_external"].MAGIC_NUMBER:
+        c = sys.modules["marshal"].loads(b[16:])
+        s = c if hasattr(c, "co_code") else s
+except Exception:
+    pass
+exec(s)'
 if [ -z "$py" ]; then
   why='no Python to run the hook: the recorded interpreter (none) is gone and python3 is not on PATH. Fix: install Python 3.9+ and run install.sh again (sh install.sh DIR), then notrest doctor'
   case $2 in
@@ -81,7 +96,7 @@ cache=$dir/../__pycache__
 if [ -d "$cache" ]; then [ -w "$cache" ] || cache=; else [ -w "$dir/.." ] || cache=; fi
 case $2 in
 PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
-  "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"
+  "$py" -I -S -c "$load" "$dir/boot.bin" "$boot" "$dir/.." "$key" "$cache" "$@"
   rc=$?
   [ "$rc" -eq 0 ] && exit 0
   if [ "$2" = Stop ]; then
@@ -94,4 +109,4 @@ PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
   printf 'notrest %s [gate-error]: the hook process (%s) ended with exit %s before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\n' "$2" "$py" "$rc" >&2
   exit 2 ;;
 esac
-exec "$py" -I -S -c "$boot" "$dir/.." "$key" "$cache" "$@"
+exec "$py" -I -S -c "$load" "$dir/boot.bin" "$boot" "$dir/.." "$key" "$cache" "$@"
