@@ -8826,13 +8826,22 @@ JOURNAL_FIELDS = {
     "message": "?str", "phase": "?str", "cursor": "?int", "reason": "?str",
     "items": ["opt", ["list", {"what": "?str", "error": "?str"}]], "packet": "?str",
     "inside": "?bool"}
+# the fields of JOURNAL_FIELDS with a scalar shape: {field: the exact types that fit}
+_JOURNAL_EXACT = {key: _EXACT_TYPES[shape] for key, shape in JOURNAL_FIELDS.items()
+                  if shape.__class__ is str and shape in _EXACT_TYPES}
 
 
 def journal_record_problem(record):
-    """What makes a journal record unusable (a field of the wrong type), or None."""
-    if not isinstance(record.get("k"), str):
+    """What makes a journal record unusable (a field of the wrong type), or None.
+    A packet checks every line it folds (hundreds at a session start): a scalar
+    field of an exact type passes at once, anything else goes to shape_problem."""
+    if record.get("k").__class__ is not str:
         return "a record without a kind"
+    exact = _JOURNAL_EXACT
     for key, value in record.items():
+        types = exact.get(key)
+        if types is not None and value.__class__ in types:
+            continue
         shape = JOURNAL_FIELDS.get(key)
         if shape is not None:
             problem = shape_problem(value, shape, key)

@@ -37,6 +37,41 @@ def test_journal_lines_check_themselves():
     assert notrest.decode_line("garbage") is None
 
 
+def test_a_journal_record_is_checked_as_its_shapes_say():
+    """journal_record_problem (with its fast path for scalar fields) says exactly
+    what checking each field against JOURNAL_FIELDS with shape_problem says, for
+    every field of real records set to values of every JSON kind."""
+    def reference(record):
+        if not isinstance(record.get("k"), str):
+            return "a record without a kind"
+        for key, value in record.items():
+            shape = notrest.JOURNAL_FIELDS.get(key)
+            problem = shape and notrest.shape_problem(value, shape, key)
+            if problem:
+                return problem
+        return None
+    records = [{"k": "call", "t": 1.5, "c": "claude", "e": "PreToolUse", "what": "ls",
+                "tool": "Bash", "ms": 3},
+               {"k": "tool", "t": 2, "ok": True, "files": [["a.py", "write"]],
+                "what": "Write a.py", "extra": {"x": 1}},
+               {"k": "stop", "decision": "block", "laws": ["bank-before-stop"],
+                "allowed_after": 2, "items": [{"what": "x", "error": None}]}]
+    values = [None, 0, 7, 1.5, True, False, "", "s", [], ["a"], [["a", "b"]], {},
+              {"what": 1}]
+    checked = 0
+    for record in records:
+        assert notrest.journal_record_problem(record) is None
+        for key in list(record) + ["v", "pid", "inside", "files", "k"]:
+            for value in values:
+                changed = dict(record, **{key: value})
+                assert notrest.journal_record_problem(changed) == reference(changed), (
+                    key, value)
+                checked += 1
+    assert checked > 300
+    assert notrest.journal_record_problem({"k": "call", "ms": True}) == \
+        "ms is a boolean, not a number"
+
+
 def test_a_torn_line_is_skipped_and_reading_goes_on(tmp_path):
     path = tmp_path / "j.jsonl"
     good = notrest.encode_line({"k": "a"})
