@@ -6363,9 +6363,12 @@ def apply_overrides(verdicts, overrides, permits, stop_blocks=0, bound=STOP_BLOC
                        p.get("id") not in used), None)
         if permit is not None:
             used.append(permit.get("id"))
-            receipts.append({"law": verdict.law, "by": "permit %s" % permit.get("id"),
-                             "who": permit.get("who"), "why": permit.get("why"),
-                             "reason": verdict.reason})
+            receipt = {"law": verdict.law, "by": "permit %s" % permit.get("id"),
+                       "who": permit.get("who"), "why": permit.get("why"),
+                       "reason": verdict.reason}
+            if "tty" in permit:  # the terminal `notrest allow` ran in ("": none)
+                receipt["tty"] = permit["tty"]
+            receipts.append(receipt)
             continue
         if kind == "Stop" and stop_blocks >= bound:
             receipts.append({"law": verdict.law, "by": "stop bound",
@@ -6382,6 +6385,10 @@ def apply_overrides(verdicts, overrides, permits, stop_blocks=0, bound=STOP_BLOC
         else:
             final = Verdict("allow", laws, message="notrest: override of %s used; the "
                             "receipt is in the journal." % laws)
+            if any(r.get("tty") == "" for r in receipts):
+                final.message += " Its permit was made with no terminal: if you did " \
+                    "not run `notrest allow` yourself, the agent may have (`notrest " \
+                    "log` shows it; `notrest install --harden` keeps the agent out)."
     final.receipt = receipts or None
     return final, receipts, used
 
@@ -7587,7 +7594,8 @@ def shape_problem(value, shape, where="value"):
 CONFIG_SHAPE = {"schema_version": "int", "python": "str", "clients": ["list", "str"],
                 "cli": "str", "version": "str", "packet_budget": "int"}
 PERMIT_SHAPE = {"!id": "str", "!law": "str", "why": "str", "who": "str",
-                "!created": "num", "!expires": "num", "boot": "str", "uptime": "num"}
+                "!created": "num", "!expires": "num", "boot": "str", "uptime": "num",
+                "tty": "str"}
 PERMITS_SHAPE = {"schema_version": "int", "!permits": ["list", "any"]}
 
 
@@ -8825,7 +8833,7 @@ JOURNAL_FIELDS = {
     "close": ["opt", ["list", "str"]], "agent": "?str", "agent_type": "?str",
     "message": "?str", "phase": "?str", "cursor": "?int", "reason": "?str",
     "items": ["opt", ["list", {"what": "?str", "error": "?str"}]], "packet": "?str",
-    "inside": "?bool"}
+    "inside": "?bool", "tty": "?str"}
 # the fields of JOURNAL_FIELDS with a scalar shape: {field: the exact types that fit}
 _JOURNAL_EXACT = {key: _EXACT_TYPES[shape] for key, shape in JOURNAL_FIELDS.items()
                   if shape.__class__ is str and shape in _EXACT_TYPES}
@@ -8985,9 +8993,11 @@ def fold_event(rec, ev):
                      lambda d: (d.get("severity") or 0,))
         _raise_alert(rec, severity, t)
     elif kind == "receipt":
-        _push(rec["receipts"], {"law": ev.get("law"), "by": ev.get("by"),
-                                "who": ev.get("who"), "why": ev.get("why"),
-                                "what": ev.get("what", ""), "t": t})
+        receipt = {"law": ev.get("law"), "by": ev.get("by"), "who": ev.get("who"),
+                   "why": ev.get("why"), "what": ev.get("what", ""), "t": t}
+        if isinstance(ev.get("tty"), str):
+            receipt["tty"] = ev["tty"]
+        _push(rec["receipts"], receipt)
         _raise_alert(rec, min(5, law_severity(ev.get("law")) + 1), t)
     elif kind == "stop":
         if ev.get("decision") == "block":
@@ -9973,10 +9983,11 @@ def _session_lines(summary, add, role):
     if summary["denials"] > 3:
         data("and %d more denials" % (summary["denials"] - 3), 3)
     for receipt in summary["receipts"][::-1]:
-        data("override of %s (%s%s): %s" % (
+        data("override of %s (%s%s%s): %s" % (
             receipt.get("law"), one_line(receipt.get("by"), 30), " of %s, why: %s" % (
                 _q(receipt.get("who"), 30), _q(receipt.get("why"), 80)) if receipt.get(
-                "why") else "", _q(receipt.get("what"), 80)), 1)
+                "why") else "", ", made with no terminal" if receipt.get("tty") == ""
+            else "", _q(receipt.get("what"), 80)), 1)
     for stop in summary["stop_allowed"][::-1]:
         data("stop allowed after %s blocks; unmet: %s" % (
             stop.get("blocks"), ", ".join(stop.get("laws") or []) or "?"), 2)
@@ -21614,6 +21625,17 @@ def cmd_laws(args):
     return 0
 
 
+def terminal_name():
+    """The terminal this command runs in (its stdin, stdout or stderr), or "": a
+    person types `notrest allow` in one; a process left running has none."""
+    for fd in (0, 1, 2):
+        try:
+            return os.ttyname(fd)
+        except OSError:
+            continue
+    return ""
+
+
 def cmd_allow(args):
     estate = _estate(args, must_exist=True)
     inside = client_session_here(estate)
@@ -21654,6 +21676,7 @@ def cmd_allow(args):
                   "expires": round(now + max(1, args.minutes) * 60, 3)}
         if boot:
             permit.update(boot=boot, uptime=round(uptime, 3))
+        permit["tty"] = terminal_name()
         permits.append(permit)
         write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
                                         "permits": kept + permits}))

@@ -101,8 +101,9 @@ def test_override_and_permit_leave_receipts_and_a_permit_is_used_once(proj):
     assert receipt["who"] == "alice" and receipt["why"] == "fixing history"
     proj.hook("SessionEnd", proj.payload("SessionEnd", "ov-2", reason="other"))
     packet = proj.cli("packet").stdout
-    assert ('> override of no-force-push (permit p-1 of "alice", why: "fixing history"): '
-            '"git push --force origin main"') in packet.splitlines()
+    # made by a test, with no terminal: the packet says so (tests/test_override.py)
+    assert ('> override of no-force-push (permit p-1 of "alice", why: "fixing history", '
+            'made with no terminal): "git push --force origin main"') in packet.splitlines()
 
 
 def test_the_agent_cannot_grant_itself_a_permit(proj):

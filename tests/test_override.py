@@ -11,6 +11,8 @@ real process the hooks see as their client), started without the override; the
 forged hook must deny and leave no receipt. The person's own way, a client
 started with the override, must still work."""
 import json
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -226,3 +228,44 @@ def test_a_persons_verbs_are_refused_to_a_copy_the_agent_runs(proj, tmp_path, ve
     assert "Traceback" not in done["stderr"]
     permits = proj.root / ".notrest" / "permits.json"
     assert not permits.exists() or LAW not in permits.read_text()
+
+
+def _use_permit(proj, session):
+    proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
+    result = proj.hook("PreToolUse", proj.payload(
+        "PreToolUse", session, tool_name="Bash", tool_input={"command": FORCE}))
+    assert decision(result.stdout)[0] == "allow", result.stdout
+    return result.answer.get("systemMessage", "")
+
+
+def test_a_permit_made_with_no_terminal_is_told_when_it_is_used(proj):
+    """Nothing tells a person's terminal from a process the agent left running
+    outside an unsandboxed client, but a person types `notrest allow` in a
+    terminal: a permit made with none says so to the person when it is used, and
+    in the next packet."""
+    granted = proj.cli("allow", LAW, "--once", "--why", "fix history", USER="alice")
+    assert granted.code == 0, granted.stderr
+    message = _use_permit(proj, "ov-notty")
+    assert "made with no terminal" in message and "the agent may have" in message
+    proj.hook("SessionEnd", proj.payload("SessionEnd", "ov-notty", reason="exit"))
+    packet = proj.hook("SessionStart", proj.payload("SessionStart", "ov-next",
+                                                    source="startup"))
+    context = packet.answer["hookSpecificOutput"]["additionalContext"]
+    assert "override of %s (permit p-1 of" % LAW in context
+    assert "made with no terminal" in context, context
+
+
+def test_a_permit_made_in_a_terminal_is_a_plain_override(proj, tmp_path):
+    if not shutil.which("script"):
+        pytest.skip("no script(1) to give the command a terminal")
+    command = "%s allow %s --once --why 'fix history'" % (
+        proj.root / ".notrest" / "notrest", LAW)
+    done = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True,
+                          cwd=str(proj.root), env=proj.env(USER="alice"), timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    permits = json.loads((proj.root / ".notrest" / "permits.json").read_text())
+    assert permits["permits"][0]["tty"].startswith("/dev/"), permits
+    message = _use_permit(proj, "ov-tty")
+    assert "override of %s used" % LAW in message
+    assert "no terminal" not in message
