@@ -9,6 +9,11 @@ as if made by means the gate could not follow, so what refuses is the hook's
 own check of the environment the client was started with.
 """
 import json
+import os
+import shutil
+import tempfile
+
+import pytest
 
 import rig
 from rig import shell_call, text_turn, tool_turn
@@ -77,3 +82,59 @@ def test_an_override_the_agent_sets_on_its_own_hook_is_refused(e2e, client):
     denies = [r for r in forged if r.get("k") == "deny"]
     assert denies and "NOTREST_OVERRIDE" in denies[0]["reason"], forged
     assert not [r for r in journal(env, session) if r.get("k") == "receipt"]
+
+
+@pytest.fixture
+def short_tmp():
+    """A short TMPDIR: Claude's sandbox keeps its bridge sockets under it (a unix
+    socket path is bounded, see tests/e2e/test_harden.py)."""
+    folder = tempfile.mkdtemp(prefix="nro-", dir="/tmp")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_an_override_forged_inside_the_clients_sandbox_is_refused(e2e, client, short_tmp):
+    """The clients' sandboxes run the agent's commands in a pid namespace of their
+    own, where the client cannot be seen (so its session looked dead to a forged
+    hook in there). Not hardened: the sandbox lets the command write .notrest/, so
+    only the hook's own check stands between the forge and a receipt."""
+    if client == "claude" and not (shutil.which("bwrap") and shutil.which("socat")):
+        message = "e2e: Claude's sandbox needs bubblewrap and socat"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    env = installed(e2e, client, None)
+    tools = env.project / "tools"
+    tools.mkdir()
+    (tools / "lint_helper.py").write_text(
+        "# a lint helper\n" + (env.project / ".notrest" / "notrest.py").read_text())
+    (tools / "run.py").write_text(
+        "import runpy, sys\nsys.argv = ['x', 'hook', 'PreToolUse', %r]\n"
+        "runpy.run_path(%r, run_name='__main__')\n" % (client, str(tools / "lint_helper.py")))
+    (tools / "payload.json").write_text(json.dumps({
+        "session_id": FORGED, "cwd": str(env.project), "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}}))
+    forge = ("readlink /proc/self/ns/pid; NOTREST_OVERRIDE=%s python3 tools/run.py "
+             "< tools/payload.json > tools/forged.json; echo forged=$?" % LAW)
+    kw = {"env": {"TMPDIR": short_tmp}}
+    if client == "claude":
+        local = env.project / ".claude" / "settings.local.json"
+        local.write_text(json.dumps({"sandbox": {"enabled": True,
+                                                 "autoAllowBashIfSandboxed": True}}))
+    else:
+        kw["extra_args"] = ["-s", "workspace-write"]
+    env.set_script({"scripts": {"ov-sandbox": [tool_turn(shell_call(client, forge)),
+                                               text_turn("done")]}})
+    res = env.run("ov-sandbox: try it", timeout=90, **kw).check()
+    said = json.dumps(res.events)
+    host = os.readlink("/proc/self/ns/pid")
+    assert "pid:[" in said and host not in said, "the command ran in a pid namespace " \
+        "of its own: %s" % said[-1500:]
+    answer = json.loads((tools / "forged.json").read_text())
+    hook = answer["hookSpecificOutput"]
+    assert hook["permissionDecision"] == "deny", answer
+    assert "NOTREST_OVERRIDE" in hook["permissionDecisionReason"], hook
+    forged = rig.read_journal(env.project / ".notrest" / "journal" / ("%s.jsonl" % FORGED))
+    assert forged, "the sandbox let the forged hook write the journal"
+    assert not [r for r in forged if r.get("k") == "receipt"], forged
+    assert sid_of(res)
