@@ -10255,8 +10255,9 @@ def mark_index_ended(estate, rec, ended):
 def cli_writer_inside(journal_path):
     """Whether this CLI process runs under the live client of the session whose
     journal it writes (its client is an ancestor): a bank by the session's own
-    agent. A person's terminal or a process left behind by an ended session is
-    outside."""
+    agent. So is a command in the client's sandbox (another pid namespace, where
+    the client cannot be seen) while the session is live (unseen_live). A
+    person's terminal or a process left behind by an ended session is outside."""
     estate = Estate(os.path.dirname(os.path.dirname(os.path.dirname(journal_path))))
     session = os.path.basename(journal_path)[:-6]
     key = (estate.dir, session)
@@ -10266,8 +10267,9 @@ def cli_writer_inside(journal_path):
         if not isinstance(pid, int):
             rec = load_session_record(estate, session) or {}
             pid, start = rec.get("client_pid"), rec.get("client_start")
-        _INSIDE[key] = bool(isinstance(pid, int) and not entry.get("ended") and
-                            pid in ancestor_pids() and process_alive(pid, start))
+        _INSIDE[key] = bool(isinstance(pid, int) and not entry.get("ended") and (
+            pid in ancestor_pids() and process_alive(pid, start) or
+            unseen_live(estate, entry, pid_namespace())))
     return _INSIDE[key]
 
 

@@ -269,3 +269,19 @@ def test_a_permit_made_in_a_terminal_is_a_plain_override(proj, tmp_path):
     message = _use_permit(proj, "ov-tty")
     assert "override of %s used" % LAW in message
     assert "no terminal" not in message
+
+
+def test_a_bank_from_the_clients_sandbox_is_the_sessions_own(proj, tmp_path):
+    """The same blind spot, the other way round: Codex runs the agent's commands
+    in its sandbox even unhardened (workspace-write), where the client is not an
+    ancestor. The agent's own `notrest bank` there is the session's bank, not a
+    note from outside."""
+    need_bwrap()
+    bank = SANDBOX.split() + [str(proj.root / ".notrest" / "notrest"), "bank",
+                              "--session", "ov-bank", "--note", "did it", "--next", "more"]
+    _proc, results = simulate(proj, [start(proj, "ov-bank"), {"argv": bank}], tmp_path)
+    done = read_results(results)[1]
+    assert done["code"] == 0, done
+    assert "written outside the session" not in done["stdout"], done["stdout"]
+    notes = [r for r in proj.journal("ov-bank") if r and r.get("k") == "note"]
+    assert [(n["note"], n["inside"]) for n in notes] == [("did it", True)], notes

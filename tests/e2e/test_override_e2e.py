@@ -138,3 +138,21 @@ def test_an_override_forged_inside_the_clients_sandbox_is_refused(e2e, client, s
     assert forged, "the sandbox let the forged hook write the journal"
     assert not [r for r in forged if r.get("k") == "receipt"], forged
     assert sid_of(res)
+
+
+def test_a_bank_in_codexs_own_sandbox_is_the_sessions_own(e2e):
+    """Codex runs commands in its sandbox even unhardened (workspace-write): the
+    agent's `notrest bank` there is the session's own bank (the client cannot be
+    seen from in there, and was once taken for absent)."""
+    env = installed(e2e, "codex", {"scripts": {"ov-bank": [
+        tool_turn(shell_call("codex", "echo x > a.txt")),
+        tool_turn(shell_call("codex", '.notrest/notrest bank --note "did it" --next '
+                                      '"more"')),
+        text_turn("done")]}})
+    res = env.run("ov-bank: go", timeout=90, extra_args=["-s", "workspace-write"]).check()
+    said = [ev.get("item", {}).get("aggregated_output") or "" for ev in res.events
+            if ev.get("type") == "item.completed"]
+    assert any("banked session" in s for s in said), said
+    assert not any("written outside the session" in s for s in said), said
+    notes = [r for r in journal(env, sid_of(res)) if r.get("k") == "note"]
+    assert [(n["note"], n.get("inside")) for n in notes] == [("did it", True)], notes
