@@ -9396,14 +9396,18 @@ def session_state(rec, now):
 
 
 def resolve_session(estate, explicit=None, env=None):
-    """The session a `bank` run belongs to: --session, $NOTREST_SESSION, the client
-    among this process's ancestors, else the most recent session still open."""
+    """The session a `bank` run belongs to: --session, $NOTREST_SESSION (Claude's
+    SessionStart exports it), $CODEX_THREAD_ID (Codex puts it in every command's
+    environment, in its sandbox too), the client among this process's ancestors,
+    else the most recent session still open."""
     env = os.environ if env is None else env
-    for candidate in (explicit, env.get("NOTREST_SESSION")):
+    for name, candidate in (("given", explicit),
+                            ("$NOTREST_SESSION", env.get("NOTREST_SESSION")),
+                            ("$CODEX_THREAD_ID", env.get("CODEX_THREAD_ID"))):
         if candidate:
             session = sanitize_session_id(candidate)
             if explicit or os.path.exists(estate.journal(session)):
-                return session, "given" if explicit else "$NOTREST_SESSION"
+                return session, name
     entries = load_index(estate)
     ancestors = set(ancestor_pids())
     for entry in entries[:INDEX_SCAN_SESSIONS]:

@@ -146,3 +146,20 @@ def test_main_can_be_called_in_process(capsys, tmp_path):
     assert notrest.main(["--root", str(tmp_path), "packet", "--budget", "800"]) == 0
     out = capsys.readouterr().out
     assert "\nLaws in force, enforced by hooks: no-destroy, " in out and len(out.encode()) <= 800
+
+
+def test_a_bank_finds_its_codex_session_by_the_thread_id_codex_gives_commands(proj):
+    """Codex puts the session's id in every command's environment
+    ($CODEX_THREAD_ID): with two sessions open, the bank goes to the one named
+    there, not to the most recently active one."""
+    for session in ("cx-mine", "cx-other"):
+        proj.hook("SessionStart", proj.payload("SessionStart", session, "codex",
+                                               source="startup"), client="codex")
+    result = proj.cli("bank", "--note", "mine", CODEX_THREAD_ID="cx-mine")
+    assert result.code == 0 and "banked session cx-mine ($CODEX_THREAD_ID)" in \
+        result.stdout, result.stdout + result.stderr
+    assert [r["note"] for r in proj.journal("cx-mine") if r.get("k") == "note"] == ["mine"]
+    # an id with no journal is no session: the bank goes on to the other rules
+    unknown = proj.cli("bank", "--note", "other", CODEX_THREAD_ID="cx-nosuch")
+    assert unknown.code == 0 and "banked session cx-other (" in unknown.stdout and \
+        "$CODEX_THREAD_ID" not in unknown.stdout, unknown.stdout

@@ -152,7 +152,10 @@ def test_a_bank_in_codexs_own_sandbox_is_the_sessions_own(e2e):
     res = env.run("ov-bank: go", timeout=90, extra_args=["-s", "workspace-write"]).check()
     said = [ev.get("item", {}).get("aggregated_output") or "" for ev in res.events
             if ev.get("type") == "item.completed"]
-    assert any("banked session" in s for s in said), said
+    session = sid_of(res)
+    # Codex names the session in the command's environment ($CODEX_THREAD_ID):
+    # the bank finds it there, not by guessing the newest open one
+    assert any("banked session %s ($CODEX_THREAD_ID)" % session in s for s in said), said
     assert not any("written outside the session" in s for s in said), said
-    notes = [r for r in journal(env, sid_of(res)) if r.get("k") == "note"]
+    notes = [r for r in journal(env, session) if r.get("k") == "note"]
     assert [(n["note"], n.get("inside")) for n in notes] == [("did it", True)], notes
