@@ -17193,7 +17193,81 @@ BOOT_FILE = "boot.bin"
 # The collector is off while the code loads and runs its module body (thousands
 # of objects, none of them garbage: collections would walk them all, ~1 ms),
 # then what the process holds is frozen out of later collections.
-BOOT_CACHED = """import sys, os, gc
+# os is imported over a stand-in for _collections_abc: with -I -S nothing has
+# imported os yet, and `import os` costs ~2 ms, ~1 ms of it _collections_abc's
+# thirty ABCs. os takes two things from there: MutableMapping (os.environ's base,
+# whose mixin methods the stand-in has) and _check_methods (os.PathLike); the
+# stand-in leaves sys.modules at once, so whatever imports _collections_abc later
+# gets the real one. If os cannot be imported over it, os is imported plainly.
+BOOT_CACHED = """import sys, gc
+if "os" not in sys.modules:
+    class MutableMapping:
+        __slots__ = ()
+        __hash__ = None
+        def get(self, key, default=None):
+            try:
+                return self[key]
+            except KeyError:
+                return default
+        def __contains__(self, key):
+            try:
+                self[key]
+            except KeyError:
+                return False
+            return True
+        def keys(self):
+            return list(self)
+        def items(self):
+            return [(k, self[k]) for k in self]
+        def values(self):
+            return [self[k] for k in self]
+        def __eq__(self, other):
+            return dict(self.items()) == dict(other.items()) if hasattr(other, "items") else NotImplemented
+        def pop(self, key, *default):
+            try:
+                value = self[key]
+            except KeyError:
+                if default:
+                    return default[0]
+                raise
+            del self[key]
+            return value
+        def popitem(self):
+            for key in self:
+                return key, self.pop(key)
+            raise KeyError("popitem(): empty")
+        def clear(self):
+            for key in list(self):
+                del self[key]
+        def update(self, other=(), **more):
+            for key, value in list(other.items() if hasattr(other, "keys") else other) + list(more.items()):
+                self[key] = value
+        def setdefault(self, key, default=None):
+            try:
+                return self[key]
+            except KeyError:
+                self[key] = default
+                return default
+    def _check_methods(C, *methods):
+        for method in methods:
+            for B in C.__mro__:
+                if method in B.__dict__:
+                    if B.__dict__[method] is None:
+                        return NotImplemented
+                    break
+            else:
+                return NotImplemented
+        return True
+    m = type(sys)("_collections_abc")
+    m.Mapping = m.MutableMapping = MutableMapping
+    m._check_methods = _check_methods
+    sys.modules["_collections_abc"] = m
+    try:
+        import os
+    except Exception:
+        sys.modules.pop("os", None)
+    del sys.modules["_collections_abc"], m, MutableMapping, _check_methods
+import os
 a = sys.argv
 try:
     d = os.path.abspath(a[1])

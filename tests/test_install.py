@@ -5,6 +5,7 @@ import marshal
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -400,3 +401,47 @@ def test_lazy_split_stand_ins_call_as_the_functions_they_hold():
         assert b.sup() == "<samp"
     assert "_lazy_code" not in g["plain"].__code__.co_names  # the real code, once called
     assert g["plain"].__defaults__ == whole["plain"].__defaults__
+
+
+ENVIRON_PROBE = """
+import json, os, pathlib, sys
+e = os.environ
+e["NR_A"] = "1"
+out = [e.get("NR_A"), e.get("NR_NONE", "d"), "NR_A" in e, "NR_NONE" in e,
+       sorted(k for k in dict(e) if k.startswith("NR_")), e.copy()["NR_A"],
+       sorted(k for k in e.keys() if k.startswith("NR_")),
+       [v for k, v in e.items() if k == "NR_A"], "1" in e.values(),
+       e.setdefault("NR_B", "2"), e.setdefault("NR_B", "3"), e.pop("NR_B"),
+       e.pop("NR_B", "gone"), e == dict(e), os.getenv("NR_A"),
+       isinstance(pathlib.PurePath("x"), os.PathLike), isinstance("x", os.PathLike)]
+e.update({"NR_C": "c"}, NR_D="d")
+out += [os.environ["NR_C"], os.environ["NR_D"], os.path.join("a", "b")]
+del e["NR_A"]
+out.append("NR_A" in e)
+import collections.abc
+out.append(isinstance(os.environ, collections.abc.MutableMapping) or "stand-in")
+out.append(type(sys.modules["_collections_abc"].Sequence).__name__)
+print(json.dumps(out))
+"""
+
+
+def test_os_imported_over_the_boots_stand_in_behaves_as_os():
+    """The boot imports os over a stand-in for _collections_abc (BOOT_CACHED): what
+    notrest does with os.environ and os.PathLike gives what it gives in a plain
+    interpreter, and whatever imports _collections_abc later gets the real one."""
+    stand_in = notrest.BOOT_CACHED[:notrest.BOOT_CACHED.index("import os\na = sys.argv")]
+    assert "sys.modules[\"_collections_abc\"] = m" in stand_in
+    results = []
+    for prelude in ("", stand_in):
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", prelude + ENVIRON_PROBE],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        results.append(json.loads(proc.stdout))
+    plain, boot = results
+    assert plain[:-2] == boot[:-2]
+    assert plain[-1] == boot[-1] == "ABCMeta"  # the real _collections_abc, later
+    assert boot[-2] == "stand-in"  # os.environ's base is the stand-in: said, kept
+    skipped = subprocess.run([sys.executable, "-I", "-S", "-c", stand_in + (
+        "import sys; print('_collections_abc' in sys.modules)")], capture_output=True,
+        text=True, timeout=60)
+    assert skipped.stdout.strip() == "False", "os came without _collections_abc"
