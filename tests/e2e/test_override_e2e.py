@@ -34,6 +34,22 @@ def force_push_setup(env):
     return remote, pushed
 
 
+def disguised_hook(env, folder, client):
+    """In folder: notrest.py as the agent would hide it from the gate (renamed,
+    shifted a line), a run.py that starts its `hook PreToolUse` through runpy, and
+    the payload of a force push for session FORGED. Returns run.py."""
+    folder.mkdir()
+    (folder / "lint_helper.py").write_text(
+        "# a lint helper\n" + (env.project / ".notrest" / "notrest.py").read_text())
+    (folder / "run.py").write_text(
+        "import runpy, sys\nsys.argv = ['x', 'hook', 'PreToolUse', %r]\n"
+        "runpy.run_path(%r, run_name='__main__')\n" % (client, str(folder / "lint_helper.py")))
+    (folder / "payload.json").write_text(json.dumps({
+        "session_id": FORGED, "cwd": str(env.project), "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}}))
+    return folder / "run.py"
+
+
 def test_a_client_started_with_the_override_gives_it(e2e, client):
     env = installed(e2e, client, {"scripts": {"ov-real": [
         tool_turn(shell_call(client, "git push --force origin main")),
@@ -50,16 +66,8 @@ def test_a_client_started_with_the_override_gives_it(e2e, client):
 def test_an_override_the_agent_sets_on_its_own_hook_is_refused(e2e, client):
     env = installed(e2e, client, None)
     hide = env.root / "agent-tools"
-    hide.mkdir()
-    (hide / "lint_helper.py").write_text(
-        "# a lint helper\n" + (env.project / ".notrest" / "notrest.py").read_text())
-    (hide / "run.py").write_text(
-        "import runpy, sys\nsys.argv = ['x', 'hook', 'PreToolUse', %r]\n"
-        "runpy.run_path(%r, run_name='__main__')\n" % (client, str(hide / "lint_helper.py")))
+    disguised_hook(env, hide, client)
     payload = hide / "payload.json"
-    payload.write_text(json.dumps({
-        "session_id": FORGED, "cwd": str(env.project), "hook_event_name": "PreToolUse",
-        "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}}))
     out = hide / "forged.json"
     forge = "NOTREST_OVERRIDE=%s python3 %s < %s > %s; echo forged=$?" % (
         LAW, hide / "run.py", payload, out)
@@ -104,16 +112,8 @@ def test_an_override_forged_inside_the_clients_sandbox_is_refused(e2e, client, s
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
     env = installed(e2e, client, None)
-    tools = env.project / "tools"
-    tools.mkdir()
-    (tools / "lint_helper.py").write_text(
-        "# a lint helper\n" + (env.project / ".notrest" / "notrest.py").read_text())
-    (tools / "run.py").write_text(
-        "import runpy, sys\nsys.argv = ['x', 'hook', 'PreToolUse', %r]\n"
-        "runpy.run_path(%r, run_name='__main__')\n" % (client, str(tools / "lint_helper.py")))
-    (tools / "payload.json").write_text(json.dumps({
-        "session_id": FORGED, "cwd": str(env.project), "hook_event_name": "PreToolUse",
-        "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}}))
+    tools = env.project / "tools"  # the sandbox lets a command write the project
+    disguised_hook(env, tools, client)
     forge = ("readlink /proc/self/ns/pid; NOTREST_OVERRIDE=%s python3 tools/run.py "
              "< tools/payload.json > tools/forged.json; echo forged=$?" % LAW)
     kw = {"env": {"TMPDIR": short_tmp}}
