@@ -10271,9 +10271,9 @@ def cli_writer_inside(journal_path):
         if not isinstance(pid, int):
             rec = load_session_record(estate, session) or {}
             pid, start = rec.get("client_pid"), rec.get("client_start")
-        _INSIDE[key] = bool(isinstance(pid, int) and not entry.get("ended") and (
-            pid in ancestor_pids() and process_alive(pid, start) or
-            unseen_live(estate, entry, pid_namespace())))
+        _INSIDE[key] = isinstance(pid, int) and live_here(
+            estate, dict(entry, pid=pid, pid_start=start), pid_namespace(),
+            set(ancestor_pids()))
     return _INSIDE[key]
 
 
@@ -10336,25 +10336,32 @@ def unseen_live(estate, entry, ns):
     return age < LIVE_WINDOW_S
 
 
+def live_here(estate, entry, ns, ancestors=None):
+    """Whether a session's client is live (and, given ancestors, above this
+    process), or may be: registered in another pid namespace, where it cannot be
+    seen from here (unseen_live)."""
+    if entry.get("ended"):
+        return False
+    pid = entry.get("pid")
+    if (ancestors is None or pid in ancestors) and process_alive(
+            pid, entry.get("pid_start")):
+        return True
+    return unseen_live(estate, entry, ns)
+
+
 def any_live_session(estate):
     ns = pid_namespace()
-    return any(not e.get("ended") and (process_alive(e.get("pid"), e.get("pid_start"))
-                                       or unseen_live(estate, e, ns))
-               for e in load_index(estate))
+    return any(live_here(estate, e, ns) for e in load_index(estate))
 
 
 def client_session_here(estate):
     """The live session whose client this process runs under, or None. A session
     that may be live, registered in another pid namespace than this process's (a
     client's sandbox), counts: from in there its client cannot be seen."""
-    ancestors = set(ancestor_pids())
-    ns = pid_namespace()
-    for entry in load_index(estate):
-        pid = entry.get("pid")
-        if not entry.get("ended") and (pid in ancestors and process_alive(
-                pid, entry.get("pid_start")) or unseen_live(estate, entry, ns)):
-            return entry["session"]
-    return None
+    ancestors, ns = set(ancestor_pids()), pid_namespace()
+    entry = next((e for e in load_index(estate) if live_here(estate, e, ns, ancestors)),
+                 None)
+    return entry and entry["session"]
 
 
 ROLLOUT_READ_MAX = 8 * 1024 * 1024
@@ -17166,15 +17173,18 @@ exec "$py" -I -S -c "$load" "$dir/%(boot_file)s" "$boot" "$dir/.." "$key" "$cach
 # The loader: what the launcher compiles at every launch (~0.1 ms; the boot would
 # cost ~0.7). It runs the boot's code from BOOT_FILE when its header is this
 # interpreter's magic, else the boot's source (its second argument); either way
-# the boot sees the arguments it always saw. BOOT_FILE is a harness file like the
-# launchers: install writes it, the manifest covers it.
+# the boot sees the arguments it always saw. It opens BOOT_FILE non-blocking and
+# reads only a regular file (a FIFO there would hold the hook until the client's
+# timeout, and a client runs the call when a hook gives no answer). BOOT_FILE is a
+# harness file like the launchers: install writes it, the manifest covers it.
 BOOT_LOADER = """import sys
 a = sys.argv
 s = a.pop(2)
 try:
-    h = open(a.pop(1), "rb")
-    b = h.read(65536)
-    h.close()
+    p = sys.modules["posix"]
+    h = p.open(a.pop(1), 2048)
+    b = p.read(h, 65536) if p.fstat(h).st_mode >> 12 == 8 else b""
+    p.close(h)
     if b[:4] == sys.modules["_frozen_importlib_external"].MAGIC_NUMBER:
         c = sys.modules["marshal"].loads(b[16:])
         s = c if hasattr(c, "co_code") else s

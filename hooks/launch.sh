@@ -117,9 +117,10 @@ load='import sys
 a = sys.argv
 s = a.pop(2)
 try:
-    h = open(a.pop(1), "rb")
-    b = h.read(65536)
-    h.close()
+    p = sys.modules["posix"]
+    h = p.open(a.pop(1), 2048)
+    b = p.read(h, 65536) if p.fstat(h).st_mode >> 12 == 8 else b""
+    p.close(h)
     if b[:4] == sys.modules["_frozen_importlib_external"].MAGIC_NUMBER:
         c = sys.modules["marshal"].loads(b[16:])
         s = c if hasattr(c, "co_code") else s

@@ -454,7 +454,7 @@ def test_a_store_an_earlier_install_named_is_used_and_renamed_by_the_next(proj):
     assert store.is_dir() and not older.exists()
 
 
-@pytest.mark.parametrize("how", ["another-python", "cut", "garbage", "missing"])
+@pytest.mark.parametrize("how", ["another-python", "cut", "garbage", "missing", "fifo"])
 def test_a_boot_file_that_cannot_run_falls_back_to_the_boot_source(proj, how):
     """boot.bin for another interpreter (its magic), cut short, garbage or gone:
     the loader runs the boot's source instead, and the gate judges as ever."""
@@ -466,6 +466,9 @@ def test_a_boot_file_that_cannot_run_falls_back_to_the_boot_source(proj, how):
         path.write_bytes(data[:len(data) // 2])
     elif how == "garbage":
         path.write_bytes(data[:16] + b"\xff" * 200)
+    elif how == "fifo":  # opened for reading, a FIFO would wait for a writer
+        path.unlink()
+        os.mkfifo(str(path))
     else:
         path.unlink()
     assert gate(proj, "rm -rf ~", "boot-" + how) == "deny"
