@@ -17,21 +17,10 @@ import pytest
 
 import rig
 from rig import shell_call, text_turn, tool_turn
-from test_scenarios import git, installed, journal, run, sid_of
+from test_scenarios import force_push_setup, git, installed, journal, run, sid_of
 
 LAW = "no-force-push"
 FORGED = "forged-e2e"
-
-
-def force_push_setup(env):
-    """A local bare remote whose main a force push would rewrite."""
-    remote = env.root / "remote.git"
-    git(env.root, "init", "-q", "--bare", "-b", "main", str(remote))
-    git(env.project, "remote", "add", "origin", str(remote))
-    git(env.project, "push", "-q", "origin", "main")
-    pushed = git(remote, "rev-parse", "refs/heads/main")
-    git(env.project, "commit", "-q", "--amend", "-m", "rewritten history")
-    return remote, pushed
 
 
 def disguised_hook(env, folder, client):

@@ -180,6 +180,18 @@ def hook_answers(res, hook_name):
             if ev.get("subtype") == "hook_response" and ev.get("hook_name") == hook_name]
 
 
+def force_push_setup(env):
+    """A local bare remote whose main a force push of env.project would rewrite:
+    (remote, the commit its main is at); the project's main is amended."""
+    remote = env.root / "remote.git"
+    git(env.root, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(env.project, "remote", "add", "origin", str(remote))
+    git(env.project, "push", "-q", "origin", "main")
+    pushed = git(remote, "rev-parse", "refs/heads/main")
+    git(env.project, "commit", "-q", "--amend", "-m", "rewritten history")
+    return remote, pushed
+
+
 # --------------------------------------------------------------------------
 # 1. starts knowing
 # --------------------------------------------------------------------------
@@ -219,13 +231,7 @@ def test_2_gate_denies_a_destructive_call(e2e, client):
         turns.append(tool_turn(shell_call(client, "rm -rf ~")))
     turns.append(text_turn("gave up"))
     env = installed(e2e, client, {"scripts": {"scenario-2": turns}})
-    # a local bare remote whose main the force push would rewrite
-    remote = env.root / "remote.git"
-    git(env.root, "init", "-q", "--bare", "-b", "main", str(remote))
-    git(env.project, "remote", "add", "origin", str(remote))
-    git(env.project, "push", "-q", "origin", "main")
-    pushed = git(remote, "rev-parse", "refs/heads/main")
-    git(env.project, "commit", "-q", "--amend", "-m", "rewritten history")
+    remote, pushed = force_push_setup(env)
     rewritten = git(env.project, "rev-parse", "HEAD")
     assert rewritten != pushed
     canary = env.home / "canary.txt"
