@@ -20578,7 +20578,8 @@ CODEX_EVENT_KEYS = {
     "PostCompact": "post_compact", "SessionEnd": "session_end",
 }
 CODEX_MATCHER_EVENTS = ("PreToolUse", "PostToolUse", "PermissionRequest")
-APP_SERVER_TIMEOUT_S = 30
+APP_SERVER_TIMEOUT_S = 30  # for each answer; a server that gives none is started again
+APP_SERVER_ATTEMPTS = 2
 
 
 def codex_home(env=None):
@@ -20735,52 +20736,79 @@ def find_codex(env=None, explicit=None):
     return found
 
 
+class AppServerSilent(NotrestError):
+    """`codex app-server` gave no answer in time, or ended before it answered: worth
+    one more try with a fresh server (every call trust makes can be made again)."""
+
+
 class CodexAppServer:
-    """`codex app-server`: one JSON-RPC message per line on stdin/stdout."""
+    """`codex app-server`: one JSON-RPC message per line on stdin/stdout. Its stderr
+    goes to a temporary file, whose last line is named when it fails."""
 
     def __init__(self, codex, cwd, env):
         import subprocess
+        import tempfile
+        self.errors = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL,
-                                         start_new_session=True)
+                                         stderr=self.errors, start_new_session=True)
         except OSError as exc:
+            self.errors.close()
             raise NotrestError("cannot start codex (%s)" % exc.strerror, codex,
                                "name a working codex binary with --codex PATH")
         self.next_id = 1
-        self.deadline = time.monotonic() + APP_SERVER_TIMEOUT_S
-        self.call("initialize", {"clientInfo": {"name": "notrest", "version":
-                                                __version__}})
-        self.send({"method": "initialized"})
+        try:
+            self.call("initialize", {"clientInfo": {"name": "notrest", "version":
+                                                    __version__}})
+            self.send({"method": "initialized"})
+        except NotrestError:
+            self.close()
+            raise
+
+    def last_words(self):
+        """The last line the server wrote to stderr, cleaned and cut, or ""."""
+        try:
+            self.errors.seek(0, os.SEEK_END)
+            size = self.errors.tell()
+            self.errors.seek(max(0, size - 4096))
+            tail = self.errors.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+        lines = [line.strip() for line in tail.splitlines() if line.strip()]
+        return clean_text(redact_clip(lines[-1], 200, squash=True)) if lines else ""
+
+    def silent(self, what):
+        words = self.last_words()
+        return AppServerSilent("codex app-server %s%s" % (
+            what, "; its last words: %s" % words if words else ""), "",
+            "check that `codex app-server` runs here, and run the trust again; or "
+            "trust the hooks in Codex itself (/hooks)")
 
     def send(self, message):
         try:
             self.proc.stdin.write((json_dumps(message) + "\n").encode("utf-8"))
             self.proc.stdin.flush()
         except OSError:
-            raise NotrestError("codex app-server stopped early", "",
-                               "check that `codex app-server` runs here; or trust the "
-                               "hooks in Codex itself (/hooks)")
+            raise self.silent("stopped early")
 
     def call(self, method, params):
         import select
         ident = self.next_id
         self.next_id += 1
         self.send({"id": ident, "method": method, "params": params})
+        deadline = time.monotonic() + APP_SERVER_TIMEOUT_S
         while True:
-            left = self.deadline - time.monotonic()
+            left = deadline - time.monotonic()
             ready = select.select([self.proc.stdout], [], [], max(0, left))[0]
             line = self.proc.stdout.readline() if ready else b""
             if not line:
                 ended = self.proc.poll()
-                raise NotrestError("codex app-server %s" % (
+                raise self.silent(
                     "gave no answer to %s within %d s" % (method, APP_SERVER_TIMEOUT_S)
                     if not ready else "ended before it answered %s (%s)" % (
                         method, "its output closed" if ended is None else
-                        "exit %s" % ended)), "",
-                    "check that `codex app-server` runs here, and run the trust "
-                    "again; or trust the hooks in Codex itself (/hooks)")
+                        "exit %s" % ended))
             try:
                 message = json_loads(line.decode("utf-8", "replace"))
             except ValueError:
@@ -20803,6 +20831,11 @@ class CodexAppServer:
         except OSError:
             pass
         self.proc.wait()
+        for stream in (self.proc.stdout, self.errors):
+            try:
+                stream.close()
+            except OSError:
+                pass
 
 
 def _notrest_listed(hook, root, project, plugin):
@@ -20838,25 +20871,15 @@ def trust_codex(root, env=None, codex=None, plugin=False):
                            "trust it in Codex yourself if you mean to, or install the "
                            "notrest Codex plugin, whose hooks also run in untrusted "
                            "projects")
-    report = []
-    server = CodexAppServer(binary, root, env)
-    try:
-        if project and level != "trusted":
-            server.call("config/batchWrite", {"edits": [{
-                "keyPath": "projects", "mergeStrategy": "upsert",
-                "value": {root: {"trust_level": "trusted"}}}]})
-            report.append("trusted the project %s in Codex (so it loads its .codex/)" %
-                          root)
-        hooks = _listed_notrest_hooks(server, root, project, plugin)
-        todo = {h["key"]: h["currentHash"] for h in hooks if h.get("trustStatus") !=
-                "trusted" and h.get("key") and h.get("currentHash")}
-        if todo:
-            server.call("config/batchWrite", {"edits": [{
-                "keyPath": "hooks.state", "mergeStrategy": "upsert",
-                "value": {key: {"trusted_hash": value} for key, value in todo.items()}}]})
-        final = _listed_notrest_hooks(server, root, project, plugin)
-    finally:
-        server.close()
+    report, todo = [], {}
+    for attempt in range(APP_SERVER_ATTEMPTS):
+        try:  # every step is an upsert or a read: a fresh server can make them again
+            final = _trust_through(CodexAppServer(binary, root, env), root, project,
+                                   plugin, level, report, todo)
+            break
+        except AppServerSilent:
+            if attempt + 1 == APP_SERVER_ATTEMPTS:
+                raise
     for kind, wanted in (("project", project), ("plugin", plugin)):
         if wanted and not any(_hook_kind(h) == kind for h in final):
             raise NotrestError("Codex lists no notrest %s hook" % kind, path,
@@ -20882,6 +20905,30 @@ def trust_codex(root, env=None, codex=None, plugin=False):
         report.append("%d of them are switched off in Codex (/hooks): %s" % (
             len(disabled), ", ".join(disabled[:3])))
     return report
+
+
+def _trust_through(server, root, project, plugin, level, report, todo):
+    """The trust's calls on one app-server; returns the notrest hooks it lists at the
+    end. report and todo gather what was done (kept across a second attempt)."""
+    try:
+        if project and level != "trusted":
+            server.call("config/batchWrite", {"edits": [{
+                "keyPath": "projects", "mergeStrategy": "upsert",
+                "value": {root: {"trust_level": "trusted"}}}]})
+            line = "trusted the project %s in Codex (so it loads its .codex/)" % root
+            if line not in report:
+                report.append(line)
+        hooks = _listed_notrest_hooks(server, root, project, plugin)
+        fresh = {h["key"]: h["currentHash"] for h in hooks if h.get("trustStatus") !=
+                 "trusted" and h.get("key") and h.get("currentHash")}
+        if fresh:
+            server.call("config/batchWrite", {"edits": [{
+                "keyPath": "hooks.state", "mergeStrategy": "upsert",
+                "value": {key: {"trusted_hash": value} for key, value in fresh.items()}}]})
+            todo.update(fresh)
+        return _listed_notrest_hooks(server, root, project, plugin)
+    finally:
+        server.close()
 
 
 def _hook_kind(hook):

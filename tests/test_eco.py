@@ -393,6 +393,89 @@ def test_trust_without_a_working_codex_says_what_to_do(proj, tmp_path):
     assert installed.code == 1 and "Codex trust FAILED" in installed.stdout
 
 
+# A stand-in `codex app-server`: answers initialize, config/batchWrite (kept in
+# trust.json next to it) and hooks/list (the project's notrest hooks, as Codex lists
+# them). HANG names how many starts go silent at their first config/batchWrite,
+# after a line on stderr; every start is counted in starts.
+FAKE_APP_SERVER = r"""#!%(python)s
+import json, os, sys, time
+sys.path.insert(0, %(repo)r)
+import notrest
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "starts"), "a") as f:
+    f.write("x")
+starts = len(open(os.path.join(here, "starts")).read())
+hang = starts <= int(open(os.path.join(here, "HANG")).read())
+store = os.path.join(here, "trust.json")
+state = json.load(open(store)) if os.path.exists(store) else {}
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, result = msg.get("method"), {}
+    if "id" not in msg:
+        continue
+    if method == "config/batchWrite":
+        if hang:
+            sys.stderr.write("ERROR codex: lock held; token ghp_%(token)s\n")
+            sys.stderr.flush()
+            time.sleep(3600)
+        for edit in msg["params"]["edits"]:
+            state.setdefault(edit["keyPath"], {}).update(edit["value"])
+        json.dump(state, open(store, "w"))
+    elif method == "hooks/list":
+        trusted = state.get("hooks.state", {})
+        path = notrest.client_settings_path(os.getcwd(), "codex")
+        hooks = [{"key": key, "currentHash": digest, "source": "project",
+                  "sourcePath": path, "command": notrest.HOOK_MARK, "enabled": True,
+                  "trustStatus": "trusted" if trusted.get(key, {}).get(
+                      "trusted_hash") == digest else "untrusted"}
+                 for _e, key, digest in notrest.codex_project_hooks(os.getcwd())]
+        result = {"data": [{"cwd": os.getcwd(), "hooks": hooks}]}
+    sys.stdout.write(json.dumps({"id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def _fake_app_server(tmp_path, hang):
+    fake = tmp_path / "fakecodex" / "codex"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_APP_SERVER % {"python": sys.executable, "repo": str(REPO),
+                                       "token": "A1b2" * 9})
+    fake.chmod(0o755)
+    (fake.parent / "HANG").write_text(str(hang))
+    return fake
+
+
+def test_trust_starts_a_second_app_server_when_the_first_goes_silent(proj, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setattr(notrest, "APP_SERVER_TIMEOUT_S", 1)
+    fake = _fake_app_server(tmp_path, hang=1)
+    env = dict(os.environ, HOME=str(proj.home), CODEX_HOME=str(proj.home / ".codex"))
+    report = notrest.trust_codex(str(proj.root), env, str(fake))
+    assert (fake.parent / "starts").read_text() == "xx"
+    assert sum("trusted the project" in line for line in report) == 1, report
+    hooks = notrest.codex_project_hooks(str(proj.root))
+    assert "Codex trusts the %d notrest project hooks for this project (%d newly)" % (
+        len(hooks), len(hooks)) in "\n".join(report), report
+    kept = json.loads((fake.parent / "trust.json").read_text())
+    assert kept["hooks.state"] == {key: {"trusted_hash": digest}
+                                   for _e, key, digest in hooks}
+
+
+def test_trust_against_an_app_server_that_stays_silent_names_its_last_words(
+        proj, tmp_path, monkeypatch):
+    monkeypatch.setattr(notrest, "APP_SERVER_TIMEOUT_S", 1)
+    fake = _fake_app_server(tmp_path, hang=9)
+    env = dict(os.environ, HOME=str(proj.home), CODEX_HOME=str(proj.home / ".codex"))
+    with pytest.raises(notrest.NotrestError) as failed:
+        notrest.trust_codex(str(proj.root), env, str(fake))
+    said = str(failed.value)
+    assert "gave no answer to config/batchWrite within 1 s" in said, said
+    assert "its last words: ERROR codex: lock held" in said, said
+    assert "ghp_" + "A1b2" * 9 not in said, "a secret in its stderr is redacted"
+    assert (fake.parent / "starts").read_text() == "x" * notrest.APP_SERVER_ATTEMPTS
+    assert not (fake.parent / "trust.json").exists()
+
+
 # The trust Codex records covers each hook's command text and timeout: a change here
 # makes every user's notrest hooks untrusted again (silently skipped until they run
 # `trust codex` again). Change it only on purpose, and say so in the release notes.
