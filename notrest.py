@@ -11753,7 +11753,32 @@ def write_learn_json(path, text):
         aside = keep_damaged(path)
         estate_note("kept the damaged %s as %s" % (path, aside))
     _DAMAGED_LEARN.discard(path)
-    write_atomic(path, text, durable=False)
+    if not holds_exactly(path, text):  # a rename costs a Stop ~0.3 ms on ext4
+        write_atomic(path, text, durable=False)
+
+
+def holds_exactly(path, text):
+    """Whether path is a regular file (not a symlink) whose bytes are text's."""
+    data = text.encode("utf-8")
+    try:
+        fd = os.open(path, _OPEN_READ | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if st.st_mode & 0o170000 != 0o100000 or st.st_size != len(data):
+            return False
+        have, view = b"", None
+        while len(have) < len(data):
+            view = os.read(fd, len(data) - len(have))
+            if not view:
+                break
+            have += view
+        return have == data
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _note_ngram(state, key, values, sid, line, commands):

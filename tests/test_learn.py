@@ -188,6 +188,35 @@ def test_a_stop_runs_learning_by_itself(proj):
     assert [c["pattern"] for c in candidates["candidates"]] == [["make fmt", "make lint"]]
 
 
+def test_a_stop_that_teaches_nothing_leaves_the_learned_state_file_alone(proj):
+    """Each stop journals a line and learns it; when that changes nothing learned,
+    state.json keeps its inode (no rename: ~0.3 ms of every Stop on ext4), while
+    the cursors move. A symlink there is replaced even when its bytes would do."""
+    estate = proj.estate
+    for n in range(3):
+        proj.hook("SessionStart", proj.payload("SessionStart", "same-%d" % n,
+                                               source="startup"))
+        write_session(estate, "same-%d" % n, [tool("make fmt"), tool("make lint")])
+    proj.hook("Stop", proj.payload("Stop", "same-0"))
+    learned = proj.root / ".notrest" / "learned"
+    state, cursors = learned / "state.json", learned / "cursors.json"
+    before, moved = state.stat().st_ino, cursors.read_text()
+    proj.hook("Stop", proj.payload("Stop", "same-0"))
+    assert state.stat().st_ino == before, "an unchanged state was written again"
+    assert cursors.read_text() != moved, "the stop's own line was learned"
+    write_session(estate, "same-1", [tool("make docs")])
+    proj.hook("Stop", proj.payload("Stop", "same-1"))
+    assert state.stat().st_ino != before and '"make docs"' in state.read_text()
+    copy = learned / "elsewhere.json"
+    copy.write_bytes(state.read_bytes())
+    state.unlink()
+    state.symlink_to(copy)
+    assert notrest.holds_exactly(str(copy), copy.read_text())
+    assert not notrest.holds_exactly(str(state), copy.read_text())
+    notrest.write_learn_json(str(state), copy.read_text())
+    assert not state.is_symlink() and state.read_text() == copy.read_text()
+
+
 def test_learn_streams_a_million_line_estate(tmp_path):
     root = tmp_path / "big"
     journal = root / ".notrest" / "journal"
