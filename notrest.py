@@ -179,6 +179,31 @@ ACTION_RANK = {"allow": 0, "warn": 1, "ask": 2, "deny": 3, "block": 3}
 # The hook path must not import `json` (it pulls in `re`): the C scanner of `_json`
 # parses, a small encoder writes. Both fall back to `json` where `_json` is absent.
 
+def _extension(name):
+    """An extension module of the interpreter's own (_json, zlib): built in, or its
+    file in the interpreter's lib-dynload folder loaded straight. A hook's first
+    import through the path finder lists the library folders, ~0.25 ms of every
+    hook; any surprise falls back to a plain import (ImportError when absent)."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    if name not in sys.builtin_module_names:
+        try:
+            boot = sys.modules["_frozen_importlib"]
+            ext = sys.modules["_frozen_importlib_external"]
+            for folder in sys.path:
+                if folder.endswith("/lib-dynload"):
+                    path = "%s/%s%s" % (folder, name, ext.EXTENSION_SUFFIXES[0])
+                    if os.stat(path).st_mode & 0o170000 == 0o100000:
+                        spec = boot.ModuleSpec(name, ext.ExtensionFileLoader(name, path),
+                                               origin=path)
+                        spec.has_location = True  # __file__, as import sets it
+                        return boot._load(spec)
+        except Exception:
+            pass
+    return __import__(name)
+
+
 class _ScanContext:
     strict = False
     object_hook = None
@@ -200,7 +225,7 @@ def json_loads(text):
     """Parse one JSON document; ValueError when it is not exactly one."""
     if not _SCANNER:
         try:
-            import _json
+            _json = _extension("_json")
             _SCANNER.append(_json.make_scanner(_ScanContext()))
         except (ImportError, AttributeError, TypeError):
             import json
@@ -285,7 +310,7 @@ def json_dumps(obj):
     (no `json` import), else a small one written here."""
     if not _ENCODER:
         try:
-            import _json
+            _json = _extension("_json")
             _ENCODER.append(_json.make_encoder(
                 None, None, _json.encode_basestring_ascii, None, ":", ",", True, False,
                 False))  # NaN raises here; the fallback below writes null
@@ -7223,7 +7248,7 @@ def _crc(text):
 
 def _crc_fast(text):
     try:
-        import zlib
+        zlib = _extension("zlib")
     except ImportError:
         return _crc(text)
     return "%08x" % zlib.adler32(text.encode("utf-8"))
@@ -11643,7 +11668,7 @@ def command_units(command, cwd="/"):
 
 
 def _stable_id(prefix, text):
-    import zlib
+    zlib = _extension("zlib")
     return "%s-%08x" % (prefix, zlib.crc32(text.encode("utf-8")) & 0xFFFFFFFF)
 
 

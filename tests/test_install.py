@@ -445,3 +445,43 @@ def test_os_imported_over_the_boots_stand_in_behaves_as_os():
         "import sys; print('_collections_abc' in sys.modules)")], capture_output=True,
         text=True, timeout=60)
     assert skipped.stdout.strip() == "False", "os came without _collections_abc"
+
+
+EXTENSION_PROBE = """
+import sys
+sys.path.insert(0, %r)
+import notrest
+out = {}
+for name in ("_json", "zlib", "_operator"):
+    module = notrest._extension(name)
+    out[name] = [module is sys.modules[name], getattr(module, "__file__", "built in"),
+                 module.__spec__.origin]
+out["finder"] = sorted(k for k in sys.path_importer_cache if "lib-dynload" in k)
+try:
+    notrest._extension("notrest_no_such_extension")
+except ImportError as exc:
+    out["absent"] = type(exc).__name__
+out["scan"] = notrest.json_loads('{"a": [1, 2.5, "\\\\u00e9"]}')
+out["crc"] = notrest._crc_fast("x" * 300) == notrest._crc("x" * 300)
+import json
+print(json.dumps(out))
+"""
+
+
+def test_extension_modules_load_straight_as_a_plain_import_would():
+    """_extension loads _json and zlib from the interpreter's lib-dynload folder
+    without the path finder: the same file a plain import finds, in sys.modules,
+    working; a built-in one and an absent one behave as with import."""
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", EXTENSION_PROBE % str(
+        REPO)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    plain = subprocess.run([sys.executable, "-I", "-S", "-c",
+                            "import _json, zlib, json\nprint(json.dumps([getattr(m, "
+                            "'__file__', 'built in') for m in (_json, zlib)]))"],
+                           capture_output=True, text=True, timeout=60)
+    assert [got["_json"][1], got["zlib"][1]] == json.loads(plain.stdout)
+    assert all(got[name][0] for name in ("_json", "zlib", "_operator"))
+    assert got["absent"] == "ModuleNotFoundError"
+    assert got["scan"] == {"a": [1, 2.5, "\u00e9"]} and got["crc"] is True
+    assert got["finder"] == [], "the path finder listed lib-dynload: no straight load"
