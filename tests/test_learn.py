@@ -177,12 +177,16 @@ def test_stop_time_learning_is_bounded_in_work_and_catches_up(proj):
     assert reads[-1] == 0
 
 
-def test_a_stop_runs_learning_by_itself(proj):
-    estate = proj.estate
-    for n in range(3):
-        proj.hook("SessionStart", proj.payload("SessionStart", "auto-%d" % n,
+def started_sessions(proj, prefix, commands, count=3):
+    """count sessions started through the hook, each journaling the commands."""
+    for n in range(count):
+        proj.hook("SessionStart", proj.payload("SessionStart", "%s-%d" % (prefix, n),
                                                source="startup"))
-        write_session(estate, "auto-%d" % n, [tool("make fmt"), tool("make lint")])
+        write_session(proj.estate, "%s-%d" % (prefix, n), [tool(c) for c in commands])
+
+
+def test_a_stop_runs_learning_by_itself(proj):
+    started_sessions(proj, "auto", ["make fmt", "make lint"])
     proj.hook("Stop", proj.payload("Stop", "auto-0"))
     candidates = json.loads((proj.root / ".notrest/learned/candidates.json").read_text())
     assert [c["pattern"] for c in candidates["candidates"]] == [["make fmt", "make lint"]]
@@ -193,10 +197,7 @@ def test_a_stop_that_teaches_nothing_leaves_the_learned_state_file_alone(proj):
     state.json keeps its inode (no rename: ~0.3 ms of every Stop on ext4), while
     the cursors move. A symlink there is replaced even when its bytes would do."""
     estate = proj.estate
-    for n in range(3):
-        proj.hook("SessionStart", proj.payload("SessionStart", "same-%d" % n,
-                                               source="startup"))
-        write_session(estate, "same-%d" % n, [tool("make fmt"), tool("make lint")])
+    started_sessions(proj, "same", ["make fmt", "make lint"])
     proj.hook("Stop", proj.payload("Stop", "same-0"))
     learned = proj.root / ".notrest" / "learned"
     state, cursors = learned / "state.json", learned / "cursors.json"
