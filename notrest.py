@@ -11786,24 +11786,11 @@ def holds_exactly(path, text):
     """Whether path is a regular file (not a symlink) whose bytes are text's."""
     data = text.encode("utf-8")
     try:
-        fd = os.open(path, _OPEN_READ | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+        st = os.lstat(path)
+        return st.st_mode & 0o170000 == 0o100000 and st.st_size == len(data) and \
+            read_file_bytes(path, cap=len(data)) == data
+    except OSError:  # gone, a FIFO in its place, or grown past the bound meanwhile
         return False
-    try:
-        st = os.fstat(fd)
-        if st.st_mode & 0o170000 != 0o100000 or st.st_size != len(data):
-            return False
-        have, view = b"", None
-        while len(have) < len(data):
-            view = os.read(fd, len(data) - len(have))
-            if not view:
-                break
-            have += view
-        return have == data
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def _note_ngram(state, key, values, sid, line, commands):

@@ -195,7 +195,7 @@ def test_a_stop_runs_learning_by_itself(proj):
 def test_a_stop_that_teaches_nothing_leaves_the_learned_state_file_alone(proj):
     """Each stop journals a line and learns it; when that changes nothing learned,
     state.json keeps its inode (no rename: ~0.3 ms of every Stop on ext4), while
-    the cursors move. A symlink there is replaced even when its bytes would do."""
+    the cursors move. A symlink or a FIFO there is replaced, never read through."""
     estate = proj.estate
     started_sessions(proj, "same", ["make fmt", "make lint"])
     proj.hook("Stop", proj.payload("Stop", "same-0"))
@@ -216,6 +216,10 @@ def test_a_stop_that_teaches_nothing_leaves_the_learned_state_file_alone(proj):
     assert not notrest.holds_exactly(str(state), copy.read_text())
     notrest.write_learn_json(str(state), copy.read_text())
     assert not state.is_symlink() and state.read_text() == copy.read_text()
+    state.unlink()
+    os.mkfifo(str(state))  # read by nothing: a FIFO there is replaced, never opened
+    notrest.write_learn_json(str(state), copy.read_text())
+    assert state.is_file() and state.read_text() == copy.read_text()
 
 
 def test_learn_streams_a_million_line_estate(tmp_path):
