@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-__version__ = "1.0.0"
+__version__ = "2.1.0"
 
 # ==== constants =============================================================
 
@@ -21302,7 +21302,6 @@ def build_parser():
                         "holding .notrest/, else the current folder)")
     parser.add_argument("-V", "--version", action="version", version=__version__)
     sub = parser.add_subparsers(dest="verb", metavar="COMMAND")
-    sub.required = True
 
     def add(name, help_text):
         cmd = sub.add_parser(name, help=help_text, description=help_text,
@@ -21382,7 +21381,8 @@ def build_parser():
     cmd.add_argument("--json", action="store_true")
     cmd = add("allow", "(for people) let the next call a law denies pass, once")
     cmd.add_argument("law")
-    cmd.add_argument("--once", action="store_true", required=True)
+    cmd.add_argument("--once", action="store_true", default=True,
+                     help="the only mode: one call, within --minutes (may be omitted)")
     cmd.add_argument("--why", required=True)
     cmd.add_argument("--minutes", type=int, default=60, help="permit lifetime "
                      "(default 60)")
@@ -21459,7 +21459,11 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:
         return hook_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:  # bare `notrest`: the commands, not argparse's "required" error
+        parser.print_help()
+        return 0
     handler = COMMANDS[args.verb]
     del ESTATE_NOTES[:]
     CLI_WRITER[:] = [True]  # what this command journals, the CLI wrote

@@ -1,5 +1,6 @@
 """The commands people and agents run by hand, through the installed wrapper."""
 import json
+import re
 
 from conftest import REPO
 import notrest
@@ -163,3 +164,34 @@ def test_a_bank_finds_its_codex_session_by_the_thread_id_codex_gives_commands(pr
     unknown = proj.cli("bank", "--note", "other", CODEX_THREAD_ID="cx-nosuch")
     assert unknown.code == 0 and "banked session cx-other (" in unknown.stdout and \
         "$CODEX_THREAD_ID" not in unknown.stdout, unknown.stdout
+
+
+def test_one_version_everywhere_and_it_is_a_real_one():
+    """--version, pyproject and both plugin manifests give one version, 2.x."""
+    version = notrest.__version__
+    assert version.split(".")[0] == "2" and len(version.split(".")) == 3
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert '\nversion = "%s"\n' % version in pyproject
+    for manifest in (".claude-plugin/plugin.json", ".codex-plugin/plugin.json"):
+        assert json.loads((REPO / manifest).read_text())["version"] == version
+    market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())
+    assert {p["version"] for p in market["plugins"]} == {version}
+
+
+def test_bare_notrest_lists_its_commands(proj):
+    result = proj.cli()
+    assert result.code == 0, result.stderr
+    for verb in ("install", "doctor", "packet", "bank", "allow", "laws", "view"):
+        assert re.search(r"\n    %s +\S" % verb, result.stdout), verb
+    assert "required" not in result.stdout + result.stderr
+
+
+def test_a_permit_needs_no_once_flag(proj):
+    granted = proj.cli("allow", "no-force-push", "--why", "fixing history", USER="alice")
+    assert granted.code == 0, granted.stderr
+    payload = proj.payload("PreToolUse", "ov-3", tool_name="Bash",
+                           tool_input={"command": "git push --force origin main"})
+    first = proj.hook("PreToolUse", payload)
+    assert "permissionDecision" not in first.answer.get("hookSpecificOutput", {})
+    second = proj.hook("PreToolUse", payload)
+    assert second.answer["hookSpecificOutput"]["permissionDecision"] == "deny"

@@ -327,7 +327,7 @@ def test_a_long_deny_fits_claudes_first_line_and_keeps_everything_after(proj):
 
 def _plugin_copy(tmp_path):
     """The plugin as a client installs it: the repository copied into its cache."""
-    plugin = tmp_path / "plugin-cache" / "notrest" / "1.0.0"
+    plugin = tmp_path / "plugin-cache" / "notrest" / notrest.__version__
     plugin.mkdir(parents=True)
     shutil.copy(REPO / "notrest.py", plugin / "notrest.py")
     shutil.copytree(REPO / "hooks", plugin / "hooks")
