@@ -21895,9 +21895,21 @@ def cmd_log(args):
         session, total, " (the newest %d shown; --limit 0 shows all)" % len(records)
         if len(records) < total else "",
         ", %d damaged line(s) skipped" % torn if torn else ""))
-    for record in records:
+    for record in calls_before_their_verdicts(records):
         sys.stdout.write("%s  %s\n" % (iso_time(record.get("t")), describe_record(record)))
     return 0
+
+
+def calls_before_their_verdicts(records):
+    """The journal order, except that a PreToolUse verdict (written before the call
+    line it judges) is shown after that call, as a person reads it."""
+    out = list(records)
+    for i in range(len(out) - 1):
+        first, second = out[i], out[i + 1]
+        if first.get("k") in ("deny", "ask") and second.get("k") == "call" and (
+                first.get("what") == second.get("what")):
+            out[i], out[i + 1] = second, first
+    return out
 
 
 def describe_record(rec):
@@ -21927,8 +21939,9 @@ def describe_record(rec):
     if kind == "integrity" and isinstance(rec.get("drift"), list):
         return "HARNESS DRIFT found by %s: %s" % (rec.get("by"), one_line(drift_text([
             d for d in rec["drift"] if isinstance(d, dict)]), 300))
-    rest = {k: v for k, v in rec.items() if k not in ("v", "t", "k", "c", "e", "ms", "~")}
-    return "%s %s" % (kind, one_line(json_dumps(rest), 160))
+    rest = ["%s=%s" % (k, one_line(v if isinstance(v, str) else json_dumps(v), 60))
+            for k, v in sorted(rec.items()) if k not in ("v", "t", "k", "c", "e", "ms", "~")]
+    return "%s %s" % (kind, one_line(", ".join(rest), 160))
 
 
 def cmd_status(args):

@@ -195,3 +195,15 @@ def test_a_permit_needs_no_once_flag(proj):
     assert "permissionDecision" not in first.answer.get("hookSpecificOutput", {})
     second = proj.hook("PreToolUse", payload)
     assert second.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_the_log_shows_a_call_before_its_verdict_and_no_raw_json(proj):
+    for command in ("git push --force origin main", "ls"):
+        proj.hook("PreToolUse", proj.payload("PreToolUse", "log-1", tool_name="Bash",
+                                             tool_input={"command": command}))
+    proj.cli("bank", "--session", "log-1", "--open", "ship it")
+    lines = proj.cli("log", "--session", "log-1").stdout.splitlines()[1:]
+    kinds = [line.split("  ", 1)[1].split(" ")[0] for line in lines]
+    call = kinds.index("call")
+    assert kinds[call + 1] == "DENIED" and "git push --force" in lines[call]
+    assert not any("{" in line for line in lines), lines
