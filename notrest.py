@@ -9556,12 +9556,15 @@ class Spawned:
     path): posix_spawn in its own session, stdout on a pipe. finish() reads it,
     bounded in time, and kills its process group on timeout."""
 
-    def __init__(self, argv):
+    def __init__(self, argv, env=None):
         self.pid, self.fd = None, None
+        if argv is None:  # not to be run (GitUnsafe): finish() says 127
+            return
         read_fd, write_fd = os.pipe()
         devnull = os.open(os.devnull, os.O_RDWR)
         try:
-            self.pid = os.posix_spawnp(argv[0], argv, dict(os.environ), file_actions=[
+            self.pid = os.posix_spawnp(argv[0], argv, dict(
+                os.environ if env is None else env), file_actions=[
                 (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
                 (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_CLOSE, read_fd)],
                 setsid=True)
@@ -9592,10 +9595,207 @@ class Spawned:
         return (124 if timed_out else code), b"".join(chunks)
 
 
+# ---- git, neutralised -----------------------------------------------------------
+# Every git call notrest makes (the packet's status, the gate's probes, sync) runs a
+# git that executes nothing the repository, the user or the caller configures: the
+# agent can write .git/config, an included file, ~/.gitconfig and the environment
+# of the commands it starts, and notrest's hooks run outside the clients' sandboxes.
+# Command-line `-c` settings outrank every config file (included ones too), so each
+# key that names a program is set here; filter drivers have names of the repository's
+# choosing, so the names its config files define are found (git_filter_names) and
+# each is emptied. No system or global config is read, no GIT_* variable of the
+# caller's is passed on but those listed, and the network has no helper but the
+# transports a sync needs.
+GIT_NEUTRAL_CONFIG = (
+    "core.fsmonitor=false", "core.untrackedCache=false", "core.hooksPath=/dev/null",
+    "core.pager=cat", "pager.status=false", "core.editor=false",
+    "sequence.editor=false", "diff.external=", "diff.ignoreSubmodules=all",
+    "status.submoduleSummary=false", "submodule.recurse=false",
+    "fetch.recurseSubmodules=false", "core.sshCommand=ssh", "credential.helper=",
+    "core.askPass=", "core.gitProxy=", "core.alternateRefsCommand=",
+    "uploadpack.packObjectsHook=", "gpg.program=false", "log.showSignature=false",
+    "gc.auto=0", "maintenance.auto=false", "protocol.allow=never",
+    "protocol.file.allow=always", "protocol.ssh.allow=always",
+    "protocol.https.allow=always", "protocol.http.allow=always",
+    "protocol.git.allow=always", "core.quotePath=false")
+GIT_FILTER_KEYS = ("clean", "smudge", "process")
+GIT_CONFIG_FILES_MAX = 24          # config files read, includes followed
+GIT_CONFIG_FILE_CAP = 1 << 20      # bytes read of each
+GIT_FILTERS_MAX = 64               # more filter drivers than this: git is not run
+# the git that runs: the first on PATH outside the home folders and the project, so
+# a `git` the agent plants in ~/.local/bin or ~/bin is not notrest's git
+
+
+class GitUnsafe(Exception):
+    """The repository's config could not be read in full: git is not run."""
+
+
+def git_program():
+    """The absolute path of the git notrest runs ("git", which fails to start, when
+    PATH has none outside the home folders)."""
+    homes = set()
+    for home in (os.environ.get("HOME"), _passwd_home()):
+        if home and home.startswith("/") and home != "/":
+            homes.add(os.path.realpath(home).rstrip("/") + "/")
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if not folder.startswith("/"):
+            continue  # a relative PATH entry names the agent's own folders
+        path = os.path.join(folder, "git")
+        real = os.path.realpath(path)
+        if any((real + "/").startswith(h) or (folder + "/").startswith(h) for h in homes):
+            continue
+        if os.path.isfile(real) and os.access(real, os.X_OK):
+            return path
+    return "git"
+
+
+def _passwd_home():
+    try:
+        import pwd
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError, OSError):
+        return ""
+
+
+def git_env(keep=(), base=None):
+    """The environment of a notrest git call: the caller's without GIT_* (but the
+    names in keep), no system or global config, no prompt, C locale."""
+    base = os.environ if base is None else base
+    env = {k: v for k, v in base.items() if not k.startswith("GIT_") or k in keep}
+    env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+                "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+                "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1",
+                "LC_ALL": "C", "LANGUAGE": "C"})
+    return env
+
+
+def git_argv(folder, args, options=(), place=None):
+    """[git, global options, neutral -c settings, args] for a call in folder.
+    options: the caller's own global options (-C, --git-dir, --work-tree), given
+    before the neutral settings so they cannot undo one; place: GIT_DIR and the
+    like that the call is given. Raises GitUnsafe when the repository's config
+    cannot be read in full (too many files, too many filters)."""
+    argv = [git_program(), "--no-pager", "--no-optional-locks"]
+    if folder:
+        argv += ["-C", folder]
+    argv += list(options)
+    for setting in GIT_NEUTRAL_CONFIG:
+        argv += ["-c", setting]
+    for name in sorted(git_filter_names(git_config_dirs(folder, options, place))):
+        for key in GIT_FILTER_KEYS:
+            argv += ["-c", "filter.%s.%s=" % (name, key)]
+        argv += ["-c", "filter.%s.required=false" % name]
+    return argv + list(args)
+
+
+def git_config_dirs(folder, options=(), place=None):
+    """The git folders whose config a call in folder reads: a --git-dir or GIT_DIR
+    given, else the .git found above the work folder (a gitfile followed), and the
+    common folder of a linked worktree."""
+    place = place or {}
+    work, given = folder or os.getcwd(), place.get("GIT_DIR")
+    i = 0
+    while i < len(options):
+        opt = options[i]
+        if opt == "-C" and i + 1 < len(options):
+            work = os.path.join(work, options[i + 1])
+            i += 1
+        elif opt == "--git-dir" and i + 1 < len(options):
+            given = os.path.join(work, options[i + 1])
+            i += 1
+        elif opt.startswith("--git-dir="):
+            given = os.path.join(work, opt[10:])
+        i += 1
+    dirs = []
+    if given:
+        dirs.append(os.path.join(work, given))
+    else:
+        top = git_top(os.path.abspath(work))
+        if top:
+            dirs.append(_gitfile_target(os.path.join(top, ".git")))
+    if place.get("GIT_COMMON_DIR"):
+        dirs.append(os.path.join(work, place["GIT_COMMON_DIR"]))
+    for folder_ in list(dirs):
+        common = _small_text(os.path.join(folder_, "commondir"))
+        if common:
+            dirs.append(os.path.join(folder_, common.strip()))
+    return dirs
+
+
+def _gitfile_target(dot_git):
+    """A .git folder, or the folder a .git file (`gitdir: X`) points at."""
+    if os.path.isdir(dot_git):
+        return dot_git
+    text = _small_text(dot_git) or ""
+    if text.startswith("gitdir:"):
+        return os.path.join(os.path.dirname(dot_git), text[7:].strip())
+    return dot_git
+
+
+def _small_text(path):
+    try:
+        data = read_file_bytes(path, GIT_CONFIG_FILE_CAP)
+    except (OSError, NotrestError):
+        return None
+    return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
+def git_filter_names(dirs):
+    """The filter driver names that the config of these git folders defines, its
+    includes followed (over-approximated: every header and every `path =` line
+    counts; a name too many only costs four more -c settings)."""
+    todo = []
+    for folder in dirs:
+        todo += [os.path.join(folder, "config"), os.path.join(folder, "config.worktree")]
+    seen, names = set(), set()
+    while todo:
+        path = os.path.abspath(todo.pop())
+        if path in seen:
+            continue
+        seen.add(path)
+        if len(seen) > GIT_CONFIG_FILES_MAX:
+            raise GitUnsafe("more than %d git config files" % GIT_CONFIG_FILES_MAX)
+        text = _small_text(path)
+        if text is None:
+            continue
+        for line in text.replace("\r", "\n").split("\n"):
+            _config_line(line.strip(), path, names, todo)
+    if len(names) > GIT_FILTERS_MAX:
+        raise GitUnsafe("more than %d git filter drivers" % GIT_FILTERS_MAX)
+    return names
+
+
+def _config_line(line, path, names, todo):
+    """One config line's part in git_filter_names: a [filter "x"] or [filter.x]
+    header adds x; a `path = ...` value adds a file to read."""
+    if line.startswith("["):
+        head = line[1:].split("]", 1)[0]
+        section, _, rest = head.partition('"')
+        section = section.strip()
+        if section.lower() == "filter" and rest:
+            names.add(rest.rsplit('"', 1)[0].replace('\\"', '"').replace("\\\\", "\\"))
+        elif section.lower().startswith("filter."):
+            names.add(section[7:].lower())
+        line = line[1:].split("]", 1)[1].strip() if "]" in line else ""
+    key, eq, value = line.partition("=")
+    if eq and key.strip().lower() == "path":
+        value = value.split("#", 1)[0].split(";", 1)[0].strip().strip('"')
+        if value.startswith("~/"):
+            value = os.path.join(os.path.expanduser("~"), value[2:])
+        elif value.startswith("%(prefix)/"):
+            value = value[10:]
+        if value:
+            todo.append(os.path.join(os.path.dirname(path), value))
+
+
 def start_git_state(root):
     """Start the packet's one git call; git_state() reads its answer."""
-    return Spawned(["git", "--no-optional-locks", "-C", root, "status",
-                    "--porcelain=v2", "--branch", "-z", "--untracked-files=normal"])
+    try:
+        argv = git_argv(root, ["status", "--porcelain=v2", "--branch", "-z",
+                               "--untracked-files=normal"])
+    except GitUnsafe:
+        argv = None
+    return Spawned(argv, git_env())
 
 
 def git_state(root, started=None):
@@ -15711,13 +15911,11 @@ def _git_query(root, args):
     takes longer than GIT_QUERY_TIMEOUT_S. The repository's own programs are off:
     no fsmonitor, no untracked cache, no hooks, no pager, no optional locks."""
     import subprocess
-    argv = ["git", "--no-pager", "--no-optional-locks", "-C", root, "-c",
-            "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c",
-            "core.hooksPath=/dev/null", "-c", "diff.external="] + list(args)
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
-    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_EXTERNAL_DIFF",
-                "GIT_CONFIG_PARAMETERS"):
-        env.pop(key, None)
+    try:
+        argv = git_argv(root, list(args))
+    except GitUnsafe:
+        return None
+    env = git_env()
     try:
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, timeout=GIT_QUERY_TIMEOUT_S,
@@ -15946,7 +16144,7 @@ def _spawn_capture(argv, timeout, extra_env=None):
     without a shell; 124 when it outlived the timeout, 127 when it did not start."""
     read_fd, write_fd = os.pipe()
     devnull = os.open(os.devnull, os.O_RDWR)
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env = git_env()  # only git is run this way
     env.update(extra_env or {})
     try:
         pid = os.posix_spawnp(argv[0], argv, env, file_actions=[
@@ -15998,7 +16196,14 @@ def git_work_at_risk(cmd, plan, timeout=GIT_PROBE_TIMEOUT_S):
     keep, _ = _git_globals(cmd.argv)
     if not os.path.isdir(cmd.cwd or "/"):
         return None, "its folder %s is not known" % cmd.cwd
-    base = ["git", "--no-optional-locks", "-C", cmd.cwd] + keep
+    where = {k: v for k, v in cmd.env.items() if k in _GIT_PLACE_VARS and isinstance(
+        v, str) and v and "\0" not in v}
+    try:
+        base = git_argv(cmd.cwd, [], keep, where)
+        worktree = git_argv(os.path.join(cmd.cwd, names[0]), []) if (
+            kind == "worktree" and names) else None
+    except GitUnsafe as exc:
+        return None, "its repository's git config could not be read in full (%s)" % exc
     if kind == "stash":
         probe = base + ["rev-parse", "-q", "--verify", "refs/stash"]
     elif kind == "branch":
@@ -16012,16 +16217,13 @@ def git_work_at_risk(cmd, plan, timeout=GIT_PROBE_TIMEOUT_S):
         folder = os.path.join(cmd.cwd, names[0]) if names else ""
         if not os.path.isdir(folder):
             return False, ""
-        probe = ["git", "--no-optional-locks", "-C", folder, "status", "--porcelain",
-                 "-z", "--untracked-files=normal"]
+        probe = worktree + ["status", "--porcelain", "-z", "--untracked-files=normal"]
     else:
         probe = base + ["status", "--porcelain", "-z", "--untracked-files=%s" % (
             "no" if kind == "tracked" else "normal")]
         if kind == "ignored":
             probe.append("--ignored")
         probe += ["--"] + [n for n in names if n] if names else []
-    where = {k: v for k, v in cmd.env.items() if k in _GIT_PLACE_VARS and isinstance(
-        v, str) and v and "\0" not in v}
     code, out = _spawn_capture(probe, timeout, where) if where else _spawn_capture(
         probe, timeout)
     if code in (124, 127):
@@ -18821,7 +19023,7 @@ SYNC_LOCAL_FIELDS = ("transcript", "transcript_offset", "client_pid", "client_st
 # GIT_* variables that cannot point git at another repository, index, object store
 # or config, and that a person's authentication may need
 _GIT_ENV_KEEP = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS",
-                 "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_HTTP_USER_AGENT")
+                 "GIT_HTTP_USER_AGENT")
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _REMOTE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                           "0123456789._-/")
@@ -18922,13 +19124,9 @@ def sync_git_env(me, base=None):
     """The environment of every git call: nothing that could point git elsewhere
     (GIT_DIR, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, GIT_CONFIG_PARAMETERS, ...), no
     prompt, no replace objects, a fixed identity for the commits it makes."""
-    base = os.environ if base is None else base
-    env = {k: v for k, v in base.items() if not k.startswith("GIT_") or k in
-           _GIT_ENV_KEEP}
+    env = git_env(_GIT_ENV_KEEP, base)  # no repository, user or system config
     email = "notrest@%s.invalid" % me["id"]
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1",
-                "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "LANGUAGE": "C",
-                "GIT_AUTHOR_NAME": "notrest sync", "GIT_AUTHOR_EMAIL": email,
+    env.update({"GIT_AUTHOR_NAME": "notrest sync", "GIT_AUTHOR_EMAIL": email,
                 "GIT_COMMITTER_NAME": "notrest sync", "GIT_COMMITTER_EMAIL": email})
     return env
 
@@ -18947,9 +19145,11 @@ class SyncGit:
             raise SyncFailure("timeout", "the sync ran out of time before `git %s`"
                               % args[0])
         self.calls += 1
-        argv = ["git", "--no-optional-locks", "-c", "core.hooksPath=/dev/null", "-c",
-                "gc.auto=0", "-c", "maintenance.auto=false", "-c",
-                "core.fsmonitor=false", "-C", self.root] + list(args)
+        try:
+            argv = git_argv(self.root, list(args))
+        except GitUnsafe as exc:
+            raise SyncFailure("git", "the repository's git config could not be read in "
+                              "full (%s)" % exc)
         code, out, err = run_command(argv, timeout=min(timeout, left),
                                      input_bytes=input_bytes, env=self.env)
         if code == 124:
@@ -19931,6 +20131,7 @@ def _fetch(git, remote, ref, tracking):
     the tracking ref: no commit when the remote has no estate yet; SyncFailure
     when it cannot be reached."""
     args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+            "--upload-pack=git-upload-pack",
             "--no-recurse-submodules", "--", remote, "+%s:%s" % (ref, tracking)]
     code, _out, err = git.run(args, timeout=SYNC_NETWORK_TIMEOUT_S)
     if code != 0 and b"no-write-fetch-head" in err:  # git before 2.29
@@ -20178,7 +20379,8 @@ def _count_out(report, send):
 def push_estate(git, remote, ref, commit, expected, force=False):
     """(pushed, why): why is "stale" when the remote moved since the fetch."""
     spec = "%s%s:%s" % ("+" if force else "", commit, ref)
-    args = ["push", "--porcelain", "--no-verify", "--quiet"]
+    args = ["push", "--porcelain", "--no-verify", "--quiet",
+            "--receive-pack=git-receive-pack"]
     if force:
         args.append("--force-with-lease=%s:%s" % (ref, expected or ""))
     code, out, err = git.run(args + ["--", remote, spec], timeout=SYNC_NETWORK_TIMEOUT_S)
@@ -21107,7 +21309,7 @@ def render_view(view):
              "most %d; older ones: `notrest log --session ID`)" % (
                  shown, total, INDEX_MAX_SESSIONS))
     parts = [
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        VIEW_HEAD,
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         'style-src \'unsafe-inline\'; img-src data:">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -21275,13 +21477,54 @@ def _view_learned(view):
                 '<p class="none">No compiled tools yet (`notrest compile ID`).</p>'))
 
 
+VIEW_HEAD = '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+
+
 def write_view(estate, out=None, limit=VIEW_SESSIONS, now=None):
     """Write the page; returns its path."""
     limit = max(1, min(int(limit), INDEX_MAX_SESSIONS))
-    path = os.path.abspath(out or estate.path("view.html"))
+    path = view_out_path(estate, out) if out else estate.path("view.html")
     page = render_view(gather_view(estate, time.time() if now is None else now, limit))
     write_atomic(path, page, durable=False)
     return path
+
+
+def view_out_path(estate, out):
+    """Where `view --out` may write: an .html file, new or a page view wrote before,
+    no symlink, and not in the harness (the estate, the hook settings folders, the
+    data folder, the clients' homes): an agent may run `view`, so its one side
+    effect is a page of its own, never a launcher or a setting made into HTML."""
+    import stat
+    path = os.path.abspath(out)
+    fix = "give --out a new .html file outside .notrest/, .claude/, .codex/"
+    if not path.lower().endswith(".html"):
+        raise NotrestError("`view --out` writes an .html page, not %s" % path, path, fix,
+                           code=2)
+    real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    home = os.path.expanduser("~")
+    fences = [estate.dir, os.path.join(estate.root, ".claude"),
+              os.path.join(estate.root, ".codex"), data_dir(),
+              os.path.join(home, ".claude"), os.path.join(home, ".codex")]
+    for fence in fences:
+        fence = os.path.realpath(fence)
+        if real == fence or real.startswith(fence.rstrip("/") + "/"):
+            raise NotrestError("`view --out` does not write into the harness (%s)" % fence,
+                               path, fix, code=2)
+    try:
+        st = os.lstat(real)
+    except FileNotFoundError:
+        return real
+    head = b""
+    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+        try:
+            with open_plain(real) as handle:
+                head = handle.read(len(VIEW_HEAD))
+        except OSError:
+            head = b""
+    if head != VIEW_HEAD.encode():
+        raise NotrestError("`view --out` overwrites only a page it wrote before; %s is "
+                           "something else" % path, path, fix, code=2)
+    return real
 
 
 # ==== CLI ===================================================================

@@ -297,7 +297,9 @@ def test_git_discard_makes_one_bounded_git_call(world, monkeypatch):
         judge(world, {"client": "claude", "tool": "Bash", "command": command})
         assert len(calls) == 1, (command, calls)
         argv, timeout = calls[0]
-        assert argv[:3] == ["git", "--no-optional-locks", "-C"] and timeout <= 3
+        assert argv[0] == notrest.git_program() and argv[0].startswith("/")
+        assert argv[1:4] == ["--no-pager", "--no-optional-locks", "-C"] and timeout <= 3
+        assert "core.fsmonitor=false" in argv  # see tests/test_gitsafe.py
 
 
 def test_git_discard_stops_the_call_when_git_cannot_answer(world, monkeypatch):

@@ -352,6 +352,35 @@ def test_view_writes_where_it_is_told_and_needs_an_estate(tmp_path):
     assert proc.returncode == 3 and "notrest is not installed here" in proc.stderr
 
 
+
+def test_view_out_writes_only_a_page_of_its_own(tmp_path):
+    """Issue #28 item 3: `view` is an agent's verb, so --out can make nothing of the
+    harness (a launcher, a setting) into HTML, nor overwrite what is not a view."""
+    proj = make_project(tmp_path)
+    launcher = proj.root / ".notrest" / "hooks" / "pre-tool-use.sh"
+    before = launcher.read_bytes()
+    (proj.root / "notes.html").write_text("<p>mine</p>\n")
+    link = proj.root / "page.html"
+    link.symlink_to(launcher)
+    refused = [launcher, proj.root / ".notrest" / "hooks" / "x.html",
+               proj.root / ".claude" / "settings.json", proj.root / ".claude" / "x.html",
+               proj.root / ".codex" / "hooks.html", proj.root / "notes.html", link,
+               proj.home / ".claude" / "view.html"]
+    for target in refused:
+        result = proj.cli("view", "--out", str(target))
+        assert result.code == 2, (target, result.stdout, result.stderr)
+        assert "view --out" in result.stderr and "Traceback" not in result.stderr
+    assert launcher.read_bytes() == before
+    assert (proj.root / "notes.html").read_text() == "<p>mine</p>\n"
+    page = proj.root / "docs" / "trail.html"
+    for _ in range(2):  # a page it wrote before may be written again
+        result = proj.cli("view", "--out", str(page))
+        assert result.code == 0, result.stderr
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    gate = proj.hook("PreToolUse", proj.payload("PreToolUse", "v-1", tool_name="Bash",
+                                                tool_input={"command": "ls"}))
+    assert gate.code == 0 and "permissionDecision" not in json.dumps(gate.answer)
+
 if __name__ == "__main__":
     import tempfile
     target = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "docs" / "view.png")
