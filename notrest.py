@@ -12971,7 +12971,8 @@ def run_doctor(estate, now=None):
 
 def _command_target_ok(command, root):
     words = split_words(str(command))
-    if len(words) >= 4 and words[:2] == ["sh", "-c"] and HOOK_MARK + "$0" in words[2]:
+    if len(words) >= 4 and words[0] in ("sh", "/bin/sh") and words[1] == "-c" and \
+            HOOK_MARK + "$0" in words[2]:
         return os.path.isfile(os.path.join(root, ESTATE_DIR, "hooks", words[3]))
     text = str(command).replace("$CLAUDE_PROJECT_DIR", root).replace(
         "${CLAUDE_PROJECT_DIR}", root)
@@ -17394,9 +17395,16 @@ cache=$dir/../__pycache__
 if [ -d "$cache" ]; then [ -w "$cache" ] || cache=; else [ -w "$dir/.." ] || cache=; fi
 case $2 in
 PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
-  "$py" -I -S -c "$load" "$dir/%(boot_file)s" "$boot" "$dir/.." "$key" "$cache" "$@"
+  # the answer is held, not streamed: a process that ends without a JSON object
+  # (a crash printing nothing, the interpreter swapped for /bin/true) refuses,
+  # whatever its exit code (exit 2 below is a refusal in both clients)
+  out=$("$py" -I -S -c "$load" "$dir/%(boot_file)s" "$boot" "$dir/.." "$key" "$cache" "$@")
   rc=$?
-  [ "$rc" -eq 0 ] && exit 0
+  case $rc$out in
+  '0{'*'}')
+    printf '%%s\n' "$out"
+    exit 0 ;;
+  esac
   if [ "$2" = Stop ]; then
     case $(dd bs=4096 count=16 2>/dev/null | tr -d ' \\t\\r\\n') in
     *'"stop_hook_active":true'*)
@@ -17404,7 +17412,7 @@ PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
       exit 0 ;;
     esac
   fi
-  printf 'notrest %%s [gate-error]: the hook process (%%s) ended with exit %%s before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\\n' "$2" "$py" "$rc" >&2
+  printf 'notrest %%s [gate-error]: the hook process (%%s) ended (exit %%s) without a JSON answer before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\\n' "$2" "$py" "$rc" >&2
   exit 2 ;;
 esac
 exec "$py" -I -S -c "$load" "$dir/%(boot_file)s" "$boot" "$dir/.." "$key" "$cache" "$@"
@@ -18091,9 +18099,11 @@ def _encode_key(key):
 # path, finds the nearest .notrest/hooks/ above the cwd itself, and reads the same in
 # sh, bash, zsh and fish (one single-quoted sh script, no `!`, no backslash). Not
 # finding notrest fails the gate closed (exit 2 blocks the call) and the rest open.
+# Every hook command runs /bin/sh by absolute path on the launcher as an argument:
+# neither an `sh` first on PATH nor a launcher without its execute bit changes it.
 CODEX_HOOK_COMMAND = (
-    "sh -c 'd=$PWD; until [ -z \"$d\" ] || [ -f \"$d/.notrest/hooks/$0\" ]; do "
-    "d=${d%%/*}; done; [ -n \"$d\" ] && exec sh \"$d/.notrest/hooks/$0\" codex; "
+    "/bin/sh -c 'd=$PWD; until [ -z \"$d\" ] || [ -f \"$d/.notrest/hooks/$0\" ]; do "
+    "d=${d%%/*}; done; [ -n \"$d\" ] && exec /bin/sh \"$d/.notrest/hooks/$0\" codex; "
     "echo \"notrest: no .notrest/hooks/$0 above $PWD\" >&2; exit %d' %s")
 CODEX_SESSION_END_TIMEOUT = 3  # Codex clamps SessionEnd to 3 s (and hashes the clamp)
 
@@ -18104,7 +18114,7 @@ def hook_commands(root, client):
     for event in CLIENT_EVENTS[client]:
         name, timeout = HOOK_EVENTS[event]
         if client == "claude":
-            command = '"$CLAUDE_PROJECT_DIR"%s%s claude' % (HOOK_MARK, name)
+            command = '/bin/sh "$CLAUDE_PROJECT_DIR"%s%s claude' % (HOOK_MARK, name)
         else:
             command = CODEX_HOOK_COMMAND % (2 if event == "PreToolUse" else 0, name)
             if event == "SessionEnd":
@@ -18123,7 +18133,7 @@ def plugin_hooks(client):
         name, timeout = HOOK_EVENTS[event]
         if client == "codex" and event == "SessionEnd":
             timeout = min(timeout, CODEX_SESSION_END_TIMEOUT)
-        hooks[event] = [_hook_group(client, event, '"${%s}"/hooks/%s %s' % (
+        hooks[event] = [_hook_group(client, event, '/bin/sh "${%s}"/hooks/%s %s' % (
             var, name, client), timeout)]
     return json_pretty({"hooks": hooks})
 

@@ -165,9 +165,17 @@ cache=$dir/../__pycache__
 if [ -d "$cache" ]; then [ -w "$cache" ] || cache=; else [ -w "$dir/.." ] || cache=; fi
 case $2 in
 PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
-  "$py" -I -S -c "$load" "$dir/boot.bin" "$boot" "$dir/.." "$key" "$cache" "$@"
+  # the answer is held, not streamed: a process that ends without a JSON object
+  # (a crash printing nothing, the interpreter swapped for /bin/true) refuses,
+  # whatever its exit code (exit 2 below is a refusal in both clients)
+  out=$("$py" -I -S -c "$load" "$dir/boot.bin" "$boot" "$dir/.." "$key" "$cache" "$@")
   rc=$?
-  [ "$rc" -eq 0 ] && exit 0
+  case $rc$out in
+  '0{'*'}')
+    printf '%s
+' "$out"
+    exit 0 ;;
+  esac
   if [ "$2" = Stop ]; then
     case $(dd bs=4096 count=16 2>/dev/null | tr -d ' \t\r\n') in
     *'"stop_hook_active":true'*)
@@ -175,7 +183,7 @@ PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
       exit 0 ;;
     esac
   fi
-  printf 'notrest %s [gate-error]: the hook process (%s) ended with exit %s before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\n' "$2" "$py" "$rc" >&2
+  printf 'notrest %s [gate-error]: the hook process (%s) ended (exit %s) without a JSON answer before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\n' "$2" "$py" "$rc" >&2
   exit 2 ;;
 esac
 exec "$py" -I -S -c "$load" "$dir/boot.bin" "$boot" "$dir/.." "$key" "$cache" "$@"

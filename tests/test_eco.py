@@ -479,12 +479,12 @@ def test_trust_against_an_app_server_that_stays_silent_names_its_last_words(
 # The trust Codex records covers each hook's command text and timeout: a change here
 # makes every user's notrest hooks untrusted again (silently skipped until they run
 # `trust codex` again). Change it only on purpose, and say so in the release notes.
-PINNED_CODEX_HASHES = {
-    "SessionStart": "78885b93ce5c", "UserPromptSubmit": "cf4bc5797636",
-    "PreToolUse": "55c72565b241", "PostToolUse": "205d85496c9d",
-    "SubagentStart": "2077c78559c7", "SubagentStop": "4c8570551c0b",
-    "Stop": "610e7923df93", "PreCompact": "805b69579b04", "PostCompact": "d3780f7e632e",
-    "SessionEnd": "664b6f4968b1",
+PINNED_CODEX_HASHES = {  # changed on purpose: `/bin/sh` by absolute path (#28)
+    "SessionStart": "15b9c507b1ed", "UserPromptSubmit": "74313f577bcf",
+    "PreToolUse": "64ba7df9417a", "PostToolUse": "199f8b9229b2",
+    "SubagentStart": "ff5112fb791c", "SubagentStop": "ea61a9d32f60",
+    "Stop": "d11d84683eac", "PreCompact": "a1d1d0fbed0a", "PostCompact": "cdd04ab79ab3",
+    "SessionEnd": "8f4052596be1",
 }
 
 

@@ -262,6 +262,68 @@ def test_a_gate_process_that_dies_is_a_refusal(proj):
     assert post.code != 2  # advisory: the client goes on whatever the exit code
 
 
+
+@pytest.mark.parametrize("stand_in", ["true", "silent-crash"])
+def test_a_gate_process_that_ends_without_an_answer_is_a_refusal(proj, tmp_path, stand_in):
+    """The interpreter replaced by /bin/true (exit 0, nothing printed) or a crash that
+    prints nothing: no JSON object came back, so the gate refuses."""
+    tail = proj.root / ".notrest" / "hooks" / notrest.LAUNCH_FILE
+    text = tail.read_text()
+    recorded = text.split("py='", 1)[1].split("'", 1)[0]
+    if stand_in == "true":
+        fake = "/bin/true"
+    else:
+        fake = str(tmp_path / "silent-python")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\ncat >/dev/null\nexit 0\n")
+        os.chmod(fake, 0o755)
+    tail.write_text(text.replace("py='%s'" % recorded, "py='%s'" % fake, 1))
+    for event in ("PreToolUse", "PermissionRequest"):
+        result = proj.hook(event, tool_payload(proj, "none-1", "ls", event))
+        assert result.code == 2 and refused(result, event) and clean(result), result.stderr
+        assert "without a JSON answer" in result.stderr
+    prompt = proj.hook("UserPromptSubmit", proj.payload("UserPromptSubmit", "none-1",
+                                                         prompt="hi"))
+    assert refused(prompt, "UserPromptSubmit")
+
+
+def _installed_command(proj, client, event):
+    if client == "claude":
+        hooks = json.loads((proj.root / ".claude" / "settings.json").read_text())
+    else:
+        hooks = json.loads((proj.root / ".codex" / "hooks.json").read_text())
+    return next(h["command"] for g in hooks["hooks"][event] for h in g["hooks"]
+                if notrest.HOOK_MARK in h["command"])
+
+
+@pytest.mark.parametrize("client", ["claude", "codex"])
+def test_an_sh_first_on_path_and_a_launcher_without_its_execute_bit_still_gate(
+        proj, tmp_path, client):
+    """Every hook command runs /bin/sh by absolute path on the launcher: an `sh`
+    planted first on PATH is never run, and chmod -x on the launcher changes nothing."""
+    planted = tmp_path / "planted-bin"
+    planted.mkdir()
+    marker = tmp_path / "planted-ran"
+    (planted / "sh").write_text("#!/bin/sh\ntouch %s\nexit 0\n" % marker)
+    (planted / "sh").chmod(0o755)
+    launcher = proj.root / ".notrest" / "hooks" / notrest.HOOK_EVENTS["PreToolUse"][0]
+    launcher.chmod(0o644)
+    command = _installed_command(proj, client, "PreToolUse")
+    assert command.startswith("/bin/sh "), command
+    env = proj.env(client)
+    env["PATH"] = "%s:%s" % (planted, env.get("PATH", os.environ["PATH"]))
+    env["CLAUDE_PROJECT_DIR"] = str(proj.root)
+    payload = proj.payload("PreToolUse", "path-1", client, tool_name="Bash",
+                           tool_input={"command": "rm -rf ~"})
+    proc = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(payload).encode(),
+                          capture_output=True, cwd=str(proj.root), env=env, timeout=30)
+    result = HookResult(proc, 0)
+    assert not marker.exists(), "the planted sh ran"
+    specific = (answer_of(result) or {}).get("hookSpecificOutput") or {}
+    assert result.code == 0 and specific.get("permissionDecision") == "deny", (
+        result.code, result.stdout, result.stderr)
+
+
 # ---- signed caches ----------------------------------------------------------------
 
 def _stub_code_dir(tmp_path, env=None):
