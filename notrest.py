@@ -10606,70 +10606,100 @@ def best_effort(work, *args, **kwargs):
         return None
 
 
+class _SessionCall:
+    """What every session hook's handler is given beside the estate, the event and
+    the environment: the moment, the journal, the base record, the config."""
+
+    __slots__ = ("now", "started", "journal", "base", "config")
+
+    def __init__(self, now, started, journal, base, config):
+        self.now, self.started, self.journal = now, started, journal
+        self.base, self.config = base, config
+
+    def stamp(self, record):
+        return _stamp(record, self.started)
+
+    def journal_record(self, **fields):
+        try_append(self.journal, self.stamp(dict(self.base, **fields)))
+
+
+def _cold_session_start(estate, event, env, call):
+    session, now = event.session, call.now
+    ensure_estate_gitignore(estate)
+    git = event.facts.pop("git", None) or start_git_state(estate.root)
+    notice = integrity_notice(estate, event, now)
+    pid, pid_start = session_client(estate, session)
+    ns = pid_namespace()
+    best_effort(register_session, estate, session, event.client, pid, pid_start,
+                now, ns)
+    _export_session_id(env, session)
+    packet, digest = start_packet(estate, session, now, call.config, git,
+                                  source=event.source, client=event.client)
+    call.journal_record(k="start", source=event.source, pid=pid, pid_start=pid_start,
+                        pid_ns=ns, transcript=event.transcript or "",
+                        model=str(event.raw.get("model") or ""), packet=digest)
+    best_effort(consume_pending, estate, event, now)
+    best_effort(start_sync_quietly, estate, call.config, event.kind)  # never awaited
+    return render_answer(event, Verdict("allow", message=notice),
+                         context=packet or None)
+
+
+def _cold_prompt(estate, event, env, call):
+    book = load_lawbook(estate)
+    verdict = gate_event(estate, event, book, env, call.now)
+    if verdict.action in ("deny", "block", "ask"):
+        verdict.reason += ". The prompt was not sent to the model and not journaled"
+        return render_answer(event, verdict)
+    context = None
+    try:
+        context = _prompt_journal(estate, event, call.base, call.stamp, call.now, book,
+                                  call.config)
+    except Exception as exc:  # the prompt passed its laws: nothing else holds it
+        estate_note("the prompt's journaling failed (%s: %s)" % (
+            type(exc).__name__, clip(str(exc), 200)))
+    return render_answer(event, verdict, context=context)
+
+
+def _cold_stop(estate, event, env, call):
+    return stop_hook(estate, event, env, call.now, call.config, call.stamp)
+
+
+def _cold_compact(estate, event, env, call):
+    call.journal_record(k="compact", phase="pre" if event.kind == "PreCompact" else "post",
+                        trigger=str(event.raw.get("trigger") or ""))
+    best_effort(refresh_session, estate, event.session)
+    return "{}", "", 0
+
+
+def _cold_session_end(estate, event, env, call):
+    call.journal_record(k="end", reason=str(event.raw.get("reason") or ""))
+    best_effort(end_session, estate, event.session, call.now,
+                call.started + SESSION_END_BUDGET_S * 0.6)
+    best_effort(start_sync_quietly, estate, call.config, event.kind)
+    return "{}", "", 0
+
+
+def _cold_other(estate, event, env, call):
+    call.journal_record(k="event", name=clip(event.kind, 64))
+    return "{}", "", 0
+
+
+_COLD_BY_KIND = {"SessionStart": _cold_session_start, "UserPromptSubmit": _cold_prompt,
+                 "Stop": _cold_stop, "PreCompact": _cold_compact,
+                 "PostCompact": _cold_compact, "SessionEnd": _cold_session_end}
+_COLD_CONFIGURED = ("SessionStart", "Stop", "SessionEnd", "UserPromptSubmit")
+
+
 def dispatch_cold(estate, event, env, started):
     """Act on a session event; (stdout, stderr, exit code). Only the laws decide a
-    block; whatever else these hooks write or read is best effort."""
+    block; whatever else these hooks write or read is best effort. Each kind has
+    its handler (_COLD_BY_KIND); any other kind is only journaled."""
     now = time.time()
-    kind, session = event.kind, event.session
-    journal = estate.journal(session)
-    base = _base(event, now)
-    config = load_config(estate) if kind in ("SessionStart", "Stop", "SessionEnd",
-                                             "UserPromptSubmit") else {}
+    journal, base = estate.journal(event.session), _base(event, now)
+    config = load_config(estate) if event.kind in _COLD_CONFIGURED else {}
     event.facts["cli"] = cli_hint(estate, config)
-
-    def stamp(record):
-        return _stamp(record, started)
-
-    if kind == "SessionStart":
-        ensure_estate_gitignore(estate)
-        git = event.facts.pop("git", None) or start_git_state(estate.root)
-        notice = integrity_notice(estate, event, now)
-        pid, pid_start = session_client(estate, session)
-        ns = pid_namespace()
-        best_effort(register_session, estate, session, event.client, pid, pid_start,
-                    now, ns)
-        _export_session_id(env, session)
-        packet, digest = start_packet(estate, session, now, config, git,
-                                      source=event.source, client=event.client)
-        try_append(journal, stamp(dict(base, k="start", source=event.source, pid=pid,
-                                       pid_start=pid_start, pid_ns=ns,
-                                       transcript=event.transcript or "",
-                                       model=str(event.raw.get("model") or ""),
-                                       packet=digest)))
-        best_effort(consume_pending, estate, event, now)
-        best_effort(start_sync_quietly, estate, config, kind)  # never awaited
-        return render_answer(event, Verdict("allow", message=notice),
-                             context=packet or None)
-    if kind == "UserPromptSubmit":
-        book = load_lawbook(estate)
-        verdict = gate_event(estate, event, book, env, now)
-        if verdict.action in ("deny", "block", "ask"):
-            verdict.reason += ". The prompt was not sent to the model and not journaled"
-            return render_answer(event, verdict)
-        context = None
-        try:
-            context = _prompt_journal(estate, event, base, stamp, now, book, config)
-        except Exception as exc:  # the prompt passed its laws: nothing else holds it
-            estate_note("the prompt's journaling failed (%s: %s)" % (
-                type(exc).__name__, clip(str(exc), 200)))
-        return render_answer(event, verdict, context=context)
-    if kind == "Stop":
-        return stop_hook(estate, event, env, now, config, stamp)
-    if kind in ("PreCompact", "PostCompact"):
-        try_append(journal, stamp(dict(base, k="compact", phase="pre" if kind ==
-                                       "PreCompact" else "post",
-                                       trigger=str(event.raw.get("trigger") or ""))))
-        best_effort(refresh_session, estate, session)
-        return "{}", "", 0
-    if kind == "SessionEnd":
-        try_append(journal, stamp(dict(base, k="end",
-                                       reason=str(event.raw.get("reason") or ""))))
-        best_effort(end_session, estate, session, now,
-                    started + SESSION_END_BUDGET_S * 0.6)
-        best_effort(start_sync_quietly, estate, config, kind)
-        return "{}", "", 0
-    try_append(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
-    return "{}", "", 0
+    handler = _COLD_BY_KIND.get(event.kind, _cold_other)
+    return handler(estate, event, env, _SessionCall(now, started, journal, base, config))
 
 
 def integrity_notice(estate, event, now):
