@@ -8949,9 +8949,167 @@ def _finish_call(rec, what, tool):
             return
 
 
-def fold_event(rec, ev):
-    """Fold one journal record into a session record (pure, in place)."""
-    kind, t = ev.get("k"), ev.get("t")
+def _fold_start(rec, ev, t):
+    rec["transcript"] = ev.get("transcript") or rec["transcript"]
+    rec["client_pid"] = ev.get("pid")
+    rec["client_start"] = ev.get("pid_start")
+    rec["client_ns"] = ev.get("pid_ns") if isinstance(ev.get("pid_ns"), str) else None
+    rec["source"] = ev.get("source") or ""
+    rec["ended"] = None
+    rec["died_t"] = None
+    if ev.get("packet") is not None:
+        rec["packet_hash"] = ev["packet"] or rec["packet_hash"]
+    if ev.get("source") == "compact":
+        rec["compactions"] += 1
+        rec["compact_pending"] = False
+
+
+def _fold_prompt(rec, ev, t):
+    rec["prompts"] += 1
+    rec["last_prompt"] = clip(ev.get("text", ""), 200)
+
+
+def _fold_call(rec, ev, t):
+    what = ev.get("what", "")
+    denied = rec["denied"][-1] if rec["denied"] else {}
+    if not (denied.get("what") == what and denied.get("t") == t):
+        _push(rec["running"], {"what": what, "tool": ev.get("tool", ""), "t": t},
+              RUNNING_MAX)
+
+
+def _fold_files(rec, ev, t):
+    for path, mode in (ev.get("files") or []) if ev.get("ok") is not False else []:
+        if mode in ("write", "delete"):
+            rec["files"].pop(path, None)  # re-insert: the newest write last
+            rec["files"][path] = t
+            rec["changes"] += 1
+            if path not in rec["changed_since_note"]:
+                rec["changed_since_note"].append(path)
+    if len(rec["files"]) > 200:
+        for old in sorted(rec["files"], key=lambda p: rec["files"][p] or 0)[:-200]:
+            del rec["files"][old]
+
+
+def _fold_tool(rec, ev, t):
+    rec["tools"] += 1
+    what, tool = ev.get("what", ""), ev.get("tool", "")
+    _finish_call(rec, what, tool)
+    if tool in SHELL_TOOLS and not what.startswith("apply_patch"):
+        _push(rec["actions"], what)
+    _fold_files(rec, ev, t)
+    if ev.get("ok") is False:
+        _note_failure(rec, what, ev.get("error", ""), t)
+    elif ev.get("ok") is True and tool in SHELL_TOOLS:
+        _note_success(rec, what, t)
+
+
+def _fold_deny(rec, ev, t):
+    rec["denials"] += 1
+    severity = law_severity(ev.get("law"), ev.get("action"))
+    _push_ranked(rec["denied"], {"law": ev.get("law"), "what": ev.get("what", ""),
+                                 "action": ev.get("action"), "t": t,
+                                 "severity": severity},
+                 lambda d: (d.get("severity") or 0,))
+    _raise_alert(rec, severity, t)
+
+
+def _fold_receipt(rec, ev, t):
+    receipt = {"law": ev.get("law"), "by": ev.get("by"), "who": ev.get("who"),
+               "why": ev.get("why"), "what": ev.get("what", ""), "t": t}
+    if isinstance(ev.get("tty"), str):
+        receipt["tty"] = ev["tty"]
+    _push(rec["receipts"], receipt)
+    _raise_alert(rec, min(5, law_severity(ev.get("law")) + 1), t)
+
+
+def _fold_stop(rec, ev, t):
+    if ev.get("decision") == "block":
+        rec["stop_blocks"] += 1
+        for law in ev.get("laws") or []:
+            if law == "bank-before-stop":
+                rec["bank_blocks"] += 1
+            rec["check_blocks"][law] = rec["check_blocks"].get(law, 0) + 1
+        return
+    if ev.get("allowed_after"):
+        _push(rec["stop_allowed"], {"blocks": ev["allowed_after"],
+                                    "laws": ev.get("laws") or [], "t": t})
+        _raise_alert(rec, 2, t)
+    rec["stop_blocks"] = 0
+    rec["check_blocks"] = {}
+
+
+def _fold_check(rec, ev, t):
+    rec["checks"][ev.get("law", "?")] = {
+        "ok": ev.get("ok"), "code": ev.get("code"), "tail": ev.get("tail", ""),
+        "cmd": ev.get("cmd", ""), "changes": ev.get("changes", 0)}
+
+
+def _fold_note(rec, ev, t):
+    if _is_outside(ev):  # shown as such; it satisfies the stop law, never the packet's
+        if ev.get("note") or ev.get("next"):  # choice of the last banked session
+            _push(rec["outside_notes"], {"note": ev.get("note", ""),
+                                         "next": ev.get("next", ""), "t": t},
+                  OUTSIDE_NOTES_MAX)
+            if not rec["ended"]:
+                rec["changed_since_note"] = []
+                rec["bank_blocks"] = 0
+    else:
+        if ev.get("note"):
+            rec["note"] = ev["note"]
+        if ev.get("next"):
+            rec["next"] = ev["next"]
+        if ev.get("note") or ev.get("next"):
+            rec["note_t"] = t
+            rec["changed_since_note"] = []
+            rec["bank_blocks"] = 0
+    for tid in ev.get("open") or []:
+        _push(rec["opened"], tid)
+    for tid in ev.get("close") or []:
+        _push(rec["closed"], tid)
+
+
+def _fold_subagent(rec, ev, t):
+    _push(rec["subagents"], {"id": ev.get("agent", ""), "type": ev.get("agent_type", ""),
+                             "phase": ev.get("k")[9:], "message": ev.get("message", ""),
+                             "t": t})
+
+
+def _fold_compact(rec, ev, t):
+    # Claude fires SessionStart(compact) before PostCompact, Codex after it: the
+    # compaction starts the wait for a packet, a compact start ends it
+    if ev.get("phase") == "pre":
+        rec["compact_pending"] = True
+
+
+def _fold_exits(rec, ev, t):
+    rec["transcript_offset"] = max(rec["transcript_offset"], ev.get("cursor") or 0)
+    for item in ev.get("items") or []:
+        what = item.get("what", "")
+        if item.get("code"):
+            _note_failure(rec, what, item.get("error", ""), t, item.get("code"))
+        else:
+            _note_success(rec, what, t)
+
+
+def _fold_end(rec, ev, t):
+    rec["ended"] = t
+    rec["end_reason"] = ev.get("reason", "")
+
+
+_FOLD_BY_KIND = {"start": _fold_start, "prompt": _fold_prompt, "call": _fold_call,
+                 "tool": _fold_tool, "deny": _fold_deny, "receipt": _fold_receipt,
+                 "stop": _fold_stop, "check": _fold_check, "note": _fold_note,
+                 "subagent-start": _fold_subagent, "subagent-stop": _fold_subagent,
+                 "compact": _fold_compact, "exits": _fold_exits, "end": _fold_end}
+
+
+def _is_outside(ev):
+    """A record written by the CLI from outside the agent's session."""
+    return ev.get("by") == "cli" and ev.get("inside") is False
+
+
+def _fold_common(rec, ev, t):
+    """What every record kind counts: events, times, client, hook timings."""
     rec["events"] += 1
     if isinstance(t, (int, float)):
         rec["updated"] = max(rec["updated"] or t, t)
@@ -8959,132 +9117,23 @@ def fold_event(rec, ev):
             rec["started"] = t
     if ev.get("c") and not rec["client"]:
         rec["client"] = ev["c"]
-    outside = ev.get("by") == "cli" and ev.get("inside") is False
-    if outside:
+    if _is_outside(ev):
         rec["outside"] += 1
     if isinstance(ev.get("ms"), (int, float)) and ev.get("e"):
         stats = rec["hook_ms"].setdefault(ev["e"], [0, 0.0, 0.0])
         stats[0] += 1
         stats[1] = round(stats[1] + ev["ms"], 3)
         stats[2] = max(stats[2], ev["ms"])
-    if kind == "start":
-        rec["transcript"] = ev.get("transcript") or rec["transcript"]
-        rec["client_pid"] = ev.get("pid")
-        rec["client_start"] = ev.get("pid_start")
-        rec["client_ns"] = ev.get("pid_ns") if isinstance(ev.get("pid_ns"), str) else None
-        rec["source"] = ev.get("source") or ""
-        rec["ended"] = None
-        rec["died_t"] = None
-        if ev.get("packet") is not None:
-            rec["packet_hash"] = ev["packet"] or rec["packet_hash"]
-        if ev.get("source") == "compact":
-            rec["compactions"] += 1
-            rec["compact_pending"] = False
-    elif kind == "prompt":
-        rec["prompts"] += 1
-        rec["last_prompt"] = clip(ev.get("text", ""), 200)
-    elif kind == "call":
-        what = ev.get("what", "")
-        denied = rec["denied"][-1] if rec["denied"] else {}
-        if not (denied.get("what") == what and denied.get("t") == t):
-            _push(rec["running"], {"what": what, "tool": ev.get("tool", ""), "t": t},
-                  RUNNING_MAX)
-    elif kind == "tool":
-        rec["tools"] += 1
-        what, tool = ev.get("what", ""), ev.get("tool", "")
-        _finish_call(rec, what, tool)
-        if tool in SHELL_TOOLS and not what.startswith("apply_patch"):
-            _push(rec["actions"], what)
-        for path, mode in (ev.get("files") or []) if ev.get("ok") is not False else []:
-            if mode in ("write", "delete"):
-                rec["files"].pop(path, None)  # re-insert: the newest write last
-                rec["files"][path] = t
-                rec["changes"] += 1
-                if path not in rec["changed_since_note"]:
-                    rec["changed_since_note"].append(path)
-        if len(rec["files"]) > 200:
-            for old in sorted(rec["files"], key=lambda p: rec["files"][p] or 0)[:-200]:
-                del rec["files"][old]
-        if ev.get("ok") is False:
-            _note_failure(rec, what, ev.get("error", ""), t)
-        elif ev.get("ok") is True and tool in SHELL_TOOLS:
-            _note_success(rec, what, t)
-    elif kind == "deny":
-        rec["denials"] += 1
-        severity = law_severity(ev.get("law"), ev.get("action"))
-        _push_ranked(rec["denied"], {"law": ev.get("law"), "what": ev.get("what", ""),
-                                     "action": ev.get("action"), "t": t,
-                                     "severity": severity},
-                     lambda d: (d.get("severity") or 0,))
-        _raise_alert(rec, severity, t)
-    elif kind == "receipt":
-        receipt = {"law": ev.get("law"), "by": ev.get("by"), "who": ev.get("who"),
-                   "why": ev.get("why"), "what": ev.get("what", ""), "t": t}
-        if isinstance(ev.get("tty"), str):
-            receipt["tty"] = ev["tty"]
-        _push(rec["receipts"], receipt)
-        _raise_alert(rec, min(5, law_severity(ev.get("law")) + 1), t)
-    elif kind == "stop":
-        if ev.get("decision") == "block":
-            rec["stop_blocks"] += 1
-            for law in ev.get("laws") or []:
-                if law == "bank-before-stop":
-                    rec["bank_blocks"] += 1
-                rec["check_blocks"][law] = rec["check_blocks"].get(law, 0) + 1
-        else:
-            if ev.get("allowed_after"):
-                _push(rec["stop_allowed"], {"blocks": ev["allowed_after"],
-                                            "laws": ev.get("laws") or [], "t": t})
-                _raise_alert(rec, 2, t)
-            rec["stop_blocks"] = 0
-            rec["check_blocks"] = {}
-    elif kind == "check":
-        rec["checks"][ev.get("law", "?")] = {
-            "ok": ev.get("ok"), "code": ev.get("code"), "tail": ev.get("tail", ""),
-            "cmd": ev.get("cmd", ""), "changes": ev.get("changes", 0)}
-    elif kind == "note":
-        if outside:  # shown as such; it satisfies the stop law, never the packet's
-            if ev.get("note") or ev.get("next"):  # choice of the last banked session
-                _push(rec["outside_notes"], {"note": ev.get("note", ""),
-                                             "next": ev.get("next", ""), "t": t},
-                      OUTSIDE_NOTES_MAX)
-                if not rec["ended"]:
-                    rec["changed_since_note"] = []
-                    rec["bank_blocks"] = 0
-        else:
-            if ev.get("note"):
-                rec["note"] = ev["note"]
-            if ev.get("next"):
-                rec["next"] = ev["next"]
-            if ev.get("note") or ev.get("next"):
-                rec["note_t"] = t
-                rec["changed_since_note"] = []
-                rec["bank_blocks"] = 0
-        for tid in ev.get("open") or []:
-            _push(rec["opened"], tid)
-        for tid in ev.get("close") or []:
-            _push(rec["closed"], tid)
-    elif kind in ("subagent-start", "subagent-stop"):
-        _push(rec["subagents"], {"id": ev.get("agent", ""), "type": ev.get("agent_type",
-                                                                          ""),
-                                 "phase": kind[9:], "message": ev.get("message", ""),
-                                 "t": t})
-    elif kind == "compact":
-        # Claude fires SessionStart(compact) before PostCompact, Codex after it: the
-        # compaction starts the wait for a packet, a compact start ends it
-        if ev.get("phase") == "pre":
-            rec["compact_pending"] = True
-    elif kind == "exits":
-        rec["transcript_offset"] = max(rec["transcript_offset"], ev.get("cursor") or 0)
-        for item in ev.get("items") or []:
-            what = item.get("what", "")
-            if item.get("code"):
-                _note_failure(rec, what, item.get("error", ""), t, item.get("code"))
-            else:
-                _note_success(rec, what, t)
-    elif kind == "end":
-        rec["ended"] = t
-        rec["end_reason"] = ev.get("reason", "")
+
+
+def fold_event(rec, ev):
+    """Fold one journal record into a session record (pure, in place): what every
+    kind counts, then the kind's own folder (_FOLD_BY_KIND; unknown kinds only count)."""
+    t, kind = ev.get("t"), ev.get("k")
+    _fold_common(rec, ev, t)
+    fold = _FOLD_BY_KIND.get(kind) if isinstance(kind, str) else None
+    if fold is not None:
+        fold(rec, ev, t)
     return rec
 
 
@@ -10757,70 +10806,100 @@ def best_effort(work, *args, **kwargs):
         return None
 
 
+class _SessionCall:
+    """What every session hook's handler is given beside the estate, the event and
+    the environment: the moment, the journal, the base record, the config."""
+
+    __slots__ = ("now", "started", "journal", "base", "config")
+
+    def __init__(self, now, started, journal, base, config):
+        self.now, self.started, self.journal = now, started, journal
+        self.base, self.config = base, config
+
+    def stamp(self, record):
+        return _stamp(record, self.started)
+
+    def journal_record(self, **fields):
+        try_append(self.journal, self.stamp(dict(self.base, **fields)))
+
+
+def _cold_session_start(estate, event, env, call):
+    session, now = event.session, call.now
+    ensure_estate_gitignore(estate)
+    git = event.facts.pop("git", None) or start_git_state(estate.root)
+    notice = integrity_notice(estate, event, now)
+    pid, pid_start = session_client(estate, session)
+    ns = pid_namespace()
+    best_effort(register_session, estate, session, event.client, pid, pid_start,
+                now, ns)
+    _export_session_id(env, session)
+    packet, digest = start_packet(estate, session, now, call.config, git,
+                                  source=event.source, client=event.client)
+    call.journal_record(k="start", source=event.source, pid=pid, pid_start=pid_start,
+                        pid_ns=ns, transcript=event.transcript or "",
+                        model=str(event.raw.get("model") or ""), packet=digest)
+    best_effort(consume_pending, estate, event, now)
+    best_effort(start_sync_quietly, estate, call.config, event.kind)  # never awaited
+    return render_answer(event, Verdict("allow", message=notice),
+                         context=packet or None)
+
+
+def _cold_prompt(estate, event, env, call):
+    book = load_lawbook(estate)
+    verdict = gate_event(estate, event, book, env, call.now)
+    if verdict.action in ("deny", "block", "ask"):
+        verdict.reason += ". The prompt was not sent to the model and not journaled"
+        return render_answer(event, verdict)
+    context = None
+    try:
+        context = _prompt_journal(estate, event, call.base, call.stamp, call.now, book,
+                                  call.config)
+    except Exception as exc:  # the prompt passed its laws: nothing else holds it
+        estate_note("the prompt's journaling failed (%s: %s)" % (
+            type(exc).__name__, clip(str(exc), 200)))
+    return render_answer(event, verdict, context=context)
+
+
+def _cold_stop(estate, event, env, call):
+    return stop_hook(estate, event, env, call.now, call.config, call.stamp)
+
+
+def _cold_compact(estate, event, env, call):
+    call.journal_record(k="compact", phase="pre" if event.kind == "PreCompact" else "post",
+                        trigger=str(event.raw.get("trigger") or ""))
+    best_effort(refresh_session, estate, event.session)
+    return "{}", "", 0
+
+
+def _cold_session_end(estate, event, env, call):
+    call.journal_record(k="end", reason=str(event.raw.get("reason") or ""))
+    best_effort(end_session, estate, event.session, call.now,
+                call.started + SESSION_END_BUDGET_S * 0.6)
+    best_effort(start_sync_quietly, estate, call.config, event.kind)
+    return "{}", "", 0
+
+
+def _cold_other(estate, event, env, call):
+    call.journal_record(k="event", name=clip(event.kind, 64))
+    return "{}", "", 0
+
+
+_COLD_BY_KIND = {"SessionStart": _cold_session_start, "UserPromptSubmit": _cold_prompt,
+                 "Stop": _cold_stop, "PreCompact": _cold_compact,
+                 "PostCompact": _cold_compact, "SessionEnd": _cold_session_end}
+_COLD_CONFIGURED = ("SessionStart", "Stop", "SessionEnd", "UserPromptSubmit")
+
+
 def dispatch_cold(estate, event, env, started):
     """Act on a session event; (stdout, stderr, exit code). Only the laws decide a
-    block; whatever else these hooks write or read is best effort."""
+    block; whatever else these hooks write or read is best effort. Each kind has
+    its handler (_COLD_BY_KIND); any other kind is only journaled."""
     now = time.time()
-    kind, session = event.kind, event.session
-    journal = estate.journal(session)
-    base = _base(event, now)
-    config = load_config(estate) if kind in ("SessionStart", "Stop", "SessionEnd",
-                                             "UserPromptSubmit") else {}
+    journal, base = estate.journal(event.session), _base(event, now)
+    config = load_config(estate) if event.kind in _COLD_CONFIGURED else {}
     event.facts["cli"] = cli_hint(estate, config)
-
-    def stamp(record):
-        return _stamp(record, started)
-
-    if kind == "SessionStart":
-        ensure_estate_gitignore(estate)
-        git = event.facts.pop("git", None) or start_git_state(estate.root)
-        notice = integrity_notice(estate, event, now)
-        pid, pid_start = session_client(estate, session)
-        ns = pid_namespace()
-        best_effort(register_session, estate, session, event.client, pid, pid_start,
-                    now, ns)
-        _export_session_id(env, session)
-        packet, digest = start_packet(estate, session, now, config, git,
-                                      source=event.source, client=event.client)
-        try_append(journal, stamp(dict(base, k="start", source=event.source, pid=pid,
-                                       pid_start=pid_start, pid_ns=ns,
-                                       transcript=event.transcript or "",
-                                       model=str(event.raw.get("model") or ""),
-                                       packet=digest)))
-        best_effort(consume_pending, estate, event, now)
-        best_effort(start_sync_quietly, estate, config, kind)  # never awaited
-        return render_answer(event, Verdict("allow", message=notice),
-                             context=packet or None)
-    if kind == "UserPromptSubmit":
-        book = load_lawbook(estate)
-        verdict = gate_event(estate, event, book, env, now)
-        if verdict.action in ("deny", "block", "ask"):
-            verdict.reason += ". The prompt was not sent to the model and not journaled"
-            return render_answer(event, verdict)
-        context = None
-        try:
-            context = _prompt_journal(estate, event, base, stamp, now, book, config)
-        except Exception as exc:  # the prompt passed its laws: nothing else holds it
-            estate_note("the prompt's journaling failed (%s: %s)" % (
-                type(exc).__name__, clip(str(exc), 200)))
-        return render_answer(event, verdict, context=context)
-    if kind == "Stop":
-        return stop_hook(estate, event, env, now, config, stamp)
-    if kind in ("PreCompact", "PostCompact"):
-        try_append(journal, stamp(dict(base, k="compact", phase="pre" if kind ==
-                                       "PreCompact" else "post",
-                                       trigger=str(event.raw.get("trigger") or ""))))
-        best_effort(refresh_session, estate, session)
-        return "{}", "", 0
-    if kind == "SessionEnd":
-        try_append(journal, stamp(dict(base, k="end",
-                                       reason=str(event.raw.get("reason") or ""))))
-        best_effort(end_session, estate, session, now,
-                    started + SESSION_END_BUDGET_S * 0.6)
-        best_effort(start_sync_quietly, estate, config, kind)
-        return "{}", "", 0
-    try_append(journal, stamp(dict(base, k="event", name=clip(kind, 64))))
-    return "{}", "", 0
+    handler = _COLD_BY_KIND.get(event.kind, _cold_other)
+    return handler(estate, event, env, _SessionCall(now, started, journal, base, config))
 
 
 def integrity_notice(estate, event, now):
