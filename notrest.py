@@ -21974,9 +21974,51 @@ def cmd_hook(args):
     return hook_main([args.event] + ([args.client] if args.client else []))
 
 
+# what a client puts in the environment of the agent's commands (Claude Code:
+# CLAUDECODE; Codex: CODEX_THREAD_ID, and CODEX_SANDBOX* inside its sandbox;
+# notrest's SessionStart: NOTREST_SESSION), and the clients' process names
+AGENT_ENV_MARKERS = ("CLAUDECODE", "CODEX_THREAD_ID", "CODEX_SANDBOX",
+                     "CODEX_SANDBOX_NETWORK_DISABLED", "NOTREST_SESSION")
+CLIENT_PROGRAMS = frozenset(("claude", "claude.exe", "codex"))
+
+
+def agent_sign(estate=None, env=None):
+    """Why this process is the agent's rather than a person's, or "". Without
+    hardening the agent runs as the person, so this is evidence, not proof: a
+    process that scrubs its environment and detaches (setsid) passes it; with
+    hardening the sandbox keeps the estate out of its reach anyway."""
+    env = os.environ if env is None else env
+    for name in AGENT_ENV_MARKERS:
+        if env.get(name):
+            return "$%s is set (a client sets it for the agent's commands)" % name
+    for pid in ancestor_pids():
+        stat = _proc_stat(pid)
+        if stat and stat[0] in CLIENT_PROGRAMS:
+            return "it runs under %s (pid %d)" % (stat[0], pid)
+    if estate is not None and os.path.isdir(estate.dir):
+        inside = client_session_here(estate)
+        if inside:
+            return "it runs inside session %s" % short_id(inside)
+    return ""
+
+
+def require_a_person(verb, estate=None):
+    """A person's verb checks its own authority when it runs, whatever the gate
+    let through (base64 | sh, awk system(), a git alias, a copy of the CLI). With
+    an estate (allow, ack) a live session of it above this process counts too;
+    install, uninstall and trust go by the client's marks alone, as a person may
+    run them beside a live session."""
+    why = agent_sign(estate)
+    if why:
+        raise NotrestError("`notrest %s` is for a person, and %s" % (verb, why),
+                           estate.dir if estate is not None else "",
+                           "run it in your own terminal, outside the agent", code=2)
+
+
 def cmd_install(args):
     if args.uninstall:
         return cmd_uninstall(args)
+    require_a_person("install")
     clients = ("claude", "codex") if args.client == "both" else (args.client,)
     report = install_project(args.dir, clients, args.python, harden=args.harden,
                              trust=args.trust)
@@ -22004,6 +22046,7 @@ def cmd_install(args):
 
 def cmd_trust(args):
     estate = _estate(args, must_exist=not args.plugin)
+    require_a_person("trust")
     report = trust_codex(estate.root, codex=args.codex, plugin=args.plugin)
     if args.json:
         _print_json({"client": args.client, "report": report})
@@ -22013,6 +22056,7 @@ def cmd_trust(args):
 
 
 def cmd_uninstall(args):
+    require_a_person("uninstall")
     report = uninstall_project(args.dir, args.purge)
     sys.stdout.write("notrest uninstalled from %s\n" % os.path.abspath(args.dir))
     sys.stdout.write("".join("- %s\n" % line for line in report))
@@ -22148,11 +22192,7 @@ def terminal_name():
 
 def cmd_allow(args):
     estate = _estate(args, must_exist=True)
-    inside = client_session_here(estate)
-    if inside:  # however it was spelled or copied: the gate is ring 1, this is the CLI
-        raise NotrestError("`notrest allow` is for a person, and this runs inside session "
-                           "%s" % short_id(inside), estate.dir,
-                           "run it in your own terminal, outside the agent", code=2)
+    require_a_person("allow", estate)  # however it was spelled or copied
     book = load_lawbook(estate)
     law = book.get(args.law)
     if law is None or law.disabled:
@@ -22373,11 +22413,7 @@ def find_session(estate, text):
 
 def cmd_ack(args):
     estate = _estate(args, must_exist=True)
-    inside = client_session_here(estate)
-    if inside:
-        raise NotrestError("`notrest ack` is for a person, and this runs inside session "
-                           "%s" % short_id(inside), estate.dir,
-                           "run it in your own terminal, outside the agent", code=2)
+    require_a_person("ack", estate)
     alerts = unseen_alerts(estate)
     wanted = [find_session(estate, s) for s in args.sessions]
     chosen = [a for a in alerts if not wanted or a["session"] in wanted]

@@ -224,7 +224,7 @@ def test_a_persons_verbs_are_refused_to_a_copy_the_agent_runs(proj, tmp_path, ve
     _proc, results = simulate(proj, [start(proj, "ov-verb"), {"argv": argv}], tmp_path)
     done = read_results(results)[1]
     assert done["code"] == 2, done
-    assert "is for a person, and this runs inside session" in done["stderr"], done
+    assert "is for a person, and it runs inside session" in done["stderr"], done
     assert "Traceback" not in done["stderr"]
     permits = proj.root / ".notrest" / "permits.json"
     assert not permits.exists() or LAW not in permits.read_text()
