@@ -17425,7 +17425,7 @@ LAUNCH_TAIL = """# notrest: the common tail of the hook launchers (sourced by th
 # Arguments: the part of notrest.py to load (hot or warm), the event, the client.
 # It runs the interpreter recorded at install time (python3 on PATH is the
 # fallback) with -I -S. When no interpreter can be found, or the gate process
-# dies before it answers (notrest.py unloadable, a crash), it answers by itself:
+# ends without a JSON answer (notrest.py unloadable, a crash), it answers itself:
 # PreToolUse and PermissionRequest refuse the call, UserPromptSubmit blocks the
 # prompt, Stop blocks once (not when the payload says stop_hook_active), every
 # other event lets the client go on. Exit 2 is a refusal in both clients.
