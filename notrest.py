@@ -12188,31 +12188,101 @@ def _prune_state(state):
         state.pop("_sid_index", None)
 
 
-def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
-    """Read new journal lines (all journals, or the named sessions), update the
-    learning state and candidates. Returns {lines, sessions, candidates}."""
-    state_path, cursor_path, _cands, _decisions = _learn_paths(estate)
-    cursors = _load_learn_json(cursor_path, {})
+class _LearnBudget:
+    """The journal lines one learning run has read, against its bounds."""
+
+    __slots__ = ("lines", "limit", "deadline")
+
+    def __init__(self, limit, deadline):
+        self.lines, self.limit, self.deadline = 0, limit, deadline
+
+    def spent(self):
+        return (self.limit is not None and self.lines >= self.limit) or (
+            self.deadline is not None and time.perf_counter() > self.deadline)
+
+
+def _grown_journals(estate, sessions, cursors):
+    """The sessions (all journals when None) whose journal grew past its cursor."""
     if sessions is None:
         try:
             sessions = sorted(n[:-6] for n in os.listdir(estate.path("journal"))
                               if n.endswith(".jsonl"))
         except OSError:
             sessions = []
-    grown = [s for s in sessions if _journal_stat(estate, s)[0] > (
+    return [s for s in sessions if _journal_stat(estate, s)[0] > (
         cursors.get(s) or [0])[0]]
-    if not grown and os.path.exists(state_path):
+
+
+def _learn_tool_record(record, line, memo, units, events):
+    """A shell call's command units, as runs (units) and outcomes (events)."""
+    what = record.get("what", "")
+    found = memo.get(what)
+    if found is None:
+        if len(memo) > 8192:
+            memo.clear()
+        found = memo[what] = command_units(what)
+    for key, values, argv in found:
+        units.append((key, values, " ".join(_quote_arg(a) for a in argv), line))
+        events.append((key, record.get("ok"), line))
+
+
+def _learn_journal(state, session, path, cursor, budget, memo):
+    """Learn from one journal's lines after cursor, within budget; its new cursor."""
+    offset, line = cursor
+    units, events = [], []
+    for record, _n, end in read_records(path, offset):
+        if budget.spent():
+            break
+        budget.lines += 1
+        line += 1
+        offset = end
+        if record is None or not record.get("e") or record.get("by"):
+            continue  # only what a hook wrote inside the session is evidence
+        kind = record.get("k")
+        if kind == "tool" and record.get("tool") in SHELL_TOOLS:
+            _learn_tool_record(record, line, memo, units, events)
+        elif kind == "deny":
+            _learn_denial(state, session, record, line)
+            for key, _values, _argv in command_units(record.get("what", "")):
+                state["denied"][key] = 1
+    if units:
+        _learn_units(state, session, [list(u) for u in units])
+        if len(state["ngrams"]) > LEARN_STATE_CAP + LEARN_SINGLE_CAP:
+            _prune_state(state)
+    if events:
+        _learn_failures(state, session, events)
+    return [offset, line]
+
+
+def _save_learning(estate, state, cursors, state_path, cursor_path, read_lines):
+    """Write the state, cursors and candidates when anything was read (or nothing
+    was learned yet); the candidates."""
+    if not read_lines and os.path.exists(state_path):
+        return load_candidates(estate)
+    state.pop("_sid_index", None)
+    candidates = write_candidates(estate, state)  # it keeps its judgements there
+    judged = state.get("judged") or {}
+    if len(judged) > LEARN_CANDIDATES_MAX * 20:
+        state["judged"] = {}
+    write_learn_json(state_path, json_dumps(state) + "\n")
+    write_learn_json(cursor_path, json_dumps(cursors) + "\n")
+    return candidates
+
+
+def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
+    """Read new journal lines (all journals, or the named sessions), update the
+    learning state and candidates. Returns {lines, sessions, candidates}."""
+    state_path, cursor_path, _cands, _decisions = _learn_paths(estate)
+    cursors = _load_learn_json(cursor_path, {})
+    sessions = _grown_journals(estate, sessions, cursors)
+    if not sessions and os.path.exists(state_path):
         return {"lines": 0, "sessions": 0, "candidates": len(load_candidates(estate))}
-    sessions = grown
     state = _load_learn_json(state_path, new_learn_state())
     for key, value in new_learn_state().items():
         state.setdefault(key, value)
-    read_lines, touched = 0, 0
-    memo = {}
+    budget, touched, memo = _LearnBudget(budget_lines, deadline), 0, {}
     for session in sessions:
-        if budget_lines is not None and read_lines >= budget_lines:
-            break
-        if deadline is not None and time.perf_counter() > deadline:
+        if budget.spent():
             break
         path = estate.journal(session)
         cursor = cursors.get(session) or [0, 0]
@@ -12222,53 +12292,11 @@ def learn_run(estate, sessions=None, budget_lines=None, deadline=None):
         except OSError:
             continue
         touched += 1
-        offset, line = cursor
-        units, events = [], []
-        for record, _n, end in read_records(path, offset):
-            if budget_lines is not None and read_lines >= budget_lines:
-                break
-            if deadline is not None and time.perf_counter() > deadline:
-                break
-            read_lines += 1
-            line += 1
-            offset = end
-            if record is None or not record.get("e") or record.get("by"):
-                continue  # only what a hook wrote inside the session is evidence
-            kind = record.get("k")
-            if kind == "tool" and record.get("tool") in SHELL_TOOLS:
-                what = record.get("what", "")
-                found = memo.get(what)
-                if found is None:
-                    if len(memo) > 8192:
-                        memo.clear()
-                    found = memo[what] = command_units(what)
-                for key, values, argv in found:
-                    units.append((key, values, " ".join(_quote_arg(a) for a in argv),
-                                  line))
-                    events.append((key, record.get("ok"), line))
-            elif kind == "deny":
-                _learn_denial(state, session, record, line)
-                for key, _values, _argv in command_units(record.get("what", "")):
-                    state["denied"][key] = 1
-        if units:
-            _learn_units(state, session, [list(u) for u in units])
-            if len(state["ngrams"]) > LEARN_STATE_CAP + LEARN_SINGLE_CAP:
-                _prune_state(state)
-        if events:
-            _learn_failures(state, session, events)
-        cursors[session] = [offset, line]
+        cursors[session] = _learn_journal(state, session, path, cursor, budget, memo)
     _prune_state(state)
-    if read_lines or not os.path.exists(state_path):
-        state.pop("_sid_index", None)
-        candidates = write_candidates(estate, state)  # it keeps its judgements there
-        judged = state.get("judged") or {}
-        if len(judged) > LEARN_CANDIDATES_MAX * 20:
-            state["judged"] = {}
-        write_learn_json(state_path, json_dumps(state) + "\n")
-        write_learn_json(cursor_path, json_dumps(cursors) + "\n")
-    else:
-        candidates = load_candidates(estate)
-    return {"lines": read_lines, "sessions": touched, "candidates": len(candidates)}
+    candidates = _save_learning(estate, state, cursors, state_path, cursor_path,
+                                budget.lines)
+    return {"lines": budget.lines, "sessions": touched, "candidates": len(candidates)}
 
 
 def load_decisions(estate):
