@@ -9948,7 +9948,39 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
                     for t in sorted(open_threads, key=_thread_order)],
         "git": git_state(estate.root, git) if with_git else None,
         "learned": learned_summary(estate, threads),
+        "person_notes": person_notes_since(estate, max([_started(e) for e in others] or [
+            0])),
     }
+
+
+PERSON_NOTES_SHOWN = 3
+PERSON_NOTES_TAIL_BYTES = 64 * 1024  # the newest notes only: a torn first line is skipped
+
+
+def bank_person_note(estate, note, next_step, now=None):
+    """A note a person leaves with no session to bank it into (a fresh project):
+    journaled in person-notes.jsonl, marked as a person's, never an agent's."""
+    record = {"v": SCHEMA_VERSION, "t": round(time.time() if now is None else now, 3),
+              "k": "person-note", "by": "person", "note": redact_clip(note or "", 1000),
+              "next": redact_clip(next_step or "", 1000)}
+    append_record(estate.path("person-notes.jsonl"), record)
+    return record
+
+
+def person_notes_since(estate, since):
+    """The newest person's notes written after `since` (the start of the newest
+    earlier session), newest last; a damaged line is skipped."""
+    path = estate.path("person-notes.jsonl")
+    if not os.path.exists(path):
+        return []
+    try:
+        start = max(0, os.path.getsize(path) - PERSON_NOTES_TAIL_BYTES)
+    except OSError:
+        return []
+    notes = [r for r, _line, _end in read_records(path, start) if isinstance(r, dict) and
+             r.get("k") == "person-note" and isinstance(r.get("t"), (int, float)) and
+             r["t"] > since]
+    return notes[-PERSON_NOTES_SHOWN:]
 
 
 def _thread_order(thread):
@@ -10380,6 +10412,9 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
     if not (banked or snapshot.get("since") or quiet or snapshot.get("alerts") or
             snapshot.get("elsewhere")):
         add("(no earlier session recorded)", 1)
+    for note in snapshot.get("person_notes") or []:
+        add("> a person's note, written outside any session (%s): %s" % (
+            iso_time(note.get("t")), _q(note.get("note") or note.get("next"), 300)), 0)
     live = snapshot.get("live", [])
     for other in live:
         touched = other.get("recent") or []
@@ -21947,7 +21982,18 @@ def cmd_bank(args):
     estate = _estate(args, must_exist=True)
     if not estate_writable(estate):
         return bank_handed_over(args)
-    session, how = resolve_session(estate, args.session)
+    try:
+        session, how = resolve_session(estate, args.session)
+    except NotrestError:
+        if not (args.note or args.next) or agent_sign(estate):
+            raise
+        note = bank_person_note(estate, args.note, args.next)
+        if args.json:
+            _print_json(note)
+        else:
+            sys.stdout.write("no session here yet: kept as a person's note, which the "
+                             "next session's packet shows\n")
+        return 0
     rec = bank_session(estate, session, args.note, args.next, args.open, args.close,
                        by="cli")
     if args.json:

@@ -207,3 +207,23 @@ def test_the_log_shows_a_call_before_its_verdict_and_no_raw_json(proj):
     call = kinds.index("call")
     assert kinds[call + 1] == "DENIED" and "git push --force" in lines[call]
     assert not any("{" in line for line in lines), lines
+
+
+def test_a_persons_note_in_a_project_with_no_session_reaches_the_next_packet(proj):
+    """Issue #23 item 7: a person with no session to bank into leaves a word for the
+    next agent; it is marked as a person's, not an agent's."""
+    result = proj.cli("bank", "--note", "the staging db is down, use the mock",
+                      "--next", "finish the login form")
+    assert result.code == 0, result.stderr
+    assert "a person's note" in result.stdout
+    start = proj.hook("SessionStart", proj.payload("SessionStart", "pn-1",
+                                                   source="startup"))
+    packet = json.dumps(start.answer)
+    assert "a person's note, written outside any session" in packet
+    assert "the staging db is down, use the mock" in packet
+    later = proj.hook("SessionStart", proj.payload("SessionStart", "pn-2",
+                                                   source="startup"))
+    assert "the staging db is down" not in json.dumps(later.answer)  # seen once started
+    agent = proj.cli("bank", "--note", "from the agent", CLAUDECODE="1")
+    assert agent.code in (0, 2) and "a person's note" not in agent.stdout
+    assert proj.cli("doctor").code == 0 or "person-notes" not in proj.cli("doctor").stdout
