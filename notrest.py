@@ -8660,6 +8660,9 @@ def dispatch_hook(estate, event, env, started):
         what = summarise_call(event)
         verdict = gate_event(estate, event, load_lawbook(estate), env, now, what=what)
         record = dict(base, k="call", tool=event.tool or "", what=what)
+        call_id = event.raw.get("tool_use_id")
+        if isinstance(call_id, str) and call_id:  # `notrest audit` matches by it
+            record["id"] = sanitize_session_id(call_id)
         if event.agent:
             record["agent"] = event.agent["id"]
         if kind == "PreToolUse":
@@ -9948,12 +9951,14 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
                     for t in sorted(open_threads, key=_thread_order)],
         "git": git_state(estate.root, git) if with_git else None,
         "learned": learned_summary(estate, threads),
+        "unjudged": audit_findings(estate)[-AUDIT_SHOWN:],
         "person_notes": person_notes_since(estate, max([_started(e) for e in others] or [
             0])),
     }
 
 
 PERSON_NOTES_SHOWN = 3
+AUDIT_SHOWN = 3  # unjudged calls (`notrest audit`) shown in the packet
 PERSON_NOTES_TAIL_BYTES = 64 * 1024  # the newest notes only: a torn first line is skipped
 
 
@@ -9981,6 +9986,36 @@ def person_notes_since(estate, since):
              r.get("k") == "person-note" and isinstance(r.get("t"), (int, float)) and
              r["t"] > since]
     return notes[-PERSON_NOTES_SHOWN:]
+
+
+def read_audit(estate):
+    """{cursors, findings} of audit.json; a damaged one is kept aside and reset."""
+    path = estate.path("audit.json")
+    try:
+        data = read_json_file(path, "audit state", ESTATE_FILE_CAP)
+    except NotrestError as exc:
+        aside = keep_damaged(path)
+        estate_note("%s was damaged (%s); kept it as %s and audited again from the "
+                    "start" % (path, str(exc)[len("notrest: "):], aside))
+        data = None
+    if not isinstance(data, dict):
+        data = {}
+    cursors = data.get("cursors") if isinstance(data.get("cursors"), dict) else {}
+    findings = [f for f in data.get("findings") or [] if isinstance(f, dict)] if \
+        isinstance(data.get("findings"), list) else []
+    return {"schema_version": SCHEMA_VERSION, "cursors": {
+        k: v for k, v in cursors.items() if isinstance(v, int) and v >= 0},
+        "findings": findings}
+
+
+def audit_findings(estate):
+    """What the last audit found and no person acked (no transcript is read)."""
+    if not os.path.exists(estate.path("audit.json")):
+        return []
+    try:
+        return read_audit(estate)["findings"]
+    except OSError:
+        return []
 
 
 def _thread_order(thread):
@@ -10412,6 +10447,11 @@ def build_packet(snapshot, budget=PACKET_BUDGET_BYTES):
     if not (banked or snapshot.get("since") or quiet or snapshot.get("alerts") or
             snapshot.get("elsewhere")):
         add("(no earlier session recorded)", 1)
+    for finding in snapshot.get("unjudged") or []:
+        add("> UNJUDGED: %s call in %s session %s ran with no gate decision (%s): %s" % (
+            _q(finding.get("tool"), 40), _q(finding.get("client"), 10), short_id(str(
+                finding.get("session"))), _q(finding.get("cause"), 120), _q(
+                    finding.get("what"), 160)), 0)
     for note in snapshot.get("person_notes") or []:
         add("> a person's note, written outside any session (%s): %s" % (
             iso_time(note.get("t")), _q(note.get("note") or note.get("next"), 300)), 0)
@@ -13107,6 +13147,7 @@ def run_doctor(estate, now=None):
     findings += compiled_findings(estate)
     findings += integrity_findings(estate) + hardening_findings(estate, config) + \
         canary_findings(estate, config)
+    findings += audit_doctor_findings(estate)
     findings += sync_findings(estate)
     return findings
 
@@ -21679,6 +21720,232 @@ def view_out_path(estate, out):
     return real
 
 
+# ==== audit =================================================================
+# Proof, call by call, that nothing ran unjudged (issue #21). Both clients write a
+# transcript of every session, every tool call in it with an id; the journal keeps
+# the id of every call a gate judged (PreToolUse's "call" record). `notrest audit`
+# reads what the transcripts of this project's sessions added since its last run (a
+# cursor per transcript) and names each call that ran with no gate decision, with
+# the likeliest cause. The transcripts are the agent's data: evidence of what ran,
+# never a source of permits, and what they say is redacted and quoted.
+
+AUDIT_READ_MAX = 8 * 1024 * 1024   # bytes read of one transcript per run
+AUDIT_FINDINGS_MAX = 200           # findings kept until a person acks them
+AUDIT_CLOCK_SLACK_S = 60           # transcripts keep whole seconds; clocks differ
+
+
+def _iso_epoch(text):
+    """Seconds since the epoch of an ISO-8601 UTC time ("...Z"), or None."""
+    if not isinstance(text, str) or len(text) < 19:
+        return None
+    import calendar
+    try:
+        parts = time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return None
+    return float(calendar.timegm(parts))
+
+
+def _call_text(name, data):
+    """What a transcript says a call did, as the journal would say it."""
+    if isinstance(data, str):
+        try:
+            data = json_loads(data)
+        except ValueError:
+            return redact_clip(data, 200)
+    if isinstance(data, dict):
+        for key in ("command", "cmd", "file_path", "path", "pattern", "url", "input"):
+            value = data.get(key)
+            if isinstance(value, list):
+                value = " ".join(str(v) for v in value)
+            if isinstance(value, str) and value:
+                return redact_clip(value, 200)
+    return redact_clip(json_dumps(data), 200)
+
+
+def _claude_line_calls(line):
+    if line.get("type") != "assistant":
+        return []
+    content = (line.get("message") or {}).get("content")
+    t = _iso_epoch(line.get("timestamp"))
+    return [(c.get("id"), str(c.get("name") or "?"), c.get("input"), t)
+            for c in content if isinstance(c, dict) and c.get("type") == "tool_use"] if (
+                isinstance(content, list)) else []
+
+
+def _codex_line_calls(line):
+    payload = line.get("payload")
+    if line.get("type") != "response_item" or not isinstance(payload, dict):
+        return []
+    if payload.get("type") not in ("function_call", "custom_tool_call", "local_shell_call"):
+        return []
+    data = payload.get("arguments", payload.get("input", payload.get("action")))
+    return [(payload.get("call_id") or payload.get("id"), str(payload.get("name") or "shell"),
+             data, _iso_epoch(line.get("timestamp")))]
+
+
+def transcript_calls(path, client, offset):
+    """([(id, tool, what, t)], new offset) of the tool calls a transcript added
+    after offset; at most AUDIT_READ_MAX bytes, whole lines only."""
+    try:
+        with open_plain(path) as handle:
+            handle.seek(offset)
+            data = handle.read(AUDIT_READ_MAX)
+    except OSError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    reader = _claude_line_calls if client == "claude" else _codex_line_calls
+    calls = []
+    for raw in data[:end].split(b"\n"):
+        try:
+            line = json_loads(raw.decode("utf-8", "replace")) if raw.strip() else None
+        except ValueError:
+            continue
+        if isinstance(line, dict):
+            for cid, tool, args, t in reader(line):
+                if isinstance(cid, str) and cid:
+                    calls.append((sanitize_session_id(cid), tool[:64],
+                                  _call_text(tool, args), t))
+    return calls, offset + end
+
+
+def journal_call_ids(estate, session):
+    """(whether the session has a journal, the call ids its gate judged)."""
+    path = estate.journal(sanitize_session_id(session))
+    if not os.path.exists(path):
+        return False, set()
+    ids = set()
+    for rec, _line, _end in read_records(path):
+        if rec and rec.get("k") == "call" and isinstance(rec.get("id"), str):
+            ids.add(rec["id"])
+    return True, ids
+
+
+def hooks_disabled_by(root, env=None):
+    """The Claude settings file that sets disableAllHooks, or ""."""
+    env = os.environ if env is None else env
+    home = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or "~", ".claude")
+    for path in (os.path.join(root, ".claude", "settings.local.json"),
+                 os.path.join(root, ".claude", "settings.json"),
+                 os.path.join(home, "settings.json"),
+                 "/etc/claude-code/managed-settings.json"):
+        try:
+            data = read_json_file(path, "settings", SMALL_FILE_CAP)
+        except NotrestError:
+            continue
+        if isinstance(data, dict) and data.get("disableAllHooks") is True:
+            return path
+    return ""
+
+
+def _unjudged_cause(client, had_journal, root, env):
+    if had_journal:
+        return "its hook did not judge it (timed out, crashed, or was skipped)"
+    if client == "claude":
+        by = hooks_disabled_by(root, env)
+        return ("hooks disabled by disableAllHooks in %s" % by if by else
+                "no notrest hook fired in that session (hooks disabled, settings not "
+                "read, or notrest not installed where it ran)")
+    return ("no notrest hook fired in that session: Codex skips hooks that are "
+            "untrusted or changed since they were trusted (`notrest trust codex`)")
+
+
+def project_transcripts(root, env=None):
+    """[(client, session, path)] of the transcripts of this project's sessions."""
+    env = os.environ if env is None else env
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or "~", ".claude")
+    out = []
+    for _mtime, session in claude_transcripts(root, env):
+        for path in sorted({root, os.path.realpath(root)}):
+            folder = os.path.join(base, "projects", "".join(
+                ch if ch.isalnum() and ch.isascii() else "-" for ch in path))
+            if os.path.isfile(os.path.join(folder, session + ".jsonl")):
+                out.append(("claude", session, os.path.join(folder, session + ".jsonl")))
+                break
+    out.extend(("codex", session, path) for _m, session, path in codex_rollouts(root, env))
+    return out
+
+
+def run_audit(estate, env=None):
+    """Read what is new in the transcripts; returns the findings no person acked."""
+    env = os.environ if env is None else env
+    since = (load_manifest(project_store(estate.root, env)) or {}).get("since") or 0
+    with _Lock(estate.path(".audit.lock")):
+        state = read_audit(estate)
+        cursors, findings = state["cursors"], state["findings"]
+        for client, session, path in project_transcripts(estate.root, env):
+            offset = cursors.get(path, 0)
+            try:
+                if os.path.getsize(path) < offset:
+                    offset = 0  # a transcript rewritten from the start
+            except OSError:
+                continue
+            calls, cursors[path] = transcript_calls(path, client, offset)
+            if not calls:
+                continue
+            had, ids = journal_call_ids(estate, session)
+            if had and not ids:
+                continue  # a journal of an older notrest: it kept no call ids
+            for cid, tool, what, t in calls:
+                if cid in ids or (t is not None and t < since - AUDIT_CLOCK_SLACK_S):
+                    continue
+                findings.append({"client": client, "session": session, "id": cid,
+                                 "tool": tool, "what": what, "t": t,
+                                 "cause": _unjudged_cause(client, had, estate.root, env)})
+        state["findings"] = findings[-AUDIT_FINDINGS_MAX:]
+        write_atomic(estate.path("audit.json"), json_dumps(state) + "\n", durable=False)
+    return state["findings"]
+
+
+def audit_doctor_findings(estate):
+    """doctor runs the audit: a FAIL per unjudged call no person has acked."""
+    try:
+        findings = run_audit(estate)
+    except (OSError, NotrestError) as exc:
+        return [Finding(False, "the audit of the clients' transcripts could not run (%s)"
+                        % one_line(str(exc), 160), "run `notrest audit` to see why")]
+    if not findings:
+        return [Finding(True, "every tool call in this project's transcripts was judged "
+                        "by the gate (`notrest audit`)")]
+    return [Finding(False, audit_line(f), "see `notrest audit`; a person acks them with "
+                    "`%s ack`" % cli_hint(estate)) for f in findings[:10]]
+
+
+def ack_audit(estate):
+    """A person's ack clears the findings (the cursors stay)."""
+    with _Lock(estate.path(".audit.lock")):
+        state = read_audit(estate)
+        count = len(state["findings"])
+        state["findings"] = []
+        write_atomic(estate.path("audit.json"), json_dumps(state) + "\n", durable=False)
+    return count
+
+
+def audit_line(finding):
+    return "%s call %s ran with no gate decision (%s %s, %s): %s" % (
+        finding.get("tool"), finding.get("id"), finding.get("client"),
+        short_id(str(finding.get("session"))), iso_time(finding.get("t")) if finding.get(
+            "t") else "time unknown", finding.get("cause"))
+
+
+def cmd_audit(args):
+    estate = _estate(args, must_exist=True)
+    findings = run_audit(estate)
+    if args.json:
+        _print_json({"findings": findings, "unjudged": len(findings)})
+        return 1 if findings else 0
+    if not findings:
+        sys.stdout.write("every tool call in this project's transcripts since the last "
+                         "ack was judged by notrest's gate\n")
+        return 0
+    for finding in findings:
+        sys.stdout.write("UNJUDGED  %s\n          %s\n" % (
+            audit_line(finding), one_line(finding.get("what"), 200)))
+    sys.stdout.write("%d call(s) ran unjudged; a person clears them with `%s ack` once "
+                     "seen\n" % (len(findings), cli_hint(estate)))
+    return 1
+
+
 # ==== CLI ===================================================================
 
 LOG_LIMIT = 200
@@ -21793,6 +22060,9 @@ def build_parser():
               "the packet once a packet has shown them")
     cmd.add_argument("sessions", nargs="*", metavar="SESSION", help="the sessions to "
                      "acknowledge (a short id will do; default: every one listed)")
+    cmd = add("audit", "name every tool call in this project's client transcripts that ran "
+              "with no gate decision: exit 0 none, 1 some")
+    cmd.add_argument("--json", action="store_true")
     add("rebuild", "recreate session records and the index from the journals")
     cmd = add("learn", "mine the journals for repeated work")
     cmd.add_argument("--list", action="store_true", help="show the candidates")
@@ -22511,6 +22781,11 @@ def cmd_ack(args):
         keep = sorted(acked, key=lambda s: -acked[s])[:INDEX_MAX_SESSIONS]
         write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
                                         "acked": {s: acked[s] for s in keep}}))
+    if not wanted:
+        cleared = ack_audit(estate)
+        if cleared:
+            sys.stdout.write("seen: %d unjudged call(s) that `notrest audit` found\n" %
+                             cleared)
     for alert in chosen:
         sys.stdout.write("seen: %s %s\n" % (short_id(alert["session"]),
                                              "; ".join(alert["what"])))
@@ -22663,7 +22938,7 @@ COMMANDS = {
     "check": cmd_check, "laws": cmd_laws, "allow": cmd_allow, "log": cmd_log,
     "status": cmd_status, "ack": cmd_ack, "rebuild": cmd_rebuild, "learn": cmd_learn,
     "compile": cmd_compile, "sync": cmd_sync, "trust": cmd_trust, "view": cmd_view,
-    "help": cmd_help,
+    "help": cmd_help, "audit": cmd_audit,
 }
 
 
