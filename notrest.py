@@ -12384,16 +12384,12 @@ def load_candidates(estate):
     return items if isinstance(items, list) else []
 
 
-def compute_candidates(state, book=None, decisions=None, root="/", home="/"):
-    """Pure: the candidates a learning state holds, best first, without those a
-    person rejected, and never one with a command the laws deny or that a law
-    denied in a session (a skill must not advertise it)."""
-    decisions = decisions or {}
-    book = book or build_lawbook(None)
-    found = []
-    sequences = []
+def _lawful_sequences(state, book, root, home):
+    """(key, commands, entry) of each run seen in enough sessions, long enough,
+    never denied and lawful under book (judged once per law book, kept in state)."""
     denied = state.get("denied") or {}
     judged = state.setdefault("judged", {})  # key -> may it run? (per law book)
+    sequences = []
     for key, entry in state["ngrams"].items():
         if _session_count(entry) < LEARN_MIN_SESSIONS:
             continue
@@ -12408,30 +12404,48 @@ def compute_candidates(state, book=None, decisions=None, root="/", home="/"):
             lawful = judged[key] = lawful_commands(
                 book, [" ".join(_quote_arg(a) for a in argv) for argv in entry["ex"]],
                 root, home)
-        if not lawful:
-            continue
-        sequences.append((key, commands, entry))
+        if lawful:
+            sequences.append((key, commands, entry))
+    return sequences
+
+
+def _covered_runs(sequences):
+    """The runs that are a sub-run of a longer one seen as often or more: the
+    longest run wins over its own sub-runs."""
     counts = {key: _session_count(entry) for key, _c, entry in sequences}
     covered = set()
-    for key, commands, entry in sequences:
+    for key, commands, _entry in sequences:
         for start in range(len(commands)):
             for end in range(start + 1, len(commands) + 1):
                 if end - start == len(commands):
                     continue
                 sub = " && ".join(commands[start:end])
                 if sub in counts and counts[sub] <= counts[key]:
-                    covered.add(sub)  # the longest run wins over its own sub-runs
-    keep = [item for item in sequences if item[0] not in covered]
-    for key, commands, entry in keep:
+                    covered.add(sub)
+    return covered
+
+
+def _sequence_candidates(state, book, root, home):
+    sequences = _lawful_sequences(state, book, root, home)
+    covered = _covered_runs(sequences)
+    sids = state.get("sids") or []
+    found = []
+    for key, commands, entry in sequences:
+        if key in covered:
+            continue
         varying = [{"slot": i + 1, "examples": values} for i, values in
                    enumerate(entry["vals"]) if len(values) > 1]
-        sids = state.get("sids") or []
         found.append({"id": _stable_id("seq", key), "kind": "sequence",
                       "occurrences": entry["n"], "sessions": _session_count(entry),
                       "pattern": commands, "example": entry["ex"],
                       "slots": entry["vals"], "varying": varying,
                       "evidence": [{"session": sids[s] if s < len(sids) else "?",
                                     "line": n} for s, n in entry["ev"]]})
+    return found
+
+
+def _denial_candidates(state, book, root, home):
+    found = []
     for law_id, entry in state["denials"].items():
         if len(entry["s"]) < LEARN_MIN_SESSIONS:
             continue
@@ -12445,6 +12459,12 @@ def compute_candidates(state, book=None, decisions=None, root="/", home="/"):
                               "Do this instead: %s." % (tried, law_id, len(entry["s"]),
                                                        instead or "ask a person"),
                       "evidence": [{"session": s, "line": n} for s, n in entry["ev"]]})
+    return found
+
+
+def _fix_candidates(state, book, root, home):
+    denied = state.get("denied") or {}
+    found = []
     for pair, entry in state["fixes"].items():
         if len(entry["s"]) < LEARN_MIN_SESSIONS:
             continue
@@ -12458,7 +12478,21 @@ def compute_candidates(state, book=None, decisions=None, root="/", home="/"):
                       "text": "When `%s` fails, the fix that worked in %d sessions was "
                               "`%s`." % (failing, len(entry["s"]), fix),
                       "evidence": [{"session": s, "line": n} for s, n in entry["ev"]]})
-    found = [c for c in found if decisions.get(c["id"]) != "rejected"]
+    return found
+
+
+# each: (state, book, root, home) -> candidates of one kind, in the order listed
+_CANDIDATE_FINDERS = (_sequence_candidates, _denial_candidates, _fix_candidates)
+
+
+def compute_candidates(state, book=None, decisions=None, root="/", home="/"):
+    """Pure: the candidates a learning state holds, best first, without those a
+    person rejected, and never one with a command the laws deny or that a law
+    denied in a session (a skill must not advertise it)."""
+    decisions = decisions or {}
+    book = book or build_lawbook(None)
+    found = [c for finder in _CANDIDATE_FINDERS for c in finder(state, book, root, home)
+             if decisions.get(c["id"]) != "rejected"]
     for item in found:
         item["status"] = decisions.get(item["id"], "new")
     found.sort(key=lambda c: (c["status"] == "new", -c["sessions"] * max(
