@@ -8280,11 +8280,60 @@ def _nested_deeper(value, limit):
     return False
 
 
+OUTPUT_EVENTS = ("PostToolUse", "PostToolUseFailure")
+
+
+def _cut_output_payload(raw, event_name):
+    """The call of an output event whose payload passed the cap (a tool that printed
+    100 MB): the top-level members read whole before the cut, so the journal still
+    records that the call ran (its output is what was cut). Only for the events
+    that judge nothing; None when what was read does not name a session and a
+    tool. A small subset of JSON: the object's members in order, each value
+    decoded whole by the standard decoder, up to the first that is cut."""
+    if event_name not in OUTPUT_EVENTS:
+        return None
+    import json
+    decoder, text = json.JSONDecoder(), raw.decode("utf-8", "replace")
+    out, pos = {}, text.find("{") + 1
+    if pos <= 0:
+        return None
+    try:
+        while True:
+            pos = _skip_json_space(text, pos, ",")
+            key, pos = decoder.raw_decode(text, pos)
+            pos = _skip_json_space(text, pos, ":")
+            value, pos = decoder.raw_decode(text, pos)
+            if isinstance(key, str):
+                out[key] = value
+    except (ValueError, IndexError):
+        pass
+    if not (isinstance(out.get("session_id"), str) and isinstance(out.get("tool_name"),
+                                                                   str)):
+        return None
+    out["tool_response"] = {"notrest_cut": len(raw)}
+    out.setdefault("hook_event_name", event_name)
+    return out
+
+
+def _skip_json_space(text, pos, mark):
+    """pos past white space and at most one `mark` (and the space after it)."""
+    while text[pos] in " \t\r\n":
+        pos += 1
+    if text[pos] == mark:
+        pos += 1
+        while text[pos] in " \t\r\n":
+            pos += 1
+    return pos
+
+
 def parse_payload(raw, complete, event_name):
     """(payload, problem): the JSON object on a hook's stdin, or why it cannot be
     trusted: cut short, not JSON, nested too deep, ill-typed, or claiming another
     event than the launcher that received it (the launcher's event holds)."""
     if not complete:
+        salvaged = _cut_output_payload(raw, event_name)
+        if salvaged is not None:
+            return salvaged, None
         return None, "the payload was cut (%d bytes read before %s)" % (
             len(raw), "the %d-byte cap" % STDIN_CAP_BYTES if len(raw) > STDIN_CAP_BYTES
             else "the read deadline")
@@ -8373,6 +8422,8 @@ def normalise(payload, event_name="", env=None, client=None):
     if kind == "PostToolUseFailure":
         event.ok = False
         event.error = str(payload.get("error") or "")   # cut where it is journaled
+        if not event.error and isinstance(event.tool_response, dict):
+            event.error = _outcome(event)[1]  # its output passed the cap
     elif kind == "PostToolUse":
         event.ok, event.error = _outcome(event)
     return event
@@ -8385,6 +8436,9 @@ def _outcome(event):
     if isinstance(response, dict):
         if response.get("interrupted"):
             return False, "interrupted"
+        if "notrest_cut" in response:
+            return None, "its output passed the %d-byte payload cap: not read" % (
+                STDIN_CAP_BYTES)
         return True, ""
     if isinstance(response, str) and response.startswith("Exit code: "):
         code = response[11:].split("\n", 1)[0].strip()

@@ -587,6 +587,25 @@ def test_a_payload_the_gate_cannot_trust_is_refused(proj, tmp_path):
         "an untrusted payload must not be journaled as a call"
 
 
+@pytest.mark.parametrize("event", ["PostToolUse", "PostToolUseFailure"])
+def test_a_call_whose_output_passes_the_cap_is_still_journaled(proj, tmp_path, event):
+    """Issue #23 item 4: a tool that printed more than the payload cap ran; the
+    journal records the call (what ran, that its output was not read) and the
+    hook goes on quietly; a gate event cut the same way is still refused (above)."""
+    head = json.dumps(tool_payload(proj, "big-out", "cat huge.log", event=event))[:-1]
+    big = tmp_path / "big-output.json"
+    with open(big, "wb") as handle:
+        handle.write(head.encode() + b', "tool_response": {"stdout": "')
+        for _ in range(notrest.STDIN_CAP_BYTES // (1 << 20) + 2):
+            handle.write(b"x" * (1 << 20))
+        handle.write(b'"}}')
+    result = _hook_from_file(proj, event, big)
+    assert result.code == 0 and clean(result), (result.stdout[:300], result.stderr)
+    calls = [r for r in records(proj, "big-out") if r.get("k") == "tool"]
+    assert calls and calls[0]["what"] == "cat huge.log", records(proj, "big-out")
+    assert "payload cap" in calls[0]["error"]
+    assert calls[0]["ok"] is (None if event == "PostToolUse" else False)
+
 def test_a_bom_prefixed_payload_is_judged(proj):
     for command, denied in (("rm -rf ~", True), ("ls", False)):
         data = b"\xef\xbb\xbf" + json.dumps(tool_payload(proj, "bom-1", command)).encode()
