@@ -7668,8 +7668,14 @@ def load_lawbook(estate):
     path = estate.path("laws.json")
     try:
         doc = read_json_file(path, "laws file", LAWS_FILE_CAP)
+        if doc is not None and not isinstance(doc, (dict, list)):
+            raise NotrestError("the laws file is %s, not an object" % _json_kind(doc),
+                               path, "")
     except NotrestError as exc:
         salvaged = salvage_laws(path)
+        good = laws_last_good(estate)
+        if good is not None:
+            return _last_good_lawbook(good, salvaged, exc, path)
         book = build_lawbook(salvaged)
         kept = [law.id for law in book.laws if law.source == "laws.json"]
         book.problems = ["%s (%s): enforcing the built-in laws%s; its `disable` list "
@@ -7681,11 +7687,78 @@ def load_lawbook(estate):
         return book
     listed = isinstance(doc, list)
     book = build_lawbook({"laws": doc} if listed else doc)
+    if book.problems or listed:
+        good = laws_last_good(estate)
+        if good is not None:  # the wrong shape: what it still says, and the last good
+            salvaged = {"laws": doc if listed else (doc or {}).get("laws")}
+            if not isinstance(salvaged["laws"], list):
+                salvaged["laws"] = []
+            return _last_good_lawbook(good, salvaged, NotrestError(
+                "laws.json has the wrong shape (%s)" % "; ".join(book.problems[:2] or [
+                    "a list, not an object"])), path)
     book.problems = (["laws.json holds a list, not an object: its items are read as "
                       "laws"] if listed else []) + ["laws.json: %s" % p
                                                     for p in book.problems]
     activate_secret_patterns(book.secret_rules)
     return book
+
+
+# ---- laws.json, last known good ------------------------------------------------
+# SessionStart keeps a copy of a laws.json that reads whole and clean in notrest's
+# per-user folder (beside the manifest, out of the project); when laws.json is
+# unusable (a FIFO, /dev/zero, garbage, the wrong shape) the gate enforces that
+# copy, never its `disable` list, with whatever laws the broken file still holds.
+
+def laws_last_good_path(estate):
+    return os.path.join(project_store(estate.root), "laws.last-good.json")
+
+
+def laws_last_good(estate):
+    """The last good laws document (a dict), or None."""
+    try:
+        doc = read_json_file(laws_last_good_path(estate), "last good laws", LAWS_FILE_CAP)
+    except (NotrestError, OSError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _last_good_lawbook(good, salvaged, exc, path):
+    merged = dict(good)
+    merged.pop("disable", None)  # a copy only ever adds protection
+    extra = (salvaged or {}).get("laws") or []
+    merged["laws"] = list(merged.get("laws") or []) + [
+        law for law in extra if isinstance(law, dict) and law.get("id") not in {
+            l.get("id") for l in merged.get("laws") or [] if isinstance(l, dict)}]
+    book = build_lawbook(merged)
+    book.problems = ["%s (%s): enforcing its last good version (kept by notrest) and "
+                     "the built-in laws; its `disable` list is ignored until the file "
+                     "is fixed" % (exc.what, path)] + [
+                         "laws.json (last good): %s" % p for p in book.problems]
+    activate_secret_patterns(book.secret_rules)
+    return book
+
+
+def keep_laws_last_good(estate):
+    """At SessionStart: copy laws.json to its last-good place when it reads whole,
+    as an object, with no problem, and differs from the copy there."""
+    path = estate.path("laws.json")
+    try:
+        data = read_file_bytes(path, LAWS_FILE_CAP)
+        if not data:
+            return
+        doc = json_loads(data.decode("utf-8", "replace"))
+    except (OSError, NotrestError, ValueError):
+        return
+    if not isinstance(doc, dict) or build_lawbook(doc).problems:
+        return
+    target = laws_last_good_path(estate)
+    try:
+        if read_file_bytes(target, LAWS_FILE_CAP) == data:
+            return
+    except (OSError, NotrestError):
+        pass
+    if os.path.isdir(os.path.dirname(target)):
+        write_atomic(target, data.decode("utf-8", "replace"), durable=False)
 
 
 def use_project_secret_patterns(estate):
@@ -10988,6 +11061,7 @@ class _SessionCall:
 def _cold_session_start(estate, event, env, call):
     session, now = event.session, call.now
     ensure_estate_gitignore(estate)
+    best_effort(keep_laws_last_good, estate)
     git = event.facts.pop("git", None) or start_git_state(estate.root)
     notice = integrity_notice(estate, event, now)
     pid, pid_start = session_client(estate, session)

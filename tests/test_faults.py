@@ -770,6 +770,47 @@ def test_a_truncated_laws_file_still_enforces_what_it_can_read(proj):
         assert refused(destroy, "PreToolUse") and clean(destroy), junk
 
 
+
+def _fifo_in_place(path):
+    path.unlink()
+    os.mkfifo(str(path))
+
+
+@pytest.mark.parametrize("broken", ["fifo", "dev-zero", "garbage", "wrong-shape",
+                                    "a-list"])
+def test_a_broken_laws_file_enforces_its_last_good_version(proj, broken):
+    """Issue #23 item 1: the project's own laws and protected paths do not vanish
+    when laws.json becomes unusable: SessionStart kept its last good version out of
+    the project, and the gate enforces that (never its disable list), saying so."""
+    laws = proj.root / ".notrest" / "laws.json"
+    doc = {"schema_version": 1, "disable": ["pipe-to-shell"],
+           "protected_paths": ["secrets-dir"], "laws": [
+               {"id": "no-npm-publish", "text": "Never publish to npm.",
+                "on": ["PreToolUse"], "program": ["npm"], "command": "publish",
+                "instead": "ask a person"}]}
+    laws.write_text(json.dumps(doc, indent=2))
+    (proj.root / "secrets-dir").mkdir()
+    start = proj.hook("SessionStart", proj.payload("SessionStart", "lkg-1",
+                                                   source="startup"))
+    assert start.code == 0, start.stderr
+    if broken == "fifo":
+        _fifo_in_place(laws)
+    elif broken == "dev-zero":
+        laws.unlink()
+        laws.symlink_to("/dev/zero")
+    else:
+        laws.write_text({"garbage": "\0{{{ not json", "wrong-shape": '"laws"',
+                         "a-list": '[{"id": 5}]'}[broken])
+    publish = proj.hook("PreToolUse", tool_payload(proj, "lkg-1", "npm publish"))
+    assert refused(publish, "PreToolUse") and "no-npm-publish" in reason(publish), \
+        (broken, publish.stdout)
+    assert clean(publish)
+    wipe = proj.hook("PreToolUse", tool_payload(proj, "lkg-1", "rm -rf secrets-dir"))
+    assert refused(wipe, "PreToolUse"), (broken, wipe.stdout)
+    allowed = proj.hook("PreToolUse", tool_payload(proj, "lkg-1", "ls"))
+    assert goes_on(allowed, "PreToolUse")
+    assert "last good version" in answer_of(allowed).get("systemMessage", ""), broken
+
 def test_permits_expire_by_the_clock_they_were_made_under():
     now, year = 1_800_000_000.0, 365 * 86400
     boot = "b1"
