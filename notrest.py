@@ -11213,6 +11213,8 @@ def stop_hook(estate, event, env, now, config, stamp):
                                   receipts, used, **bounds)
     _say_refused(final, refused)
     journal = estate.journal(session)
+    if final.action == "allow":
+        final = _stop_with_unreadable_journal(journal, event) or final
     base = _base(event, now)
     blocked = final.action in ("deny", "block", "ask")
     laws = [final.law] if blocked else sorted({r["law"] for r in receipts if r.get(
@@ -11237,6 +11239,31 @@ def stop_hook(estate, event, env, now, config, stamp):
             estate_note("learning skipped: %s" % clip(neutralise(exc), 200))
         best_effort(start_sync_quietly, estate, config, "Stop")
     return with_system_message(render_answer(event, final), notice)
+
+
+def _stop_with_unreadable_journal(journal, event):
+    """A stop gate that cannot read the session's journal (a FIFO, a device, a
+    folder in its place) cannot tell what changed: it blocks once, then lets the
+    stop through (the client's stop_hook_active) with a receipt in its message."""
+    try:
+        st = os.stat(journal)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        what = "unreadable (%s)" % exc.strerror
+    else:
+        if st.st_mode & 0o170000 == 0o100000:
+            return None
+        what = file_kind(st.st_mode)
+    if event.stop_hook_active:
+        return Verdict("allow", "bank-before-stop", message="notrest: stop allowed after "
+                       "one block although this session's journal %s is %s: nothing "
+                       "recorded what it changed (`notrest doctor` names the fix)" % (
+                           journal, what))
+    return Verdict("block", "bank-before-stop", "this session's journal %s is %s, so "
+                   "notrest cannot tell what the session changed" % (journal, what),
+                   "bank a note of what you did and what comes next (`notrest bank "
+                   "--note ... --next ...`), then stop")
 
 
 def _escalate(verdict, blocks, law_blocks, bound):

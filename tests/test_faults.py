@@ -811,6 +811,34 @@ def test_a_broken_laws_file_enforces_its_last_good_version(proj, broken):
     assert goes_on(allowed, "PreToolUse")
     assert "last good version" in answer_of(allowed).get("systemMessage", ""), broken
 
+
+@pytest.mark.parametrize("broken", ["fifo", "dev-zero", "folder"])
+def test_a_stop_gate_that_cannot_read_the_journal_blocks_once(proj, broken):
+    """Issue #23 item 2: with the session's journal a FIFO or /dev/zero the stop
+    gate cannot see the unbanked change: it blocks once, then lets the stop through
+    (the client's stop_hook_active) saying why; it never opens silently."""
+    session = "stop-broken"
+    proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
+    (proj.root / "work.py").write_text("print(1)\n")
+    proj.hook("PostToolUse", proj.payload("PostToolUse", session, tool_name="Write",
+                                          tool_input={"file_path": str(
+                                              proj.root / "work.py"), "content": "x"},
+                                          tool_response={"type": "create"}))
+    journal = proj.root / ".notrest" / "journal" / ("%s.jsonl" % session)
+    journal.unlink()
+    if broken == "fifo":
+        os.mkfifo(str(journal))
+    elif broken == "dev-zero":
+        journal.symlink_to("/dev/zero")
+    else:
+        journal.mkdir()
+    first = proj.hook("Stop", proj.payload("Stop", session, stop_hook_active=False))
+    assert refused(first, "Stop") and clean(first), (broken, first.stdout, first.stderr)
+    assert "journal" in (first.stdout + first.stderr)
+    second = proj.hook("Stop", proj.payload("Stop", session, stop_hook_active=True))
+    assert goes_on(second, "Stop") and clean(second), (broken, second.stdout)
+    assert "one block" in answer_of(second).get("systemMessage", "")
+
 def test_permits_expire_by_the_clock_they_were_made_under():
     now, year = 1_800_000_000.0, 365 * 86400
     boot = "b1"
