@@ -19747,7 +19747,7 @@ def _scan_compiled(estate, state, me, out):
 
 
 def _slug_ok(slug):
-    return 0 < len(slug) <= 64 and not slug.startswith("-") and set(slug) <= frozenset(
+    return 0 < len(slug) <= 64 and not slug.startswith("notrest") and not slug.startswith("-") and set(slug) <= frozenset(
         "abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -19817,7 +19817,12 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state):
                     report["came_in"]["removed"] += 1
                 continue
             rec = _session_in(bodies.get(blob), session)
-            if rec is None:
+            if rec is not None and rec["machine"]["id"] == me["id"]:
+                # this machine's records are only its own journals' (it never takes
+                # one back from the ref): one that claims it came from elsewhere
+                report["came_in"]["refused"].append(
+                    "%s: it claims this machine's id" % path)
+            elif rec is None:
                 report["came_in"]["skipped"].append(path)
             elif not cutoff or (rec["updated"] or 0) >= cutoff:
                 records.append((path, rec))
@@ -19843,7 +19848,7 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state):
     report["came_in"]["threads"] += sum(1 for e in added if e["id"][:1] == "t")
     report["came_in"]["lessons"] += sum(1 for e in added if e["id"][:1] == "L")
     for slug, files in sorted(tools.items()):
-        _import_compiled(estate, slug, files, report, dry_run)
+        _import_compiled(estate, slug, files, report, dry_run, me)
 
 
 def _session_in(data, session):
@@ -19965,9 +19970,13 @@ def _append_thread_lines(fd, path, events, dry_run, state):
         os.close(fd)
 
 
-def _import_compiled(estate, slug, files, report, dry_run):
+def _import_compiled(estate, slug, files, report, dry_run, me):
     """A compiled tool from another machine: kept only when its files are whole,
     no local tool has its name, and every command in it passes this project's gate."""
+    if slug.startswith("notrest"):  # notrest's own skills (notrest, notrest-laws, ...)
+        report["came_in"]["refused"].append("compiled/%s: the name is notrest's own" %
+                                            slug[:64])
+        return
     if not _slug_ok(slug) or set(files) != set(SYNC_COMPILED_FILES) or None in \
             files.values():
         report["came_in"]["skipped"].append("compiled/%s" % slug)
@@ -19988,6 +19997,10 @@ def _import_compiled(estate, slug, files, report, dry_run):
     if not isinstance(meta, dict) or not machine_id_ok((meta.get("machine") or {}).get(
             "id") if isinstance(meta.get("machine"), dict) else None):
         report["came_in"]["skipped"].append("compiled/%s" % slug)
+        return
+    if meta["machine"]["id"] == me["id"]:
+        report["came_in"]["refused"].append("compiled/%s: it claims this machine's id"
+                                            % slug)
         return
     reason = _gate_script(estate, script)
     if reason:
