@@ -9918,7 +9918,8 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         summaries[entry["session"]] = session_summary(
             rec, state, estate.root, home, choice["unseen"], now,
             brief=entry["session"] in choice["live"])
-        summaries[entry["session"]]["from"] = elsewhere(rec.get("machine"), me)
+        summaries[entry["session"]]["from"] = elsewhere_id(rec.get("machine"), me)
+        summaries[entry["session"]]["from_label"] = elsewhere_label(rec.get("machine"), me)
     threads = load_threads(estate)
     cli = cli_hint(estate, config)
     open_threads = [t for t in threads.values() if t.get("status") == "open"
@@ -10235,6 +10236,8 @@ def _session_lines(summary, add, role):
                        running=[], failed=[], commands=[], changed_since_note=[],
                        subagents=[])
     core = 0 if role in ("banked", "own") else 1
+    if summary.get("from_label"):
+        data("machine label: %s" % _q(summary["from_label"], 40), 1)
     if summary["note"]:
         data("note: %s" % _q(summary["note"], 200), core)
     if summary["next"]:
@@ -12773,6 +12776,16 @@ def elsewhere(machine, me):
     return machine_name(machine)
 
 
+def elsewhere_id(machine, me):
+    """'machine 9f3a2c' for a session of another machine ('' for this one): what a
+    packet heading says (the label another machine chose is quoted data, below)."""
+    return "machine %s" % machine["id"][:6] if elsewhere(machine, me) else ""
+
+
+def elsewhere_label(machine, me):
+    return machine_label(machine.get("label")) if elsewhere(machine, me) else ""
+
+
 def synced_time(entry):
     """When a session synced in from another machine was last active (0 for a
     session of this estate, whose journal says when)."""
@@ -12790,7 +12803,7 @@ def elsewhere_sessions(estate, entries, me, current="", shown=None):
     since = max(local) if local else 0
     out = []
     for entry in entries[:INDEX_SCAN_SESSIONS]:
-        name = elsewhere(entry.get("machine"), me)
+        name = elsewhere_id(entry.get("machine"), me)
         if not name or entry.get("session") in (shown or ()) or \
                 synced_time(entry) <= since:
             continue
@@ -12799,6 +12812,7 @@ def elsewhere_sessions(estate, entries, me, current="", shown=None):
             continue
         files = sorted(rec["files"], key=lambda p: -(rec["files"][p] or 0))
         out.append({"session": rec["session"], "client": rec["client"], "from": name,
+                    "from_label": elsewhere_label(entry.get("machine"), me),
                     "ended": bool(rec["ended"]), "updated": rec["updated"],
                     "note": rec["note"], "next": rec["next"], "files": files,
                     "failed": rec["failed"][-2:]})
@@ -12845,6 +12859,8 @@ def elsewhere_lines(items):
                                             item["updated"]) if item["ended"] else
                                         "not ended when it last synced, last active %s"
                                         % iso_time(item["updated"])), 1))
+        if item.get("from_label"):
+            lines.append(("> machine label: %s" % _q(item["from_label"], 40), 1))
         if item["note"]:
             lines.append(("> note: %s" % _q(item["note"], 200), 1))
         if item["next"]:
@@ -19890,6 +19906,14 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
         _import_compiled(estate, slug, files, report, dry_run, me)
 
 
+def remote_label(value):
+    """The label another machine gives itself, as this side keeps it: letters,
+    digits, space and . _ - @ only, one short line (it is quoted data anyway)."""
+    text = machine_label(value)
+    return " ".join("".join(c if c.isalnum() or c in " ._-@" else " " for c in text)
+                    .split())[:40]
+
+
 def _session_in(data, session):
     """A session record from the ref, checked and completed, or None."""
     if data is None:
@@ -19903,7 +19927,7 @@ def _session_in(data, session):
         return None
     rec = migrate_session_record(redact_record(raw), session)
     rec["machine"] = {"id": raw["machine"]["id"],
-                      "label": machine_label(raw["machine"].get("label"))}
+                      "label": remote_label(raw["machine"].get("label"))}
     rec["client"] = rec["client"] if rec["client"] in ("claude", "codex") else ""
     return rec
 

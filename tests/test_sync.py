@@ -162,8 +162,9 @@ def test_a_banks_and_syncs_b_starts_knowing_through_its_hook(team):
     assert "came in: 1 session(s) (1 from laptop-a), 1 thread event(s)" in res.stdout
     packet = b.start("b-sess-1")
     line = heading(packet, "a-sess-1")
-    assert "claude" in line and "on another machine: laptop-a" in line and "ended" in \
+    assert "claude" in line and "on another machine: machine " in line and "ended" in \
         line, packet
+    assert '> machine label: "laptop-a"' in packet  # a remote string: quoted data
     assert "added the greet module" in packet
     assert "write tests for greet" in packet
     assert "greet.py" in packet and "docs/greet.md" in packet
