@@ -19124,7 +19124,15 @@ def remove_project_store(root, env=None):
 #   lessons/<shard>/<hash>.json          accepted lessons, the same way
 #   compiled/<slug>/{meta.json,run.sh,SKILL.md}
 #   journals/<shard>/<session>.jsonl     raw (redacted) journals, only with --journals
-#   prune.json                           {"sessions_before": epoch}, set by a person
+#   prune.json                           {"sessions_before": epoch, "machine": id},
+#                                        set by a person
+# What came in has no authority (issue #28): a record or tool that claims this
+# machine's id is refused, no remote tool takes a name starting with notrest, a
+# prune in the future is refused and one in the past removes only the pruner's own
+# records, a thread event applies only to a thread its pusher opened (the pusher:
+# the committer notrest@<id>.invalid of the newest commit that touched the path),
+# other events and every lesson wait in .notrest/sync/proposals.jsonl, which the
+# packet shows as quoted data, like every remote string (labels included).
 # Merging is by value, file by file: the union of both sides; where both hold a
 # session, the higher (seq, updated, blob id) wins, so every clone converges on the
 # same tree in any order. A session belongs to the machine that has its journal:
