@@ -10126,7 +10126,8 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         summaries[entry["session"]] = session_summary(
             rec, state, estate.root, home, choice["unseen"], now,
             brief=entry["session"] in choice["live"])
-        summaries[entry["session"]]["from"] = elsewhere(rec.get("machine"), me)
+        summaries[entry["session"]]["from"] = elsewhere_id(rec.get("machine"), me)
+        summaries[entry["session"]]["from_label"] = elsewhere_label(rec.get("machine"), me)
     threads = load_threads(estate)
     cli = cli_hint(estate, config)
     open_threads = [t for t in threads.values() if t.get("status") == "open"
@@ -10152,6 +10153,7 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         "alerts_more": choice["alerts_more"],
         "live": [summaries[s] for s in choice["live"]], "live_more": choice["live_more"],
         "elsewhere": elsewhere_sessions(estate, entries, me, session, set(summaries)),
+        "proposals": sync_proposals(estate),
         "threads": [{"id": t["id"], "text": t.get("text", ""), "kind": t.get("kind")}
                     for t in sorted(open_threads, key=_thread_order)],
         "git": git_state(estate.root, git) if with_git else None,
@@ -10506,6 +10508,8 @@ def _session_lines(summary, add, role):
                        running=[], failed=[], commands=[], changed_since_note=[],
                        subagents=[])
     core = 0 if role in ("banked", "own") else 1
+    if summary.get("from_label"):
+        data("machine label: %s" % _q(summary["from_label"], 40), 1)
     if summary["note"]:
         data("note: %s" % _q(summary["note"], 200), core)
     if summary["next"]:
@@ -10664,7 +10668,8 @@ def _packet_alerts(snapshot, add, cli):
     if snapshot.get("alerts_more"):
         add("(%d more session%s with alerts no person has seen: `%s status`)" % (
             snapshot["alerts_more"], "" if snapshot["alerts_more"] == 1 else "s", cli), 2)
-    for text, weight in elsewhere_lines(snapshot.get("elsewhere")):
+    for text, weight in elsewhere_lines(snapshot.get("elsewhere")) + proposal_lines(
+            snapshot.get("proposals")):
         add(text, weight)
     banked, quiet = snapshot.get("banked"), snapshot.get("quiet") or []
     unseen = [s for s in [banked] + snapshot.get("since", []) if s and s.get("unseen")]
@@ -13174,6 +13179,16 @@ def elsewhere(machine, me):
     return machine_name(machine)
 
 
+def elsewhere_id(machine, me):
+    """'machine 9f3a2c' for a session of another machine ('' for this one): what a
+    packet heading says (the label another machine chose is quoted data, below)."""
+    return "machine %s" % machine["id"][:6] if elsewhere(machine, me) else ""
+
+
+def elsewhere_label(machine, me):
+    return machine_label(machine.get("label")) if elsewhere(machine, me) else ""
+
+
 def synced_time(entry):
     """When a session synced in from another machine was last active (0 for a
     session of this estate, whose journal says when)."""
@@ -13191,7 +13206,7 @@ def elsewhere_sessions(estate, entries, me, current="", shown=None):
     since = max(local) if local else 0
     out = []
     for entry in entries[:INDEX_SCAN_SESSIONS]:
-        name = elsewhere(entry.get("machine"), me)
+        name = elsewhere_id(entry.get("machine"), me)
         if not name or entry.get("session") in (shown or ()) or \
                 synced_time(entry) <= since:
             continue
@@ -13200,12 +13215,39 @@ def elsewhere_sessions(estate, entries, me, current="", shown=None):
             continue
         files = sorted(rec["files"], key=lambda p: -(rec["files"][p] or 0))
         out.append({"session": rec["session"], "client": rec["client"], "from": name,
+                    "from_label": elsewhere_label(entry.get("machine"), me),
                     "ended": bool(rec["ended"]), "updated": rec["updated"],
                     "note": rec["note"], "next": rec["next"], "files": files,
                     "failed": rec["failed"][-2:]})
         if len(out) >= ELSEWHERE_SHOWN:
             break
     return out
+
+
+def sync_proposals(estate, limit=5):
+    """The newest proposals from other machines, for the packet (never applied)."""
+    path = estate.path(SYNC_FOLDER, "proposals.jsonl")
+    if not os.path.exists(path):
+        return []
+    items = [r for r, _n, _e in read_records(path) if isinstance(r, dict)]
+    return items[-limit:]
+
+
+def proposal_lines(items):
+    """Packet lines for proposals: a heading, then each as quoted data."""
+    if not items:
+        return []
+    lines = [("### Proposals from other machines (quoted data, not applied: a person "
+              "decides)", 1)]
+    for item in items:
+        what = "lesson" if str(item.get("id", ""))[:1] == "L" else "thread %s" % _q(
+            item.get("id"), 20)
+        change = "status %s" % _q(item.get("status"), 20) if item.get("status") else ""
+        lines.append(("> %s from machine %s: %s%s" % (
+            what, _q(str(item.get("machine") or "?")[:6], 6), change,
+            (", " if change and item.get("text") else "") + (
+                _q(item.get("text"), 200) if item.get("text") else "")), 2))
+    return lines
 
 
 def elsewhere_lines(items):
@@ -13220,6 +13262,8 @@ def elsewhere_lines(items):
                                             item["updated"]) if item["ended"] else
                                         "not ended when it last synced, last active %s"
                                         % iso_time(item["updated"])), 1))
+        if item.get("from_label"):
+            lines.append(("> machine label: %s" % _q(item["from_label"], 40), 1))
         if item["note"]:
             lines.append(("> note: %s" % _q(item["note"], 200), 1))
         if item["next"]:
@@ -19484,7 +19528,15 @@ def remove_project_store(root, env=None):
 #   lessons/<shard>/<hash>.json          accepted lessons, the same way
 #   compiled/<slug>/{meta.json,run.sh,SKILL.md}
 #   journals/<shard>/<session>.jsonl     raw (redacted) journals, only with --journals
-#   prune.json                           {"sessions_before": epoch}, set by a person
+#   prune.json                           {"sessions_before": epoch, "machine": id},
+#                                        set by a person
+# What came in has no authority (issue #28): a record or tool that claims this
+# machine's id is refused, no remote tool takes a name starting with notrest, a
+# prune in the future is refused and one in the past removes only the pruner's own
+# records, a thread event applies only to a thread its pusher opened (the pusher:
+# the committer notrest@<id>.invalid of the newest commit that touched the path),
+# other events and every lesson wait in .notrest/sync/proposals.jsonl, which the
+# packet shows as quoted data, like every remote string (labels included).
 # Merging is by value, file by file: the union of both sides; where both hold a
 # session, the higher (seq, updated, blob id) wins, so every clone converges on the
 # same tree in any order. A session belongs to the machine that has its journal:
@@ -20151,7 +20203,7 @@ def _scan_compiled(estate, state, me, out):
 
 
 def _slug_ok(slug):
-    return 0 < len(slug) <= 64 and not slug.startswith("-") and set(slug) <= frozenset(
+    return 0 < len(slug) <= 64 and not slug.startswith("notrest") and not slug.startswith("-") and set(slug) <= frozenset(
         "abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -20199,15 +20251,19 @@ def choose_winners(git, pending, incoming, fresh):
 
 # ---- what came in -------------------------------------------------------------------
 
-def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state):
+def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
+                    senders=None):
     """Write what other machines sent into the local estate: session records (never
-    over a session that has its journal here), thread and lesson events, compiled
-    tools that pass the gate; prune removals."""
+    over a session that has its journal here, never one that claims this machine),
+    thread events of threads their sender opened (other events, and every lesson,
+    wait as proposals), compiled tools that pass the gate; prune removals of the
+    pruner's own records. senders: {path: machine id} of who pushed each path."""
+    senders = senders or {}
     blobs = sorted({b for p, b in incoming.items() if b and not p.startswith(
         "journals/")})
     bodies = {sha: item[2] for sha, item in git.cat(blobs).items() if item and
               item[1] == "blob" and len(item[2]) <= SYNC_BLOB_MAX} if blobs else {}
-    records, events, tools = [], [], {}
+    records, events, tools, proposals = [], [], {}, []
     for path in sorted(incoming):
         blob = incoming[path]
         parts = path.split("/")
@@ -20217,11 +20273,17 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state):
                     estate.journal(session)):
                 continue
             if blob is None:
-                if _remove_synced_session(estate, session, dry_run):
+                if _remove_synced_session(estate, session, dry_run,
+                                          senders.get("prune.json")):
                     report["came_in"]["removed"] += 1
                 continue
             rec = _session_in(bodies.get(blob), session)
-            if rec is None:
+            if rec is not None and rec["machine"]["id"] == me["id"]:
+                # this machine's records are only its own journals' (it never takes
+                # one back from the ref): one that claims it came from elsewhere
+                report["came_in"]["refused"].append(
+                    "%s: it claims this machine's id" % path)
+            elif rec is None:
                 report["came_in"]["skipped"].append(path)
             elif not cutoff or (rec["updated"] or 0) >= cutoff:
                 records.append((path, rec))
@@ -20230,8 +20292,13 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state):
                 event = thread_event_in(json_loads(bodies[blob].decode("utf-8")), me)
             except (KeyError, ValueError, UnicodeDecodeError):
                 event = None
+            sender = senders.get(path) or ""
+            owner = event["id"].partition("@")[2] if event else ""
             if event is None:
                 report["came_in"]["skipped"].append(path)
+            elif event["id"][:1] == "L" or not sender or (owner or me["id"][:6]) != \
+                    sender[:6]:
+                proposals.append(dict(event, machine=sender))
             else:
                 events.append(event)
         elif parts[0] == "compiled" and len(parts) == 3 and blob:
@@ -20246,8 +20313,17 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state):
     added = _append_thread_events(estate, events, dry_run, state)
     report["came_in"]["threads"] += sum(1 for e in added if e["id"][:1] == "t")
     report["came_in"]["lessons"] += sum(1 for e in added if e["id"][:1] == "L")
+    report["came_in"]["proposals"] += _add_proposals(estate, proposals, dry_run)
     for slug, files in sorted(tools.items()):
-        _import_compiled(estate, slug, files, report, dry_run)
+        _import_compiled(estate, slug, files, report, dry_run, me)
+
+
+def remote_label(value):
+    """The label another machine gives itself, as this side keeps it: letters,
+    digits, space and . _ - @ only, one short line (it is quoted data anyway)."""
+    text = machine_label(value)
+    return " ".join("".join(c if c.isalnum() or c in " ._-@" else " " for c in text)
+                    .split())[:40]
 
 
 def _session_in(data, session):
@@ -20263,15 +20339,63 @@ def _session_in(data, session):
         return None
     rec = migrate_session_record(redact_record(raw), session)
     rec["machine"] = {"id": raw["machine"]["id"],
-                      "label": machine_label(raw["machine"].get("label"))}
+                      "label": remote_label(raw["machine"].get("label"))}
     rec["client"] = rec["client"] if rec["client"] in ("claude", "codex") else ""
     return rec
 
 
-def _remove_synced_session(estate, session, dry_run):
-    """Drop a record that came from another machine and was pruned from the ref."""
+def _senders(git, seen, tip, incoming):
+    """{path: machine id} of the machine that pushed each path that came in (thread
+    and lesson events, prune.json), as this side sees it: the committer of the newest
+    commit since the last sync that touched the path (notrest@<id>.invalid). One
+    git call, only when such paths came in."""
+    if not tip or not any(p.startswith(("threads/", "lessons/", "prune.json")) or (
+            p.startswith("sessions/") and b is None) for p, b in incoming.items()):
+        return {}
+    args = ["log", "--format=%x01%ce", "--name-only", "--no-renames", tip]
+    if seen and not _missing_blobs(git, [seen]):
+        code, _out, _err = git.run(["merge-base", "--is-ancestor", seen, tip])
+        if code == 0:
+            args.append("^" + seen)
+    out = git.must(args + ["--", "threads", "lessons", "prune.json"])
+    senders, who = {}, ""
+    for line in out.decode("utf-8", "replace").splitlines():
+        if line.startswith("\x01"):
+            email = line[1:]
+            head = email[len("notrest@"):-len(".invalid")] if email.startswith(
+                "notrest@") and email.endswith(".invalid") else ""
+            who = head if machine_id_ok(head) else ""
+        elif line and line not in senders:
+            senders[line] = who
+    return senders
+
+
+def _add_proposals(estate, events, dry_run):
+    """Keep thread events and lessons that came in without the authority to apply
+    (another machine's thread, any lesson) in .notrest/sync/proposals.jsonl, for the
+    packet to show as quoted data; returns how many are new."""
+    if not events:
+        return 0
+    path = estate.path(SYNC_FOLDER, "proposals.jsonl")
+    known = {json_dumps(r) for r, _n, _e in read_records(path) if r is not None}
+    fresh = []
+    for event in events:
+        if json_dumps(event) not in known:
+            known.add(json_dumps(event))
+            fresh.append(event)
+    if fresh and not dry_run:
+        _ensure_dir(os.path.dirname(path))
+        for event in fresh:
+            append_record(path, event)
+    return len(fresh)
+
+
+def _remove_synced_session(estate, session, dry_run, pruner=None):
+    """Drop a record that came from another machine and was pruned from the ref by
+    that same machine (a prune speaks only for the pruner's own records)."""
     rec = load_session_record(estate, session)
-    if rec is None or not isinstance(rec.get("machine"), dict):
+    if rec is None or not isinstance(rec.get("machine"), dict) or not pruner or \
+            rec["machine"].get("id") != pruner:
         return False
     if not dry_run:
         try:
@@ -20369,9 +20493,13 @@ def _append_thread_lines(fd, path, events, dry_run, state):
         os.close(fd)
 
 
-def _import_compiled(estate, slug, files, report, dry_run):
+def _import_compiled(estate, slug, files, report, dry_run, me):
     """A compiled tool from another machine: kept only when its files are whole,
     no local tool has its name, and every command in it passes this project's gate."""
+    if slug.startswith("notrest"):  # notrest's own skills (notrest, notrest-laws, ...)
+        report["came_in"]["refused"].append("compiled/%s: the name is notrest's own" %
+                                            slug[:64])
+        return
     if not _slug_ok(slug) or set(files) != set(SYNC_COMPILED_FILES) or None in \
             files.values():
         report["came_in"]["skipped"].append("compiled/%s" % slug)
@@ -20392,6 +20520,10 @@ def _import_compiled(estate, slug, files, report, dry_run):
     if not isinstance(meta, dict) or not machine_id_ok((meta.get("machine") or {}).get(
             "id") if isinstance(meta.get("machine"), dict) else None):
         report["came_in"]["skipped"].append("compiled/%s" % slug)
+        return
+    if meta["machine"]["id"] == me["id"]:
+        report["came_in"]["refused"].append("compiled/%s: it claims this machine's id"
+                                            % slug)
         return
     reason = _gate_script(estate, script)
     if reason:
@@ -20488,7 +20620,7 @@ def new_sync_report(remote, ref, me, dry_run):
     return {"remote": remote, "ref": ref, "machine": machine_name(me), "dry_run": dry_run,
             "outcome": "ok", "message": "", "pushed": False, "commit": "", "tries": 0,
             "came_in": {"sessions": [], "threads": 0, "lessons": 0, "compiled": [],
-                        "removed": 0, "skipped": [], "refused": []},
+                        "removed": 0, "skipped": [], "refused": [], "proposals": 0},
             "went_out": {"sessions": 0, "threads": 0, "lessons": 0, "compiled": 0,
                          "journals": 0, "pruned": 0},
             "git_calls": 0}
@@ -20738,6 +20870,9 @@ def _sync_locked(estate, git, me, remote, ref, journals, cutoff_asked, dry_run, 
             if seen_tree and _missing_blobs(git, [seen_tree]):
                 seen_tree = None  # the cache names a tree this repository lost
             incoming = diff_trees(git, seen_tree, base_tree)
+        if ref_cutoff > now + 60:  # a prune in the future would erase what comes
+            report["came_in"]["refused"].append("prune.json: its date is in the future")
+            ref_cutoff = 0
         cutoff = max(cutoff, ref_cutoff)
         for path in _pruned_paths(git, pending, bodies, cutoff):
             del pending[path]
@@ -20745,7 +20880,8 @@ def _sync_locked(estate, git, me, remote, ref, journals, cutoff_asked, dry_run, 
                 state.settled(path, None)  # older than the prune: it stays here
         send, lost = choose_winners(git, pending, incoming, bodies)
         import_incoming(estate, git, {p: b for p, b in incoming.items() if p not in send},
-                        me, cutoff, report, dry_run, state)
+                        me, cutoff, report, dry_run, state,
+                        _senders(git, seen.get("commit"), base_commit, incoming))
         if not dry_run:
             for path in lost:
                 state.settled(path, None)
@@ -20759,7 +20895,8 @@ def _sync_locked(estate, git, me, remote, ref, journals, cutoff_asked, dry_run, 
         extra = {}
         if cutoff > ref_cutoff:
             extra["prune.json"] = json_pretty({"schema_version": SCHEMA_VERSION,
-                                               "sessions_before": cutoff}).encode()
+                                               "sessions_before": cutoff,
+                                               "machine": me["id"]}).encode()
         if not has_layout and (changes or base_commit):
             extra["estate.json"] = json_pretty({"schema_version": SCHEMA_VERSION,
                                                 "layout": SYNC_LAYOUT}).encode()
@@ -20960,6 +21097,9 @@ def print_sync_report(report, out):
         parts.append("compiled tool(s) %s" % ", ".join(came["compiled"]))
     if came["removed"]:
         parts.append("%d pruned session(s) removed" % came["removed"])
+    if came["proposals"]:
+        parts.append("%d proposal(s) that a person decides (not applied)" %
+                     came["proposals"])
     lines.append("came in: %s" % ", ".join(parts))
     parts = ["%d session(s)" % went["sessions"]]
     for key in ("threads", "lessons", "compiled", "journals"):

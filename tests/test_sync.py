@@ -162,8 +162,9 @@ def test_a_banks_and_syncs_b_starts_knowing_through_its_hook(team):
     assert "came in: 1 session(s) (1 from laptop-a), 1 thread event(s)" in res.stdout
     packet = b.start("b-sess-1")
     line = heading(packet, "a-sess-1")
-    assert "claude" in line and "on another machine: laptop-a" in line and "ended" in \
+    assert "claude" in line and "on another machine: machine " in line and "ended" in \
         line, packet
+    assert '> machine label: "laptop-a"' in packet  # a remote string: quoted data
     assert "added the greet module" in packet
     assert "write tests for greet" in packet
     assert "greet.py" in packet and "docs/greet.md" in packet
@@ -197,7 +198,7 @@ def test_sessions_of_other_machines_since_the_last_local_one_are_listed(team):
     assert "b's own work" not in packet  # this machine's own older session is not listed
 
 
-def test_a_thread_opened_on_one_machine_is_closed_on_another(team):
+def test_a_thread_closed_on_another_machine_arrives_as_a_proposal(team):
     a, b = team("a"), team("b")
     a.work("a1", files=["x.py"], note="n", next_step="m", opened=["flaky test_io"])
     a.sync()
@@ -207,10 +208,19 @@ def test_a_thread_opened_on_one_machine_is_closed_on_another(team):
     assert tid.startswith("t1@") and len(tid) == 9, thread
     assert b.cli("bank", "--session", "b1", "--note", "fixed it", "--close", tid).code == 0
     assert b.sync().code == 0
-    assert a.sync().code == 0
-    assert "flaky test_io" not in a.start("a2")
+    res = a.sync()
+    assert "1 proposal(s) that a person decides (not applied)" in res.stdout, res.stdout
+    packet = a.start("a2")
+    # issue #28: B's event does not close A's thread; A's packet shows it, quoted
+    assert "Proposals from other machines" in packet
+    assert '> thread "t1" from machine' in packet and 'status "closed"' in packet
     opened = [t for t in notrest.load_threads(a.estate).values() if t["status"] == "open"]
-    assert opened == []
+    assert [t["text"] for t in opened] == ["flaky test_io"]
+    # the opener closes it: that event applies everywhere
+    assert a.cli("bank", "--session", "a2", "--note", "done", "--close", "t1").code == 0
+    assert a.sync().code == 0 and b.sync().code == 0
+    assert not [t for t in notrest.load_threads(b.estate).values() if t["status"] ==
+                "open" and t["kind"] == "thread"]
 
 
 def test_lessons_and_compiled_tools_travel_and_a_bad_tool_is_refused(team):
