@@ -13117,49 +13117,55 @@ def law_layers(book, root, clients, skill_texts):
     return out
 
 
-def run_doctor(estate, now=None):
-    """Findings about an installed project: hooks, settings, interpreter, estate,
-    and every law in its three layers."""
-    findings = []
-    config = load_config(estate)
+def _doctor_clients(estate, config):
+    """The clients to check, and the finding when config.json names none (then the
+    clients whose settings wire notrest)."""
     clients = [c for c in config.get("clients", []) if c in CLIENT_EVENTS]
-    if not estate.exists():
-        return [Finding(False, "no estate at %s" % estate.dir,
-                        "install notrest: `%s`" % reinstall_command(estate))]
-    if not clients:
-        findings.append(Finding(False, "config.json names no installed client (%s)" %
-                                estate.path("config.json"),
-                                "run `%s` (config.json is local: a fresh clone has "
-                                "none)" % reinstall_command(estate, config)))
-        clients = [c for c in CLIENT_EVENTS if wired_events(client_settings_path(
-            estate.root, c))]
-    fix_install = reinstall_command(estate, config)
+    if clients:
+        return clients, []
+    finding = Finding(False, "config.json names no installed client (%s)" %
+                      estate.path("config.json"),
+                      "run `%s` (config.json is local: a fresh clone has "
+                      "none)" % reinstall_command(estate, config))
+    return [c for c in CLIENT_EVENTS if wired_events(client_settings_path(
+        estate.root, c))], [finding]
+
+
+def _doctor_interpreter(config, fix_install):
+    """The recorded interpreter runs and is Python 3.9+."""
     python = config.get("python")
-    if python and os.access(python, os.X_OK):
-        code, out, _ = run_command([python, "-I", "-S", "-c",
-                                    "import sys;print('%d.%d'%sys.version_info[:2])"],
-                                   timeout=10)
-        version = out.decode("utf-8", "replace").strip()
-        parts = version.split(".")
-        good = code == 0 and len(parts) == 2 and all(p.isdigit() for p in parts) and \
-            tuple(int(p) for p in parts) >= (3, 9)
-        findings.append(Finding(good, "interpreter %s (Python %s)" % (python, version),
-                                "install Python 3.9+ and run `%s`" % fix_install))
-    else:
-        findings.append(Finding(False, "the recorded interpreter %r is missing" % python,
-                                "run `%s` to record a Python 3.9+" % fix_install))
+    if not (python and os.access(python, os.X_OK)):
+        return [Finding(False, "the recorded interpreter %r is missing" % python,
+                        "run `%s` to record a Python 3.9+" % fix_install)]
+    code, out, _ = run_command([python, "-I", "-S", "-c",
+                                "import sys;print('%d.%d'%sys.version_info[:2])"],
+                               timeout=10)
+    version = out.decode("utf-8", "replace").strip()
+    parts = version.split(".")
+    good = code == 0 and len(parts) == 2 and all(p.isdigit() for p in parts) and \
+        tuple(int(p) for p in parts) >= (3, 9)
+    return [Finding(good, "interpreter %s (Python %s)" % (python, version),
+                    "install Python 3.9+ and run `%s`" % fix_install)]
+
+
+def _doctor_launchers(estate, fix_install):
+    """Every hook launcher is present and executable, and so is their common tail."""
+    findings = []
     for event, (name, _timeout) in HOOK_EVENTS.items():
         path = estate.path("hooks", name)
-        ok = os.path.isfile(path) and os.access(path, os.X_OK)
-        if not ok:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             findings.append(Finding(False, "hook launcher %s missing or not executable"
                                     % path, "run `%s` (or chmod +x it)" % fix_install))
     if not os.path.isfile(estate.path("hooks", LAUNCH_FILE)):
         findings.append(Finding(False, "the launchers' common tail %s is missing" %
                                 estate.path("hooks", LAUNCH_FILE),
                                 "run `%s`" % fix_install))
-    if all(f.ok for f in findings[-len(HOOK_EVENTS):]) or not findings:
-        findings.append(Finding(True, "hook launchers present and executable"))
+    return findings or [Finding(True, "hook launchers present and executable")]
+
+
+def _doctor_client_settings(estate, config, clients, fix_install):
+    """Each client's settings wire all its events to launchers that exist."""
+    findings = []
     for client in clients:
         settings = client_settings_path(estate.root, client)
         wired = wired_events(settings)
@@ -13179,22 +13185,26 @@ def run_doctor(estate, now=None):
                                     ", ".join(missing) or "none",
                                     "; pointing nowhere: " + ", ".join(broken)
                                     if broken else "")))
-    if "codex" in clients:
-        findings += codex_trust_findings(estate)
-    findings += _estate_findings(estate)
-    book = load_lawbook(estate)
-    for problem in book.problems:
-        findings.append(Finding(False, problem, "fix %s; `notrest laws` shows what is in "
-                                "force" % estate.path("laws.json")))
-    skill_texts = {}
+    return findings
+
+
+def _doctor_laws_skill(estate, clients, fix_install):
+    """({skill path: text} for every client, [a finding per missing skill])."""
+    texts, findings = {}, []
     for client in clients:
         path = skill_path(estate.root, client, "notrest-laws")
         try:
             with open(path, encoding="utf-8") as handle:
-                skill_texts[path] = handle.read()
+                texts[path] = handle.read()
         except OSError:
             findings.append(Finding(False, "the laws skill is missing (%s)" % path,
                                     "run `%s`" % fix_install))
+    return texts, findings
+
+
+def _doctor_law_layers(estate, book, clients, skill_texts, fix_install):
+    """One finding per law: is it in its text, check and hook layers."""
+    findings = []
     for law, layers in law_layers(book, estate.root, clients, skill_texts):
         gaps = []
         if not layers["text"]:
@@ -13211,6 +13221,31 @@ def run_doctor(estate, now=None):
                                 "run `%s` (it re-renders the laws skill and "
                                 "rewires hooks); give the law a text and a matcher or "
                                 "check in laws.json" % fix_install))
+    return findings
+
+
+def run_doctor(estate, now=None):
+    """Findings about an installed project: hooks, settings, interpreter, estate,
+    and every law in its three layers (one helper per check, in that order)."""
+    config = load_config(estate)
+    if not estate.exists():
+        return [Finding(False, "no estate at %s" % estate.dir,
+                        "install notrest: `%s`" % reinstall_command(estate))]
+    clients, findings = _doctor_clients(estate, config)
+    fix_install = reinstall_command(estate, config)
+    findings += _doctor_interpreter(config, fix_install)
+    findings += _doctor_launchers(estate, fix_install)
+    findings += _doctor_client_settings(estate, config, clients, fix_install)
+    if "codex" in clients:
+        findings += codex_trust_findings(estate)
+    findings += _estate_findings(estate)
+    book = load_lawbook(estate)
+    for problem in book.problems:
+        findings.append(Finding(False, problem, "fix %s; `notrest laws` shows what is in "
+                                "force" % estate.path("laws.json")))
+    skill_texts, missing_skills = _doctor_laws_skill(estate, clients, fix_install)
+    findings += missing_skills
+    findings += _doctor_law_layers(estate, book, clients, skill_texts, fix_install)
     findings += compiled_findings(estate)
     findings += integrity_findings(estate) + hardening_findings(estate, config) + \
         canary_findings(estate, config)
