@@ -18657,11 +18657,8 @@ def reinstall_command(estate, config=None, client="both"):
     return "%s --client %s %s" % (command, client, _quote_arg(estate.root))
 
 
-def install_project(target, clients=("claude", "codex"), python=None, source=None,
-                    harden=None, trust=False):
-    """Install notrest into target; returns the lines of a report. harden: True or
-    False switches the clients' sandboxes on or off; None keeps config.json's. trust:
-    the person asked for Codex's trust too (the caller runs trust_codex)."""
+def _install_root(target):
+    """The absolute project folder, refused when it is missing or not UTF-8."""
     root = os.path.abspath(target)
     if not os.path.isdir(root):
         raise NotrestError("no such folder", root, "create it or name another", code=2)
@@ -18672,19 +18669,22 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
                            "JSON, which cannot name it", ascii(os.fsencode(root))[1:],
                            "rename the folder to a UTF-8 name and run install.sh again",
                            code=3)
-    source = source or os.path.abspath(__file__)
-    python = python or sys.executable
-    estate = Estate(root)
-    report, created = [], []
+    return root
+
+
+def _install_keep_damaged(estate, report):
+    """A damaged install.json or config.json is kept aside, never rewritten silently."""
     for name, shape in (("install.json", INSTALL_SHAPE), ("config.json", CONFIG_SHAPE)):
         damaged = _json_finding(estate.path(name), name, shape, SMALL_FILE_CAP)
         if damaged is not None:  # never rewritten silently: kept beside the new one
             aside = keep_damaged(estate.path(name))
             report.append("%s was damaged (%s): kept it as %s, wrote a new one" % (
                 name, damaged.what, aside))
-    install_state = read_json_file(estate.path("install.json"), "install record") or {}
-    created_before = list(install_state.get("created", []))
-    _ensure_dir(estate.dir)
+
+
+def _install_estate_files(estate, source, python, report, created):
+    """The module, the launchers and their tail, the CLI wrapper and .gitignore;
+    returns the installed module's path."""
     with open(source, encoding="utf-8") as handle:
         code = handle.read()
     target_code = estate.path("notrest.py")
@@ -18703,6 +18703,11 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     os.chmod(wrapper, 0o755)
     _write_if_changed(estate.path(".gitignore"), ESTATE_GITIGNORE, report, created,
                       ".notrest/.gitignore")
+    return target_code
+
+
+def _install_laws_json(estate, report):
+    """A first laws.json (the built-in laws and packs) when there is none."""
     if not os.path.exists(estate.path("laws.json")):
         write_atomic(estate.path("laws.json"), json_pretty({
             "schema_version": SCHEMA_VERSION, "disable": [],
@@ -18710,6 +18715,10 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
             "protected_paths": [], "laws": [],
             "packs": {pack["id"]: pack["default"] for pack in PACKS}}))
         report.append("wrote .notrest/laws.json (built-in laws; add your own)")
+
+
+def _install_config(estate, clients, python, harden, source):
+    """config.json brought up to this install (written); returns it."""
     config = load_config(estate)
     harden = bool(config.get("harden")) if harden is None else bool(harden)
     config.update({"schema_version": SCHEMA_VERSION, "python": python, "harden": harden,
@@ -18720,6 +18729,11 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     if installer:
         config["installer"] = installer
     write_atomic(estate.path("config.json"), json_pretty(config))
+    return config
+
+
+def _install_client_files(root, estate, clients, install_state, report, created):
+    """Each client's hook settings and skills (a skill that is not ours is left)."""
     book = load_lawbook(estate)
     for client in clients:
         install_settings(root, client, install_state, report, created)
@@ -18730,20 +18744,47 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
                 report.append("left %s alone (not ours)" % path)
                 continue
             _write_if_changed(path, text, report, created, os.path.relpath(path, root))
-    _install_agents_block(root, report, created)
-    _precompile(python, target_code)
-    if os.path.isfile(estate.path("hooks", BOOT_FILE)):
-        created.append(".notrest/hooks/%s" % BOOT_FILE)
+
+
+def _install_harden(estate, root, config, install_state, created_before, created,
+                    report):
+    """Apply the sandbox choice, then write install.json whatever happened (a
+    refusal turns harden off in config.json and is raised)."""
     state = dict(install_state, schema_version=SCHEMA_VERSION, clients=config["clients"],
                  created=sorted(set(created_before) | set(created)),
                  harden=install_state.get("harden") or {})
     try:
-        apply_hardening(root, config["clients"], harden, state, report)
+        apply_hardening(root, config["clients"], config["harden"], state, report)
     except NotrestError:
         write_atomic(estate.path("config.json"), json_pretty(dict(config, harden=False)))
         raise
     finally:
         write_atomic(estate.path("install.json"), json_pretty(state))
+
+
+def install_project(target, clients=("claude", "codex"), python=None, source=None,
+                    harden=None, trust=False):
+    """Install notrest into target; returns the lines of a report. harden: True or
+    False switches the clients' sandboxes on or off; None keeps config.json's. trust:
+    the person asked for Codex's trust too (the caller runs trust_codex)."""
+    root = _install_root(target)
+    source = source or os.path.abspath(__file__)
+    python = python or sys.executable
+    estate = Estate(root)
+    report, created = [], []
+    _install_keep_damaged(estate, report)
+    install_state = read_json_file(estate.path("install.json"), "install record") or {}
+    created_before = list(install_state.get("created", []))
+    _ensure_dir(estate.dir)
+    target_code = _install_estate_files(estate, source, python, report, created)
+    _install_laws_json(estate, report)
+    config = _install_config(estate, clients, python, harden, source)
+    _install_client_files(root, estate, clients, install_state, report, created)
+    _install_agents_block(root, report, created)
+    _precompile(python, target_code)
+    if os.path.isfile(estate.path("hooks", BOOT_FILE)):
+        created.append(".notrest/hooks/%s" % BOOT_FILE)
+    _install_harden(estate, root, config, install_state, created_before, created, report)
     record_manifest(estate)
     if not report:
         report.append("already installed; nothing changed")
