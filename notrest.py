@@ -18975,11 +18975,9 @@ def _pristine_entry(root, store, rel, extra):
     return dict(extra, file=rel, stat=stat_key(path))
 
 
-def record_manifest(estate, env=None):
-    """Write the manifest of the installed harness, with a pristine copy of each
-    file it covers, to project_store(root): what SessionStart, Stop and doctor
-    check it against. A store an earlier install named by sha256 takes the name
-    project_store gives now."""
+def _manifest_store(estate, env):
+    """project_store(root), renamed first from the sha256 name an earlier install
+    gave it to the name project_store gives now (where that is free)."""
     root, store = estate.root, project_store(estate.root, env)
     named = os.path.join(os.path.dirname(store), "%016x" % fnv1a64(os.path.realpath(
         root).encode("utf-8", "surrogateescape")))
@@ -18989,7 +18987,11 @@ def record_manifest(estate, env=None):
             store = _STORES[(estate.root, data_dir(env))] = named
         except OSError:
             pass  # it stays where it is: project_store finds it there
-    config = load_config(estate)
+    return store
+
+
+def _manifest_files(root, store):
+    """{rel: sha256, mode, stat} of each harness file, its pristine copy written."""
     files = {}
     for rel in harness_files():
         path = os.path.join(root, rel)
@@ -18999,6 +19001,11 @@ def record_manifest(estate, env=None):
         write_bytes_atomic(pristine_path(store, rel), data)
         files[rel] = {"sha256": sha256_hex(data), "mode": os.lstat(path).st_mode & 0o7777,
                       "stat": stat_key(path)}
+    return files
+
+
+def _manifest_caches(estate, config):
+    """{tag: {part: path, stat, sha256}} of the recorded interpreter's bytecode cache."""
     caches = {}
     tag = _cache_tag_of(config.get("python") or sys.executable)
     if tag and os.path.isfile(estate.path("notrest.py")):
@@ -19007,20 +19014,44 @@ def record_manifest(estate, env=None):
             data = read_regular(path)
             caches[tag][part] = {"path": path, "stat": stat_key(path),
                                  "sha256": sha256_hex(data) if data is not None else ""}
+    return caches
+
+
+def _manifest_hooks(root, store, config):
+    """{client: pristine entry} of each client's settings that carry our hooks."""
     hooks = {}
     for client in config.get("clients", []):
         rel = os.path.relpath(client_settings_path(root, client), root)
         data = _parse_json_bytes(read_regular(os.path.join(root, rel)))
         if isinstance(data, dict) and our_hook_entries(data):
             hooks[client] = _pristine_entry(root, store, rel, hook_record(data))
-    guarded = {key: config.get(key) for key in CONFIG_GUARDED}
+    return hooks
+
+
+def _manifest_sandbox(estate, store):
+    """{client: pristine entry} of each sandbox install.json says was hardened."""
     sandbox = {}
     harden = (read_json_file(estate.path("install.json"), "install record") or {}).get(
         "harden") or {}
     for client, record in sorted(harden.items()):
         keep = {"spec": record["spec"]} if client == "claude" else {
             "block": record["block"]}
-        sandbox[client] = _pristine_entry(root, store, record["file"], keep)
+        sandbox[client] = _pristine_entry(estate.root, store, record["file"], keep)
+    return sandbox
+
+
+def record_manifest(estate, env=None):
+    """Write the manifest of the installed harness, with a pristine copy of each
+    file it covers, to project_store(root): what SessionStart, Stop and doctor
+    check it against. A store an earlier install named by sha256 takes the name
+    project_store gives now."""
+    root, store = estate.root, _manifest_store(estate, env)
+    config = load_config(estate)
+    files = _manifest_files(root, store)
+    caches = _manifest_caches(estate, config)
+    hooks = _manifest_hooks(root, store, config)
+    guarded = {key: config.get(key) for key in CONFIG_GUARDED}
+    sandbox = _manifest_sandbox(estate, store)
     folders = {os.path.dirname(rel): os.path.realpath(os.path.join(
         root, os.path.dirname(rel))) for rel in files}
     since = (load_manifest(store) or {}).get("since") or round(time.time(), 3)
