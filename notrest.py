@@ -17975,6 +17975,111 @@ def build_hot_cache(source, env=None, pyc=None):
     return paths
 
 
+def _lazy_rebound(lines):
+    """The names a function body rebinds with `global`."""
+    rebound = set()
+    for line in lines:
+        word = line.lstrip()
+        if word.startswith("global ") and line[:1].isspace():
+            rebound.update(n.strip() for n in word[7:].split("#")[0].split(","))
+    return rebound
+
+
+def _lazy_plain(const, keyword, lines):
+    """Its first line is its def or class: no decorator."""
+    line = lines[const.co_firstlineno - 1].lstrip() if 0 < const.co_firstlineno <= \
+        len(lines) else ""
+    return line.startswith(keyword + const.co_name + "(") or line.startswith(
+        keyword + const.co_name + ":")
+
+
+def _lazy_bound_once(outer, rebound):
+    """The names outer's code binds exactly once (and no body rebinds)."""
+    import dis
+    count = {}
+    for ins in dis.get_instructions(outer):
+        if ins.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME",
+                          "IMPORT_NAME", "IMPORT_FROM"):
+            count[ins.argval] = count.get(ins.argval, 0) + 1
+    return {name for name, n in count.items() if n == 1 and name not in rebound}
+
+
+def _lazy_owners(code, lines):
+    """{a function's code that may be held: the name of its class, or None}."""
+    rebound = _lazy_rebound(lines)
+    code_type = type(code)
+    once = _lazy_bound_once(code, rebound)
+    owners = {}
+    for const in code.co_consts:
+        if type(const) is not code_type or const.co_name not in once:
+            continue
+        if _lazy_plain(const, "def ", lines) and const.co_name != "_lazy_code":
+            owners[const] = None  # (_lazy_code is what stand-ins call)
+        elif _lazy_plain(const, "class ", lines):
+            inside = _lazy_bound_once(const, rebound)
+            for method in const.co_consts:
+                if type(method) is code_type and method.co_name in inside and \
+                        _lazy_plain(method, "def ", lines):
+                    owners[method] = const.co_name
+    return owners
+
+
+def _lazy_chosen(owners):
+    """{a held function's code: its bytes}, in the order held: those that close
+    over nothing and marshal to more than LAZY_CODE_MIN_BYTES."""
+    import marshal
+    chosen = {}
+    for inner in owners:
+        if not inner.co_freevars:
+            body = marshal.dumps(inner)
+            if len(body) > LAZY_CODE_MIN_BYTES:
+                chosen[inner] = body
+    return chosen
+
+
+_LAZY_MARK_BACK, _LAZY_MARK_SIZE = 987654321, 987654322
+
+
+def _lazy_templates(code_type, source):
+    """{"function"|"method": the stand-in's code, with marks for name and place}."""
+    templates = {}
+    for kind, owner in (("function", "NAME"), ("method", 'OWNER.__dict__["NAME"]')):
+        made = compile("def NAME(*a, **k):\n    return _lazy_code(%s, %d, %d)(*a, **k)\n"
+                       % (owner, _LAZY_MARK_BACK, _LAZY_MARK_SIZE), source, "exec",
+                       dont_inherit=True)
+        templates[kind] = [c for c in made.co_consts if type(c) is code_type][0]
+    return templates
+
+
+def _lazy_stand_in(inner, owner, place, templates):
+    """The stand-in for inner: the template with its name, class and place."""
+    template = templates["function" if owner is None else "method"]
+    names = tuple(inner.co_name if n == "NAME" else owner if n == "OWNER" else n
+                  for n in template.co_names)
+    consts = tuple(place[0] if c == _LAZY_MARK_BACK else place[1] if c ==
+                   _LAZY_MARK_SIZE else inner.co_name if c == "NAME" else c
+                   for c in template.co_consts)
+    fields = {"co_name": inner.co_name, "co_firstlineno": inner.co_firstlineno,
+              "co_names": names, "co_consts": consts}
+    if hasattr(inner, "co_qualname"):
+        fields["co_qualname"] = inner.co_qualname
+    return template.replace(**fields)
+
+
+def _lazy_rebuild(outer, depth, stand_ins, classes):
+    """outer's code with each held function's code swapped for its stand-in (in
+    the module and, one level down, in the classes that hold methods)."""
+    consts = []
+    for const in outer.co_consts:
+        if type(const) is type(outer):
+            if const in stand_ins:
+                const = stand_ins[const]
+            elif depth == 0 and const.co_name in classes:
+                const = _lazy_rebuild(const, 1, stand_ins, classes)
+        consts.append(const)
+    return outer.replace(co_consts=tuple(consts))
+
+
 def lazy_split(code, text, source):
     """A module's code with the bytecode of its larger functions held apart, and
     the bytes held. Loading a cache is mostly unmarshalling its code (~5 us a KB),
@@ -17987,88 +18092,17 @@ def lazy_split(code, text, source):
     between the module's code and the MAC, so the MAC covers them; a stand-in
     knows its code's place counted back from the MAC. Read from the code and the
     text's lines (no ast: an install builds three parts)."""
-    import dis
-    import marshal
-    lines = text.split("\n")
-    rebound = set()  # names a function body rebinds with `global`
-    for line in lines:
-        word = line.lstrip()
-        if word.startswith("global ") and line[:1].isspace():
-            rebound.update(n.strip() for n in word[7:].split("#")[0].split(","))
-    code_type = type(code)
-
-    def plain(const, keyword):  # its first line is its def or class: no decorator
-        line = lines[const.co_firstlineno - 1].lstrip() if 0 < const.co_firstlineno <= \
-            len(lines) else ""
-        return line.startswith(keyword + const.co_name + "(") or line.startswith(
-            keyword + const.co_name + ":")
-
-    def bound_once(outer):
-        count = {}
-        for ins in dis.get_instructions(outer):
-            if ins.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME",
-                              "IMPORT_NAME", "IMPORT_FROM"):
-                count[ins.argval] = count.get(ins.argval, 0) + 1
-        return {name for name, n in count.items() if n == 1 and name not in rebound}
-
-    once = bound_once(code)
-    owners = {}  # a held function's code -> the name of its class, or None
-    for const in code.co_consts:
-        if type(const) is not code_type or const.co_name not in once:
-            continue
-        if plain(const, "def ") and const.co_name != "_lazy_code":  # what stand-ins call
-            owners[const] = None
-        elif plain(const, "class "):
-            inside = bound_once(const)
-            for method in const.co_consts:
-                if type(method) is code_type and method.co_name in inside and plain(
-                        method, "def "):
-                    owners[method] = const.co_name
-    chosen = {}  # a held function's code -> its bytes, in the order held
-    for inner in owners:
-        if not inner.co_freevars:
-            body = marshal.dumps(inner)
-            if len(body) > LAZY_CODE_MIN_BYTES:
-                chosen[inner] = body
+    owners = _lazy_owners(code, text.split("\n"))
+    chosen = _lazy_chosen(owners)
     total = sum(len(body) for body in chosen.values())
-    places, start = {}, 0
+    templates = _lazy_templates(type(code), source)
+    stand_ins, start = {}, 0
     for inner, body in chosen.items():
-        places[inner] = (total - start, len(body))
+        stand_ins[inner] = _lazy_stand_in(inner, owners[inner], (total - start,
+                                                                  len(body)), templates)
         start += len(body)
-    mark_back, mark_size = 987654321, 987654322
-    templates = {}
-    for kind, owner in (("function", "NAME"), ("method", 'OWNER.__dict__["NAME"]')):
-        made = compile("def NAME(*a, **k):\n    return _lazy_code(%s, %d, %d)(*a, **k)\n"
-                       % (owner, mark_back, mark_size), source, "exec", dont_inherit=True)
-        templates[kind] = [c for c in made.co_consts if type(c) is code_type][0]
-
-    def stand_in(inner):
-        owner, place = owners[inner], places[inner]
-        template = templates["function" if owner is None else "method"]
-        names = tuple(inner.co_name if n == "NAME" else owner if n == "OWNER" else n
-                      for n in template.co_names)
-        consts = tuple(place[0] if c == mark_back else place[1] if c == mark_size else
-                       inner.co_name if c == "NAME" else c for c in template.co_consts)
-        fields = {"co_name": inner.co_name, "co_firstlineno": inner.co_firstlineno,
-                  "co_names": names, "co_consts": consts}
-        if hasattr(inner, "co_qualname"):
-            fields["co_qualname"] = inner.co_qualname
-        return template.replace(**fields)
-
     classes = set(owners.values())
-
-    def rebuild(outer, depth):
-        consts = []
-        for const in outer.co_consts:
-            if type(const) is code_type:
-                if const in places:
-                    const = stand_in(const)
-                elif depth == 0 and const.co_name in classes:
-                    const = rebuild(const, 1)
-            consts.append(const)
-        return outer.replace(co_consts=tuple(consts))
-
-    return rebuild(code, 0), b"".join(chosen.values())
+    return _lazy_rebuild(code, 0, stand_ins, classes), b"".join(chosen.values())
 
 
 def _write_new_file(path, data, mode):
