@@ -13394,49 +13394,55 @@ def law_layers(book, root, clients, skill_texts):
     return out
 
 
-def run_doctor(estate, now=None):
-    """Findings about an installed project: hooks, settings, interpreter, estate,
-    and every law in its three layers."""
-    findings = []
-    config = load_config(estate)
+def _doctor_clients(estate, config):
+    """The clients to check, and the finding when config.json names none (then the
+    clients whose settings wire notrest)."""
     clients = [c for c in config.get("clients", []) if c in CLIENT_EVENTS]
-    if not estate.exists():
-        return [Finding(False, "no estate at %s" % estate.dir,
-                        "install notrest: `%s`" % reinstall_command(estate))]
-    if not clients:
-        findings.append(Finding(False, "config.json names no installed client (%s)" %
-                                estate.path("config.json"),
-                                "run `%s` (config.json is local: a fresh clone has "
-                                "none)" % reinstall_command(estate, config)))
-        clients = [c for c in CLIENT_EVENTS if wired_events(client_settings_path(
-            estate.root, c))]
-    fix_install = reinstall_command(estate, config)
+    if clients:
+        return clients, []
+    finding = Finding(False, "config.json names no installed client (%s)" %
+                      estate.path("config.json"),
+                      "run `%s` (config.json is local: a fresh clone has "
+                      "none)" % reinstall_command(estate, config))
+    return [c for c in CLIENT_EVENTS if wired_events(client_settings_path(
+        estate.root, c))], [finding]
+
+
+def _doctor_interpreter(config, fix_install):
+    """The recorded interpreter runs and is Python 3.9+."""
     python = config.get("python")
-    if python and os.access(python, os.X_OK):
-        code, out, _ = run_command([python, "-I", "-S", "-c",
-                                    "import sys;print('%d.%d'%sys.version_info[:2])"],
-                                   timeout=10)
-        version = out.decode("utf-8", "replace").strip()
-        parts = version.split(".")
-        good = code == 0 and len(parts) == 2 and all(p.isdigit() for p in parts) and \
-            tuple(int(p) for p in parts) >= (3, 9)
-        findings.append(Finding(good, "interpreter %s (Python %s)" % (python, version),
-                                "install Python 3.9+ and run `%s`" % fix_install))
-    else:
-        findings.append(Finding(False, "the recorded interpreter %r is missing" % python,
-                                "run `%s` to record a Python 3.9+" % fix_install))
+    if not (python and os.access(python, os.X_OK)):
+        return [Finding(False, "the recorded interpreter %r is missing" % python,
+                        "run `%s` to record a Python 3.9+" % fix_install)]
+    code, out, _ = run_command([python, "-I", "-S", "-c",
+                                "import sys;print('%d.%d'%sys.version_info[:2])"],
+                               timeout=10)
+    version = out.decode("utf-8", "replace").strip()
+    parts = version.split(".")
+    good = code == 0 and len(parts) == 2 and all(p.isdigit() for p in parts) and \
+        tuple(int(p) for p in parts) >= (3, 9)
+    return [Finding(good, "interpreter %s (Python %s)" % (python, version),
+                    "install Python 3.9+ and run `%s`" % fix_install)]
+
+
+def _doctor_launchers(estate, fix_install):
+    """Every hook launcher is present and executable, and so is their common tail."""
+    findings = []
     for event, (name, _timeout) in HOOK_EVENTS.items():
         path = estate.path("hooks", name)
-        ok = os.path.isfile(path) and os.access(path, os.X_OK)
-        if not ok:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             findings.append(Finding(False, "hook launcher %s missing or not executable"
                                     % path, "run `%s` (or chmod +x it)" % fix_install))
     if not os.path.isfile(estate.path("hooks", LAUNCH_FILE)):
         findings.append(Finding(False, "the launchers' common tail %s is missing" %
                                 estate.path("hooks", LAUNCH_FILE),
                                 "run `%s`" % fix_install))
-    if all(f.ok for f in findings[-len(HOOK_EVENTS):]) or not findings:
-        findings.append(Finding(True, "hook launchers present and executable"))
+    return findings or [Finding(True, "hook launchers present and executable")]
+
+
+def _doctor_client_settings(estate, config, clients, fix_install):
+    """Each client's settings wire all its events to launchers that exist."""
+    findings = []
     for client in clients:
         settings = client_settings_path(estate.root, client)
         wired = wired_events(settings)
@@ -13456,22 +13462,26 @@ def run_doctor(estate, now=None):
                                     ", ".join(missing) or "none",
                                     "; pointing nowhere: " + ", ".join(broken)
                                     if broken else "")))
-    if "codex" in clients:
-        findings += codex_trust_findings(estate)
-    findings += _estate_findings(estate)
-    book = load_lawbook(estate)
-    for problem in book.problems:
-        findings.append(Finding(False, problem, "fix %s; `notrest laws` shows what is in "
-                                "force" % estate.path("laws.json")))
-    skill_texts = {}
+    return findings
+
+
+def _doctor_laws_skill(estate, clients, fix_install):
+    """({skill path: text} for every client, [a finding per missing skill])."""
+    texts, findings = {}, []
     for client in clients:
         path = skill_path(estate.root, client, "notrest-laws")
         try:
             with open(path, encoding="utf-8") as handle:
-                skill_texts[path] = handle.read()
+                texts[path] = handle.read()
         except OSError:
             findings.append(Finding(False, "the laws skill is missing (%s)" % path,
                                     "run `%s`" % fix_install))
+    return texts, findings
+
+
+def _doctor_law_layers(estate, book, clients, skill_texts, fix_install):
+    """One finding per law: is it in its text, check and hook layers."""
+    findings = []
     for law, layers in law_layers(book, estate.root, clients, skill_texts):
         gaps = []
         if not layers["text"]:
@@ -13488,6 +13498,31 @@ def run_doctor(estate, now=None):
                                 "run `%s` (it re-renders the laws skill and "
                                 "rewires hooks); give the law a text and a matcher or "
                                 "check in laws.json" % fix_install))
+    return findings
+
+
+def run_doctor(estate, now=None):
+    """Findings about an installed project: hooks, settings, interpreter, estate,
+    and every law in its three layers (one helper per check, in that order)."""
+    config = load_config(estate)
+    if not estate.exists():
+        return [Finding(False, "no estate at %s" % estate.dir,
+                        "install notrest: `%s`" % reinstall_command(estate))]
+    clients, findings = _doctor_clients(estate, config)
+    fix_install = reinstall_command(estate, config)
+    findings += _doctor_interpreter(config, fix_install)
+    findings += _doctor_launchers(estate, fix_install)
+    findings += _doctor_client_settings(estate, config, clients, fix_install)
+    if "codex" in clients:
+        findings += codex_trust_findings(estate)
+    findings += _estate_findings(estate)
+    book = load_lawbook(estate)
+    for problem in book.problems:
+        findings.append(Finding(False, problem, "fix %s; `notrest laws` shows what is in "
+                                "force" % estate.path("laws.json")))
+    skill_texts, missing_skills = _doctor_laws_skill(estate, clients, fix_install)
+    findings += missing_skills
+    findings += _doctor_law_layers(estate, book, clients, skill_texts, fix_install)
     findings += compiled_findings(estate)
     findings += integrity_findings(estate) + hardening_findings(estate, config) + \
         canary_findings(estate, config)
@@ -18217,6 +18252,111 @@ def build_hot_cache(source, env=None, pyc=None):
     return paths
 
 
+def _lazy_rebound(lines):
+    """The names a function body rebinds with `global`."""
+    rebound = set()
+    for line in lines:
+        word = line.lstrip()
+        if word.startswith("global ") and line[:1].isspace():
+            rebound.update(n.strip() for n in word[7:].split("#")[0].split(","))
+    return rebound
+
+
+def _lazy_plain(const, keyword, lines):
+    """Its first line is its def or class: no decorator."""
+    line = lines[const.co_firstlineno - 1].lstrip() if 0 < const.co_firstlineno <= \
+        len(lines) else ""
+    return line.startswith(keyword + const.co_name + "(") or line.startswith(
+        keyword + const.co_name + ":")
+
+
+def _lazy_bound_once(outer, rebound):
+    """The names outer's code binds exactly once (and no body rebinds)."""
+    import dis
+    count = {}
+    for ins in dis.get_instructions(outer):
+        if ins.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME",
+                          "IMPORT_NAME", "IMPORT_FROM"):
+            count[ins.argval] = count.get(ins.argval, 0) + 1
+    return {name for name, n in count.items() if n == 1 and name not in rebound}
+
+
+def _lazy_owners(code, lines):
+    """{a function's code that may be held: the name of its class, or None}."""
+    rebound = _lazy_rebound(lines)
+    code_type = type(code)
+    once = _lazy_bound_once(code, rebound)
+    owners = {}
+    for const in code.co_consts:
+        if type(const) is not code_type or const.co_name not in once:
+            continue
+        if _lazy_plain(const, "def ", lines) and const.co_name != "_lazy_code":
+            owners[const] = None  # (_lazy_code is what stand-ins call)
+        elif _lazy_plain(const, "class ", lines):
+            inside = _lazy_bound_once(const, rebound)
+            for method in const.co_consts:
+                if type(method) is code_type and method.co_name in inside and \
+                        _lazy_plain(method, "def ", lines):
+                    owners[method] = const.co_name
+    return owners
+
+
+def _lazy_chosen(owners):
+    """{a held function's code: its bytes}, in the order held: those that close
+    over nothing and marshal to more than LAZY_CODE_MIN_BYTES."""
+    import marshal
+    chosen = {}
+    for inner in owners:
+        if not inner.co_freevars:
+            body = marshal.dumps(inner)
+            if len(body) > LAZY_CODE_MIN_BYTES:
+                chosen[inner] = body
+    return chosen
+
+
+_LAZY_MARK_BACK, _LAZY_MARK_SIZE = 987654321, 987654322
+
+
+def _lazy_templates(code_type, source):
+    """{"function"|"method": the stand-in's code, with marks for name and place}."""
+    templates = {}
+    for kind, owner in (("function", "NAME"), ("method", 'OWNER.__dict__["NAME"]')):
+        made = compile("def NAME(*a, **k):\n    return _lazy_code(%s, %d, %d)(*a, **k)\n"
+                       % (owner, _LAZY_MARK_BACK, _LAZY_MARK_SIZE), source, "exec",
+                       dont_inherit=True)
+        templates[kind] = [c for c in made.co_consts if type(c) is code_type][0]
+    return templates
+
+
+def _lazy_stand_in(inner, owner, place, templates):
+    """The stand-in for inner: the template with its name, class and place."""
+    template = templates["function" if owner is None else "method"]
+    names = tuple(inner.co_name if n == "NAME" else owner if n == "OWNER" else n
+                  for n in template.co_names)
+    consts = tuple(place[0] if c == _LAZY_MARK_BACK else place[1] if c ==
+                   _LAZY_MARK_SIZE else inner.co_name if c == "NAME" else c
+                   for c in template.co_consts)
+    fields = {"co_name": inner.co_name, "co_firstlineno": inner.co_firstlineno,
+              "co_names": names, "co_consts": consts}
+    if hasattr(inner, "co_qualname"):
+        fields["co_qualname"] = inner.co_qualname
+    return template.replace(**fields)
+
+
+def _lazy_rebuild(outer, depth, stand_ins, classes):
+    """outer's code with each held function's code swapped for its stand-in (in
+    the module and, one level down, in the classes that hold methods)."""
+    consts = []
+    for const in outer.co_consts:
+        if type(const) is type(outer):
+            if const in stand_ins:
+                const = stand_ins[const]
+            elif depth == 0 and const.co_name in classes:
+                const = _lazy_rebuild(const, 1, stand_ins, classes)
+        consts.append(const)
+    return outer.replace(co_consts=tuple(consts))
+
+
 def lazy_split(code, text, source):
     """A module's code with the bytecode of its larger functions held apart, and
     the bytes held. Loading a cache is mostly unmarshalling its code (~5 us a KB),
@@ -18229,88 +18369,17 @@ def lazy_split(code, text, source):
     between the module's code and the MAC, so the MAC covers them; a stand-in
     knows its code's place counted back from the MAC. Read from the code and the
     text's lines (no ast: an install builds three parts)."""
-    import dis
-    import marshal
-    lines = text.split("\n")
-    rebound = set()  # names a function body rebinds with `global`
-    for line in lines:
-        word = line.lstrip()
-        if word.startswith("global ") and line[:1].isspace():
-            rebound.update(n.strip() for n in word[7:].split("#")[0].split(","))
-    code_type = type(code)
-
-    def plain(const, keyword):  # its first line is its def or class: no decorator
-        line = lines[const.co_firstlineno - 1].lstrip() if 0 < const.co_firstlineno <= \
-            len(lines) else ""
-        return line.startswith(keyword + const.co_name + "(") or line.startswith(
-            keyword + const.co_name + ":")
-
-    def bound_once(outer):
-        count = {}
-        for ins in dis.get_instructions(outer):
-            if ins.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME",
-                              "IMPORT_NAME", "IMPORT_FROM"):
-                count[ins.argval] = count.get(ins.argval, 0) + 1
-        return {name for name, n in count.items() if n == 1 and name not in rebound}
-
-    once = bound_once(code)
-    owners = {}  # a held function's code -> the name of its class, or None
-    for const in code.co_consts:
-        if type(const) is not code_type or const.co_name not in once:
-            continue
-        if plain(const, "def ") and const.co_name != "_lazy_code":  # what stand-ins call
-            owners[const] = None
-        elif plain(const, "class "):
-            inside = bound_once(const)
-            for method in const.co_consts:
-                if type(method) is code_type and method.co_name in inside and plain(
-                        method, "def "):
-                    owners[method] = const.co_name
-    chosen = {}  # a held function's code -> its bytes, in the order held
-    for inner in owners:
-        if not inner.co_freevars:
-            body = marshal.dumps(inner)
-            if len(body) > LAZY_CODE_MIN_BYTES:
-                chosen[inner] = body
+    owners = _lazy_owners(code, text.split("\n"))
+    chosen = _lazy_chosen(owners)
     total = sum(len(body) for body in chosen.values())
-    places, start = {}, 0
+    templates = _lazy_templates(type(code), source)
+    stand_ins, start = {}, 0
     for inner, body in chosen.items():
-        places[inner] = (total - start, len(body))
+        stand_ins[inner] = _lazy_stand_in(inner, owners[inner], (total - start,
+                                                                  len(body)), templates)
         start += len(body)
-    mark_back, mark_size = 987654321, 987654322
-    templates = {}
-    for kind, owner in (("function", "NAME"), ("method", 'OWNER.__dict__["NAME"]')):
-        made = compile("def NAME(*a, **k):\n    return _lazy_code(%s, %d, %d)(*a, **k)\n"
-                       % (owner, mark_back, mark_size), source, "exec", dont_inherit=True)
-        templates[kind] = [c for c in made.co_consts if type(c) is code_type][0]
-
-    def stand_in(inner):
-        owner, place = owners[inner], places[inner]
-        template = templates["function" if owner is None else "method"]
-        names = tuple(inner.co_name if n == "NAME" else owner if n == "OWNER" else n
-                      for n in template.co_names)
-        consts = tuple(place[0] if c == mark_back else place[1] if c == mark_size else
-                       inner.co_name if c == "NAME" else c for c in template.co_consts)
-        fields = {"co_name": inner.co_name, "co_firstlineno": inner.co_firstlineno,
-                  "co_names": names, "co_consts": consts}
-        if hasattr(inner, "co_qualname"):
-            fields["co_qualname"] = inner.co_qualname
-        return template.replace(**fields)
-
     classes = set(owners.values())
-
-    def rebuild(outer, depth):
-        consts = []
-        for const in outer.co_consts:
-            if type(const) is code_type:
-                if const in places:
-                    const = stand_in(const)
-                elif depth == 0 and const.co_name in classes:
-                    const = rebuild(const, 1)
-            consts.append(const)
-        return outer.replace(co_consts=tuple(consts))
-
-    return rebuild(code, 0), b"".join(chosen.values())
+    return _lazy_rebuild(code, 0, stand_ins, classes), b"".join(chosen.values())
 
 
 def _write_new_file(path, data, mode):
@@ -18899,11 +18968,8 @@ def reinstall_command(estate, config=None, client="both"):
     return "%s --client %s %s" % (command, client, _quote_arg(estate.root))
 
 
-def install_project(target, clients=("claude", "codex"), python=None, source=None,
-                    harden=None, trust=False):
-    """Install notrest into target; returns the lines of a report. harden: True or
-    False switches the clients' sandboxes on or off; None keeps config.json's. trust:
-    the person asked for Codex's trust too (the caller runs trust_codex)."""
+def _install_root(target):
+    """The absolute project folder, refused when it is missing or not UTF-8."""
     root = os.path.abspath(target)
     if not os.path.isdir(root):
         raise NotrestError("no such folder", root, "create it or name another", code=2)
@@ -18914,19 +18980,22 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
                            "JSON, which cannot name it", ascii(os.fsencode(root))[1:],
                            "rename the folder to a UTF-8 name and run install.sh again",
                            code=3)
-    source = source or os.path.abspath(__file__)
-    python = python or sys.executable
-    estate = Estate(root)
-    report, created = [], []
+    return root
+
+
+def _install_keep_damaged(estate, report):
+    """A damaged install.json or config.json is kept aside, never rewritten silently."""
     for name, shape in (("install.json", INSTALL_SHAPE), ("config.json", CONFIG_SHAPE)):
         damaged = _json_finding(estate.path(name), name, shape, SMALL_FILE_CAP)
         if damaged is not None:  # never rewritten silently: kept beside the new one
             aside = keep_damaged(estate.path(name))
             report.append("%s was damaged (%s): kept it as %s, wrote a new one" % (
                 name, damaged.what, aside))
-    install_state = read_json_file(estate.path("install.json"), "install record") or {}
-    created_before = list(install_state.get("created", []))
-    _ensure_dir(estate.dir)
+
+
+def _install_estate_files(estate, source, python, report, created):
+    """The module, the launchers and their tail, the CLI wrapper and .gitignore;
+    returns the installed module's path."""
     with open(source, encoding="utf-8") as handle:
         code = handle.read()
     target_code = estate.path("notrest.py")
@@ -18945,6 +19014,11 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     os.chmod(wrapper, 0o755)
     _write_if_changed(estate.path(".gitignore"), ESTATE_GITIGNORE, report, created,
                       ".notrest/.gitignore")
+    return target_code
+
+
+def _install_laws_json(estate, report):
+    """A first laws.json (the built-in laws and packs) when there is none."""
     if not os.path.exists(estate.path("laws.json")):
         write_atomic(estate.path("laws.json"), json_pretty({
             "schema_version": SCHEMA_VERSION, "disable": [],
@@ -18952,6 +19026,10 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
             "protected_paths": [], "laws": [],
             "packs": {pack["id"]: pack["default"] for pack in PACKS}}))
         report.append("wrote .notrest/laws.json (built-in laws; add your own)")
+
+
+def _install_config(estate, clients, python, harden, source):
+    """config.json brought up to this install (written); returns it."""
     config = load_config(estate)
     harden = bool(config.get("harden")) if harden is None else bool(harden)
     config.update({"schema_version": SCHEMA_VERSION, "python": python, "harden": harden,
@@ -18962,6 +19040,11 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     if installer:
         config["installer"] = installer
     write_atomic(estate.path("config.json"), json_pretty(config))
+    return config
+
+
+def _install_client_files(root, estate, clients, install_state, report, created):
+    """Each client's hook settings and skills (a skill that is not ours is left)."""
     book = load_lawbook(estate)
     for client in clients:
         install_settings(root, client, install_state, report, created)
@@ -18972,20 +19055,47 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
                 report.append("left %s alone (not ours)" % path)
                 continue
             _write_if_changed(path, text, report, created, os.path.relpath(path, root))
-    _install_agents_block(root, report, created)
-    _precompile(python, target_code)
-    if os.path.isfile(estate.path("hooks", BOOT_FILE)):
-        created.append(".notrest/hooks/%s" % BOOT_FILE)
+
+
+def _install_harden(estate, root, config, install_state, created_before, created,
+                    report):
+    """Apply the sandbox choice, then write install.json whatever happened (a
+    refusal turns harden off in config.json and is raised)."""
     state = dict(install_state, schema_version=SCHEMA_VERSION, clients=config["clients"],
                  created=sorted(set(created_before) | set(created)),
                  harden=install_state.get("harden") or {})
     try:
-        apply_hardening(root, config["clients"], harden, state, report)
+        apply_hardening(root, config["clients"], config["harden"], state, report)
     except NotrestError:
         write_atomic(estate.path("config.json"), json_pretty(dict(config, harden=False)))
         raise
     finally:
         write_atomic(estate.path("install.json"), json_pretty(state))
+
+
+def install_project(target, clients=("claude", "codex"), python=None, source=None,
+                    harden=None, trust=False):
+    """Install notrest into target; returns the lines of a report. harden: True or
+    False switches the clients' sandboxes on or off; None keeps config.json's. trust:
+    the person asked for Codex's trust too (the caller runs trust_codex)."""
+    root = _install_root(target)
+    source = source or os.path.abspath(__file__)
+    python = python or sys.executable
+    estate = Estate(root)
+    report, created = [], []
+    _install_keep_damaged(estate, report)
+    install_state = read_json_file(estate.path("install.json"), "install record") or {}
+    created_before = list(install_state.get("created", []))
+    _ensure_dir(estate.dir)
+    target_code = _install_estate_files(estate, source, python, report, created)
+    _install_laws_json(estate, report)
+    config = _install_config(estate, clients, python, harden, source)
+    _install_client_files(root, estate, clients, install_state, report, created)
+    _install_agents_block(root, report, created)
+    _precompile(python, target_code)
+    if os.path.isfile(estate.path("hooks", BOOT_FILE)):
+        created.append(".notrest/hooks/%s" % BOOT_FILE)
+    _install_harden(estate, root, config, install_state, created_before, created, report)
     record_manifest(estate)
     if not report:
         report.append("already installed; nothing changed")
@@ -19176,11 +19286,9 @@ def _pristine_entry(root, store, rel, extra):
     return dict(extra, file=rel, stat=stat_key(path))
 
 
-def record_manifest(estate, env=None):
-    """Write the manifest of the installed harness, with a pristine copy of each
-    file it covers, to project_store(root): what SessionStart, Stop and doctor
-    check it against. A store an earlier install named by sha256 takes the name
-    project_store gives now."""
+def _manifest_store(estate, env):
+    """project_store(root), renamed first from the sha256 name an earlier install
+    gave it to the name project_store gives now (where that is free)."""
     root, store = estate.root, project_store(estate.root, env)
     named = os.path.join(os.path.dirname(store), "%016x" % fnv1a64(os.path.realpath(
         root).encode("utf-8", "surrogateescape")))
@@ -19190,7 +19298,11 @@ def record_manifest(estate, env=None):
             store = _STORES[(estate.root, data_dir(env))] = named
         except OSError:
             pass  # it stays where it is: project_store finds it there
-    config = load_config(estate)
+    return store
+
+
+def _manifest_files(root, store):
+    """{rel: sha256, mode, stat} of each harness file, its pristine copy written."""
     files = {}
     for rel in harness_files():
         path = os.path.join(root, rel)
@@ -19200,6 +19312,11 @@ def record_manifest(estate, env=None):
         write_bytes_atomic(pristine_path(store, rel), data)
         files[rel] = {"sha256": sha256_hex(data), "mode": os.lstat(path).st_mode & 0o7777,
                       "stat": stat_key(path)}
+    return files
+
+
+def _manifest_caches(estate, config):
+    """{tag: {part: path, stat, sha256}} of the recorded interpreter's bytecode cache."""
     caches = {}
     tag = _cache_tag_of(config.get("python") or sys.executable)
     if tag and os.path.isfile(estate.path("notrest.py")):
@@ -19208,20 +19325,44 @@ def record_manifest(estate, env=None):
             data = read_regular(path)
             caches[tag][part] = {"path": path, "stat": stat_key(path),
                                  "sha256": sha256_hex(data) if data is not None else ""}
+    return caches
+
+
+def _manifest_hooks(root, store, config):
+    """{client: pristine entry} of each client's settings that carry our hooks."""
     hooks = {}
     for client in config.get("clients", []):
         rel = os.path.relpath(client_settings_path(root, client), root)
         data = _parse_json_bytes(read_regular(os.path.join(root, rel)))
         if isinstance(data, dict) and our_hook_entries(data):
             hooks[client] = _pristine_entry(root, store, rel, hook_record(data))
-    guarded = {key: config.get(key) for key in CONFIG_GUARDED}
+    return hooks
+
+
+def _manifest_sandbox(estate, store):
+    """{client: pristine entry} of each sandbox install.json says was hardened."""
     sandbox = {}
     harden = (read_json_file(estate.path("install.json"), "install record") or {}).get(
         "harden") or {}
     for client, record in sorted(harden.items()):
         keep = {"spec": record["spec"]} if client == "claude" else {
             "block": record["block"]}
-        sandbox[client] = _pristine_entry(root, store, record["file"], keep)
+        sandbox[client] = _pristine_entry(estate.root, store, record["file"], keep)
+    return sandbox
+
+
+def record_manifest(estate, env=None):
+    """Write the manifest of the installed harness, with a pristine copy of each
+    file it covers, to project_store(root): what SessionStart, Stop and doctor
+    check it against. A store an earlier install named by sha256 takes the name
+    project_store gives now."""
+    root, store = estate.root, _manifest_store(estate, env)
+    config = load_config(estate)
+    files = _manifest_files(root, store)
+    caches = _manifest_caches(estate, config)
+    hooks = _manifest_hooks(root, store, config)
+    guarded = {key: config.get(key) for key in CONFIG_GUARDED}
+    sandbox = _manifest_sandbox(estate, store)
     folders = {os.path.dirname(rel): os.path.realpath(os.path.join(
         root, os.path.dirname(rel))) for rel in files}
     since = (load_manifest(store) or {}).get("since") or round(time.time(), 3)
