@@ -13169,6 +13169,7 @@ def run_doctor(estate, now=None):
     findings += compiled_findings(estate)
     findings += integrity_findings(estate) + hardening_findings(estate, config) + \
         canary_findings(estate, config)
+    findings += linked_harness_findings(estate)
     findings += sync_findings(estate)
     return findings
 
@@ -13362,6 +13363,53 @@ def client_version(program, env=None):
         if len(parts) == 3 and all(p.isdigit() for p in parts):
             return tuple(int(p) for p in parts), "%s %s" % (program, word)
     return None, "%s --version said %r (exit %d)" % (program, clip(text, 60), code)
+
+
+def linked_harness_files(root, env=None):
+    """[(path, names)] of the harness files (the project's .notrest/, hook
+    settings and notrest's skills, the home folder's hook settings) that have more
+    than one name: a hard link elsewhere writes the file past every guard that
+    knows it by its path (issue #28)."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or ""
+    out, folders, files = [], [os.path.join(root, ESTATE_DIR)], []
+    for base in [root] + ([home] if home.startswith("/") and home != "/" else []):
+        for sub in (".claude", ".codex"):
+            try:
+                names = sorted(os.listdir(os.path.join(base, sub)))
+            except (OSError, ValueError):
+                continue
+            files += [os.path.join(base, sub, n) for n in names if n.startswith(
+                "settings") and n.endswith(".json") or n in ("hooks.json", "config.toml")]
+        for skills in (".claude/skills", ".agents/skills"):
+            try:
+                names = sorted(os.listdir(os.path.join(base, skills)))
+            except (OSError, ValueError):
+                continue
+            folders += [os.path.join(base, skills, n) for n in names
+                        if n.startswith("notrest")]
+    for folder in folders:
+        for top, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(top, d)))
+            files += [os.path.join(top, n) for n in sorted(names)]
+    for path in files:
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            continue
+        if st.st_nlink > 1 and st.st_mode & 0o170000 == 0o100000:
+            out.append((path, st.st_nlink))
+    return out
+
+
+def linked_harness_findings(estate, env=None):
+    linked = linked_harness_files(estate.root, env)
+    if not linked:
+        return [Finding(True, "no harness file has a second name (hard link)")]
+    return [Finding(False, "%s has %d names: a hard link elsewhere changes it past the "
+                    "gate and the sandbox" % (display_path(path, estate.root), names),
+                    "remove the other name (`find / -xdev -samefile %s`), then run "
+                    "install" % _quote_arg(path)) for path, names in linked]
 
 
 def hardening_findings(estate, config, env=None):
@@ -18632,6 +18680,12 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
         report.append("wrote .notrest/laws.json (built-in laws; add your own)")
     config = load_config(estate)
     harden = bool(config.get("harden")) if harden is None else bool(harden)
+    linked = linked_harness_files(root) if harden else []
+    if linked:
+        raise NotrestError("will not harden while a harness file has a second name "
+                           "(a hard link writes it past the sandbox)", linked[0][0],
+                           "remove the other name (`find / -xdev -samefile %s`), then "
+                           "run install --harden again" % _quote_arg(linked[0][0]))
     config.update({"schema_version": SCHEMA_VERSION, "python": python, "harden": harden,
                    "clients": sorted(set(clients) | set(
                        c for c in config.get("clients", []) if c in CLIENT_EVENTS)),

@@ -91,3 +91,29 @@ def test_an_ordinary_hard_link_reads_and_writes(proj):
     path = link(proj, proj.root / "a", "a2")
     assert call(proj, "Write", {"file_path": str(path), "content": "x"})[0] != "deny"
     assert bash(proj, "cat a2")[0] != "deny"
+
+
+def test_doctor_names_a_harness_file_with_a_second_name_and_harden_refuses(tmp_path):
+    import subprocess
+    from conftest import REPO
+    project = make_project(tmp_path, clients="claude")
+    assert "PASS  no harness file has a second name" in project.cli("doctor").stdout
+    laws = project.root / ".notrest" / "laws.json"
+    os.link(laws, tmp_path / "elsewhere.json")
+    doctor = project.cli("doctor")
+    text = doctor.stdout + doctor.stderr
+    assert doctor.code != 0 and "FAIL  .notrest/laws.json has 2 names" in text, text
+    assert "remove the other name" in text and "then run install" in text
+    env = {"PATH": os.environ["PATH"], "HOME": str(project.home)}
+    proc = subprocess.run(["sh", str(REPO / "install.sh"), "--harden", "--quiet",
+                           str(project.root)], capture_output=True, env=env, timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode != 0 and "will not harden" in err and "laws.json" in err, err
+    assert not json_harden(project)
+    os.unlink(tmp_path / "elsewhere.json")
+    assert "has 2 names" not in project.cli("doctor").stdout
+
+
+def json_harden(project):
+    import json
+    return json.loads((project.root / ".notrest" / "config.json").read_text()).get("harden")
