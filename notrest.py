@@ -6095,8 +6095,8 @@ def predicate_secrets(ctx):
                     "symlink": "links to"}.get(mode, "uses")
             return "`%s` %s the secret file %s" % (redact_clip(what, 120), verb,
                                                     display_path(path, ctx.root))
-        if mode == "read" and cmd is not None and cmd.prog in _COPIERS and holds_secrets(
-                path, ctx.home, extra):
+        if (mode in ("link", "symlink") or mode == "read" and cmd is not None and
+                cmd.prog in _COPIERS) and holds_secrets(path, ctx.home, extra):
             return "`%s` copies %s, which holds private keys or credentials" % (
                 redact_clip(what, 120), path)
     return None

@@ -57,6 +57,11 @@ def link(proj, source, name):
     ("ln -s .env x", "protect-secrets"),
     ("ln ~/.ssh/id_rsa k", "protect-secrets"),
     ("link ~/.ssh/id_rsa k", "protect-secrets"),
+    ("cp -al ~/.ssh keys", "protect-secrets"),
+    ("ln -s ~/.ssh keys", "protect-secrets"),
+    ("ln -s ../.env sub/x", "protect-secrets"),
+    ("node -e \"require('fs').linkSync('.notrest/laws.json', 'n.json')\"",
+     "protect-harness"),
 ])
 def test_a_second_name_for_a_harness_or_secret_file_is_refused(proj, command, law):
     decision, reason = bash(proj, command)
@@ -76,6 +81,15 @@ def test_a_write_through_a_hard_link_to_the_laws_is_refused(proj):
             ("Bash", {"command": "echo x > n.json"})):
         decision, reason = call(proj, tool, tool_input)
         assert decision == "deny" and "[protect-harness]" in reason, (tool, reason)
+
+
+def test_a_patch_through_a_hard_link_to_the_hook_settings_is_refused(proj):
+    path = link(proj, proj.root / ".claude" / "settings.json", "s.json")
+    patch = "*** Begin Patch\n*** Update File: s.json\n@@\n-{\n+{ \n*** End Patch\n"
+    decision, reason = call(proj, "Bash", {"command": "apply_patch <<'EOF'\n%sEOF" % patch})
+    assert decision == "deny" and "[protect-harness]" in reason, reason
+    decision, reason = call(proj, "Write", {"file_path": str(path), "content": "{}"})
+    assert decision == "deny" and "[protect-harness]" in reason, reason
 
 
 def test_a_read_through_a_hard_link_to_a_secret_is_refused(proj):
