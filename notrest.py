@@ -4746,12 +4746,36 @@ def command_paths(cmd):
             found.append((target, "read"))
     if prog in ("rm", "unlink", "rmdir", "shred", "srm", "trash", "trash-put", "rimraf"):
         found += [(p, "delete") for p in operands(cmd)]
+    elif prog == "link":
+        ops = operands(cmd)
+        found += [(p, "link") for p in ops[:1]] + [(p, "write") for p in ops[1:2]]
     elif prog in ("mv", "cp", "ln", "install", "rsync", "scp"):
+        # a hard link is a second name for the source (mode link); a symlink
+        # (mode symlink) names its target relative to the link's folder
+        linking = prog == "ln" or (prog == "cp" and has_flag(cmd, "l", ("--link",)))
+        symbolic = prog == "ln" and has_flag(cmd, "s", ("--symbolic",))
         for source, dest, _tree in copy_plan(cmd):
-            if source is not None and prog != "ln":
-                found.append((source, "delete" if prog == "mv" else "read"))
+            if source is not None and symbolic:
+                if isinstance(dest, str) and not isinstance(dest, (Opaque, Glob)) and \
+                        not isinstance(source, (Opaque, Glob)) and \
+                        not source.startswith(("/", "~")):
+                    found.append((os.path.join(os.path.dirname(dest), source),
+                                  "symlink"))
+                else:
+                    found.append((source, "symlink"))
+            elif source is not None:
+                found.append((source, "delete" if prog == "mv" else "link" if linking
+                              else "read"))
             if dest is not None:
                 found.append((dest, "write"))
+        if prog == "rsync":
+            dests = [d for _s, d, _t in copy_plan(cmd)[-1:] if isinstance(d, str) and
+                     not isinstance(d, (Opaque, Glob))]
+            for base in option_values(cmd, ("--link-dest",)):
+                found.append((base, "link"))  # relative to the destination, too
+                if dests and not isinstance(base, Opaque) and not base.startswith(
+                        ("/", "~")):
+                    found.append((os.path.join(dests[0], base), "link"))
         if prog == "rsync" and has_flag(cmd, "", ("--delete", "--delete-after",
                                                   "--delete-before", "--del",
                                                   "--delete-during", "--delete-excluded")):
@@ -5075,6 +5099,9 @@ SYSTEM_HARNESS_PATHS = ("/etc/claude-code/**",
                         "/etc/security/pam_env.conf", "/etc/csh.cshrc", "/etc/csh.login",
                         "/etc/ksh.kshrc")
 _SYSTEM_HARNESS = tuple(p.lstrip("/") for p in SYSTEM_HARNESS_PATHS)
+# How many files the gate looks at, at most, for the harness and secret files a
+# hard link could name (only when a path the call names has more than one name).
+PROTECTED_INODE_LIMIT = 4000
 # Paths standing for the harness when a glob, a find or a copied folder could
 # reach it (relative to the project, then to the home folder).
 HARNESS_SAMPLES = (".notrest", ".notrest/laws.json", ".notrest/config.json",
@@ -5353,6 +5380,7 @@ class GateContext:
         self.cwd = self.root if event.cwd in (None, event.root) else _real(event.cwd)
         self.shared = None
         self._cmds = self._accesses = self._containers = self._harness = None
+        self._inodes = None
         self._resolved = {}
         self._folders = {self.root: self.root, self.cwd: self.cwd, self.home: self.home}
 
@@ -5386,7 +5414,101 @@ class GateContext:
         code). A path stays Found (what a find yields) or Opaque (unknown)."""
         if self._accesses is None:
             self._accesses = list(self._collect_accesses())
+            self._accesses += self._linked_accesses(self._accesses)
         return self._accesses
+
+    def _linked_accesses(self, accesses):
+        """The same accesses again under the name of the harness or secret file a
+        named path is a hard link to: identity by (st_dev, st_ino). One lstat per
+        named path; the protected files are looked at only when one has links."""
+        out, seen = [], set()
+        for path, mode, what, cmd in accesses:
+            if mode == "delete" or type(path) is not str or path in seen:
+                continue
+            seen.add(path)
+            try:
+                st = os.lstat(path)
+            except (OSError, ValueError):
+                continue
+            if st.st_nlink < 2 or st.st_mode & 0o170000 != 0o100000:  # a regular file
+                continue
+            same = self.protected_inodes.get((st.st_dev, st.st_ino))
+            if same and same != path:
+                out.append((same, mode, what, cmd))
+        return out
+
+    @property
+    def protected_inodes(self):
+        """{(st_dev, st_ino): path} of the harness and secret files that have more
+        than one name: the project's .notrest, hook settings and skills, the home
+        folder's and the clients' own, notrest's data folder, secret files at the
+        project's top and the current folder, and the home folder's."""
+        if self._inodes is not None:
+            return self._inodes
+        self._inodes = {}
+        home = self.home if self.home and self.home != "/" else None
+        extra = self.secret_paths
+
+        def consider(path):
+            try:
+                st = os.lstat(path)
+            except (OSError, ValueError):
+                return
+            if st.st_nlink > 1 and st.st_mode & 0o170000 == 0o100000 and (
+                    self.harness_hit(path, "write") or is_secret_path(path, home, extra)):
+                self._inodes.setdefault((st.st_dev, st.st_ino), path)
+
+        def walk(folder):
+            budget = PROTECTED_INODE_LIMIT
+            for top, dirs, files in os.walk(folder):
+                dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
+                budget -= len(files) + 1
+                if budget < 0:
+                    return
+                for name in files:
+                    consider(os.path.join(top, name))
+
+        def listing(folder, keep=lambda name: True):
+            try:
+                names = os.listdir(folder)
+            except (OSError, ValueError):
+                return
+            for name in names[:PROTECTED_INODE_LIMIT]:
+                if keep(name):
+                    full = os.path.join(folder, name)
+                    if os.path.isdir(full) and not os.path.islink(full):
+                        walk(full)
+                    else:
+                        consider(full)
+
+        bases = [self.root] + ([home] if home else [])
+        for name in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
+            value = self.event.env.get(name)
+            if isinstance(value, str) and value.startswith("/") and value != "/":
+                bases.append(os.path.normpath(value))
+        for base in bases:
+            walk(os.path.join(base, ".notrest"))
+            for sub in (".claude", ".codex", ""):
+                listing(os.path.join(base, sub) if sub else base, lambda name: (
+                    name.startswith("settings") or name in (
+                        "hooks.json", "config.toml", "auth.json", ".credentials.json")
+                    or name in SHELL_STARTUP_FILES or is_secret_path(name, None)))
+            for skills in (".claude/skills", ".agents/skills", "skills"):
+                listing(os.path.join(base, skills), lambda name: name.startswith(
+                    "notrest"))
+        if home:
+            for rel in SECRET_DIRS:
+                listing(os.path.join(home, rel))
+            for rel in HOME_SECRET_PATHS:
+                if "*" not in rel:
+                    consider(os.path.join(home, rel))
+        for path in extra:
+            consider(path)
+        if isinstance(self.cwd, str) and self.cwd not in bases:
+            listing(self.cwd, lambda name: is_secret_path(name, None))
+        walk(data_dir(self.event.env if self.event.env.get("HOME") else dict(
+            self.event.env, HOME=self.home)))
+        return self._inodes
 
     def _collect_accesses(self):
         event, ti = self.event, self.event.tool_input
@@ -5414,8 +5536,8 @@ class GateContext:
                     continue
                 if what is None:
                     what = cmd.shown(120)
-                follow = (mode != "delete" or text.endswith(("/", "/."))) and \
-                    cmd.prog != "ln"
+                follow = (mode != "delete" or text.endswith(("/", "/."))) and (
+                    cmd.prog != "ln" or mode in ("link", "symlink"))
                 path = self.resolve(text, cmd.cwd, follow)
                 if isinstance(text, Found):
                     path = found_word(path, text.finder)
@@ -5970,11 +6092,13 @@ def predicate_secrets(ctx):
                     redact_clip(what, 120), path.finder.shown(60))
             continue
         if is_secret_path(path, ctx.home, extra):
-            verb = {"read": "reads", "write": "writes", "code": "opens"}.get(mode, "uses")
+            verb = {"read": "reads", "write": "writes", "code": "opens",
+                    "link": "gives a second name to",
+                    "symlink": "links to"}.get(mode, "uses")
             return "`%s` %s the secret file %s" % (redact_clip(what, 120), verb,
                                                     display_path(path, ctx.root))
-        if mode == "read" and cmd is not None and cmd.prog in _COPIERS and holds_secrets(
-                path, ctx.home, extra):
+        if (mode in ("link", "symlink") or mode == "read" and cmd is not None and
+                cmd.prog in _COPIERS) and holds_secrets(path, ctx.home, extra):
             return "`%s` copies %s, which holds private keys or credentials" % (
                 redact_clip(what, 120), path)
     return None
@@ -5995,7 +6119,7 @@ def _glob_hits_harness(path, mode, ctx):
 def predicate_harness(ctx):
     reasons, seen, writes_code = [], set(), {}
     for path, mode, what, cmd in ctx.accesses:
-        if mode == "read" or isinstance(path, Opaque):
+        if mode in ("read", "symlink") or isinstance(path, Opaque):
             continue
         if mode == "code":
             if cmd is None:
@@ -6004,12 +6128,13 @@ def predicate_harness(ctx):
                 writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
             if not writes_code[id(cmd)]:
                 continue
-        mode = "write" if mode in ("meta", "code") else mode
+        verb = "deletes or moves" if mode == "delete" else \
+            "gives a second name to" if mode == "link" else "changes"
+        mode = "write" if mode in ("meta", "code", "link") else mode
         key = (str(path), mode, id(path.finder) if isinstance(path, Found) else 0)
         if key in seen:
             continue
         seen.add(key)
-        verb = "deletes or moves" if mode == "delete" else "changes"
         if isinstance(path, Found):
             if path.finder is None:
                 reasons.append(reason("`%s` %s what its input names, which may be the "
@@ -13527,6 +13652,7 @@ def run_doctor(estate, now=None):
     findings += integrity_findings(estate) + hardening_findings(estate, config) + \
         canary_findings(estate, config)
     findings += audit_doctor_findings(estate)
+    findings += linked_harness_findings(estate)
     findings += sync_findings(estate)
     return findings
 
@@ -13720,6 +13846,53 @@ def client_version(program, env=None):
         if len(parts) == 3 and all(p.isdigit() for p in parts):
             return tuple(int(p) for p in parts), "%s %s" % (program, word)
     return None, "%s --version said %r (exit %d)" % (program, clip(text, 60), code)
+
+
+def linked_harness_files(root, env=None):
+    """[(path, names)] of the harness files (the project's .notrest/, hook
+    settings and notrest's skills, the home folder's hook settings) that have more
+    than one name: a hard link elsewhere writes the file past every guard that
+    knows it by its path (issue #28)."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or ""
+    out, folders, files = [], [os.path.join(root, ESTATE_DIR)], []
+    for base in [root] + ([home] if home.startswith("/") and home != "/" else []):
+        for sub in (".claude", ".codex"):
+            try:
+                names = sorted(os.listdir(os.path.join(base, sub)))
+            except (OSError, ValueError):
+                continue
+            files += [os.path.join(base, sub, n) for n in names if n.startswith(
+                "settings") and n.endswith(".json") or n in ("hooks.json", "config.toml")]
+        for skills in (".claude/skills", ".agents/skills"):
+            try:
+                names = sorted(os.listdir(os.path.join(base, skills)))
+            except (OSError, ValueError):
+                continue
+            folders += [os.path.join(base, skills, n) for n in names
+                        if n.startswith("notrest")]
+    for folder in folders:
+        for top, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(top, d)))
+            files += [os.path.join(top, n) for n in sorted(names)]
+    for path in files:
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            continue
+        if st.st_nlink > 1 and st.st_mode & 0o170000 == 0o100000:
+            out.append((path, st.st_nlink))
+    return out
+
+
+def linked_harness_findings(estate, env=None):
+    linked = linked_harness_files(estate.root, env)
+    if not linked:
+        return [Finding(True, "no harness file has a second name (hard link)")]
+    return [Finding(False, "%s has %d names: a hard link elsewhere changes it past the "
+                    "gate and the sandbox" % (display_path(path, estate.root), names),
+                    "remove the other name (`find / -xdev -samefile %s`), then run "
+                    "install" % _quote_arg(path)) for path, names in linked]
 
 
 def hardening_findings(estate, config, env=None):
@@ -15727,7 +15900,8 @@ def _code_effect(last, args, keywords, state, receiver):
     elif last in _CODE_LINKS:
         if last in ("symlink_to", "hardlink_to") and receiver is not None:
             paths = [args[0] if args else None, receiver]
-        _code_op(state, ["ln", "-sf"], paths[:2], 2)
+        _code_op(state, ["ln", "-f" if last in ("link", "linkSync", "hardlink_to")
+                         else "-sf"], paths[:2], 2)
     elif last in _CODE_MODES:
         _code_op(state, ["chmod", "000"], paths[:1])
     elif last in _CODE_SHELLS:
@@ -19032,6 +19206,12 @@ def _install_config(estate, clients, python, harden, source):
     """config.json brought up to this install (written); returns it."""
     config = load_config(estate)
     harden = bool(config.get("harden")) if harden is None else bool(harden)
+    linked = linked_harness_files(root) if harden else []
+    if linked:
+        raise NotrestError("will not harden while a harness file has a second name "
+                           "(a hard link writes it past the sandbox)", linked[0][0],
+                           "remove the other name (`find / -xdev -samefile %s`), then "
+                           "run install --harden again" % _quote_arg(linked[0][0]))
     config.update({"schema_version": SCHEMA_VERSION, "python": python, "harden": harden,
                    "clients": sorted(set(clients) | set(
                        c for c in config.get("clients", []) if c in CLIENT_EVENTS)),
