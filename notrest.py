@@ -19206,7 +19206,7 @@ def _install_config(estate, clients, python, harden, source):
     """config.json brought up to this install (written); returns it."""
     config = load_config(estate)
     harden = bool(config.get("harden")) if harden is None else bool(harden)
-    linked = linked_harness_files(root) if harden else []
+    linked = linked_harness_files(estate.root) if harden else []
     if linked:
         raise NotrestError("will not harden while a harness file has a second name "
                            "(a hard link writes it past the sandbox)", linked[0][0],
