@@ -1064,7 +1064,6 @@ class _SecretTable:
         self.keywords = {}     # keyword -> [row or SecretRule]
         self._scanners = {}    # scanner name -> [row or SecretRule]
         self.regexes = []      # project rules given as a regular expression
-        split = _split_table(_ALNUM_LOWER_STR)
         anchors = self.anchors
         for row in SECRET_RULES:
             key = row[2].lower()
@@ -1075,17 +1074,27 @@ class _SecretTable:
                 rows.append(row)
         if not index:  # for a text no head of which is in the index (_lite_table)
             self.always = list(SECRET_ALWAYS)
-            for row in SECRET_SCANNER_RULES:
-                self._scanners.setdefault(row[2][1:], []).append(row)
+            self._group_scanners()
             return
-        by_head, keywords = self.by_head, self.keywords
-        for key, rows in anchors.items():
+        split = _split_table(_ALNUM_LOWER_STR)
+        self._index_anchors(split)
+        self._index_keywords(split)
+        self._group_scanners()
+        self._index_scanners(split)
+        self._index_extra(extra, split)
+
+    def _index_anchors(self, split):
+        by_head = self.by_head
+        for key, rows in self.anchors.items():
             head = key[:4]       # most anchors: four letters or digits, the head itself
             if len(head) == 4 and head.isalnum() and head.isascii() and \
                     "^" not in rows[0][3]:
                 by_head.setdefault(head.encode(), []).append(("anchor", key))
             else:
                 self._place_anchor(key, rows[0][2], rows[0][3], split)
+
+    def _index_keywords(self, split):
+        by_head, keywords = self.by_head, self.keywords
         for row in SECRET_KEYWORD_RULES:
             for alternative in row[4].partition("kw=")[2].split()[0].split("|"):
                 word = alternative.split("+")[0]
@@ -1098,15 +1107,21 @@ class _SecretTable:
                     by_head.setdefault(head.encode(), []).append(("kw", word))
                 else:
                     self._head(word, ("kw", word), split)
+
+    def _group_scanners(self):
         for row in SECRET_SCANNER_RULES:
             self._scanners.setdefault(row[2][1:], []).append(row)
+
+    def _index_scanners(self, split):
         for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization"):
             self._head(word, ("scan", word), split, whole=True)
         for row in self._scanners["cli"]:
             for program in row[3].split("|")[0].split():
                 # a program is a whole word: its head is its first run's start
-                by_head.setdefault(program.partition("-")[0][:4].encode(), []).append(
-                    ("cli", program))
+                self.by_head.setdefault(program.partition("-")[0][:4].encode(),
+                                        []).append(("cli", program))
+
+    def _index_extra(self, extra, split):
         for rule in extra:
             if rule.regex is not None:
                 self.regexes.append(rule)
