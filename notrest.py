@@ -3547,6 +3547,19 @@ _WRAPPERS = {
     "npx": (("-p", "--package"), 0),
     "pnpx": (("-p", "--package"), 0),
     "bunx": (("-p", "--package"), 0),
+    "setpriv": (("--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid",
+                 "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
+                 "--securebits", "--pdeathsig", "--selinux-label", "--apparmor-profile",
+                 "--landlock-access", "--landlock-rule"), 0),
+    "proot": (("-r", "-b", "-m", "-w", "-q", "-k", "-0", "--rootfs", "--bind",
+               "--mount", "--pwd", "--cwd", "--qemu", "--kernel-release"), 0),
+    "faketime": (("-m", "-f", "-p", "--exclude-monotonic"), 1),
+    "fakeroot": (("-l", "--lib", "--faked", "-s", "-i", "-b"), 0),
+    "dbus-run-session": (("--config-file", "--dbus-daemon"), 0),
+    "valgrind": (("--tool", "--log-file", "--log-fd"), 0),
+    "cgexec": (("-g",), 0),
+    "trickle": (("-d", "-u", "-w", "-t", "-l", "-n"), 0),
+    "daemonize": (("-a", "-c", "-e", "-E", "-o", "-p", "-l", "-u"), 0),
 }
 _ASSIGNING_WRAPPERS = ("sudo", "doas", "exec", "env")
 
@@ -3721,7 +3734,216 @@ def _peel_trap(cmd, state, cmds, depth):
 
 
 def _peel_script(cmd, state, cmds, depth):
-    _parse_option_script(cmd, ("-c", "--command"), cmds, depth)
+    argv = cmd.argv
+    for j in range(1, len(argv) - 1):
+        arg = argv[j]
+        if arg in ("-c", "--command") or (arg[:1] == "-" and arg[1:2] != "-" and
+                                          arg.endswith("c") and arg[1:].isalpha()):
+            _nested(cmd, argv[j + 1], cmds, depth)
+            break
+    return None
+
+
+def _peel_sg(cmd, state, cmds, depth):
+    """sg GROUP -c CODE, sg GROUP COMMAND...: the code or command runs."""
+    argv = cmd.argv
+    i = _take_options(argv, ())
+    if _parse_option_script(cmd, ("-c",), cmds, depth):
+        return SPAWNED
+    return i + 1 if i + 1 < len(argv) else None
+
+
+# bwrap's options that take two values and one value (the others take none).
+_BWRAP_TWO = frozenset(("--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try",
+                        "--dev-bind-try", "--symlink", "--setenv", "--file", "--bind-data",
+                        "--ro-bind-data", "--chmod", "--overlay-src"))
+_BWRAP_ONE = frozenset(("--tmpfs", "--proc", "--dev", "--dir", "--chdir", "--uid", "--gid",
+                        "--hostname", "--remount-ro", "--unsetenv", "--lock-file",
+                        "--sync-fd", "--info-fd", "--seccomp", "--userns", "--userns2",
+                        "--cap-add", "--cap-drop", "--perms", "--size", "--argv0",
+                        "--mqueue", "--exec-label", "--file-label", "--json-status-fd",
+                        "--block-fd", "--userns-block-fd", "--pidns", "--add-seccomp-fd",
+                        "--args", "--tmp-overlay", "--ro-overlay"))
+
+
+def _peel_bwrap(cmd, state, cmds, depth):
+    argv, i = cmd.argv, 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return i + 1
+        if not arg.startswith("-"):
+            return i
+        i += 3 if arg in _BWRAP_TWO else 2 if arg in _BWRAP_ONE else 1
+    return None
+
+
+def _peel_after_flag(flags, sub=None):
+    """A debugger or profiler running the command after one of flags (gdb --args
+    CMD, perf stat CMD, lldb -- CMD)."""
+    def peel(cmd, state, cmds, depth):
+        argv = cmd.argv
+        start = 1
+        if sub is not None:
+            if len(argv) < 2 or argv[1] not in sub:
+                return None
+            start = 2
+        for j in range(start, len(argv)):
+            if argv[j] in flags:
+                return j + 1 if j + 1 < len(argv) else None
+            if sub is not None and not argv[j].startswith("-"):
+                return j
+        return None
+    return peel
+
+
+def _peel_deferred(cmd, state, cmds, depth):
+    """at, batch and `crontab -` run later the script they read on stdin."""
+    argv = cmd.argv
+    if cmd.prog == "crontab" and "-" not in argv[1:] and len(argv) > 1:
+        return None
+    body = _stdin_script(cmd)
+    if body is not None:
+        if cmd.prog == "crontab":
+            lines = []
+            for line in body.splitlines():
+                words = line.split(None, 5)
+                if len(words) == 6 and not line.lstrip().startswith("#"):
+                    lines.append(words[5])
+                elif line.strip().startswith("@") and len(line.split(None, 1)) == 2:
+                    lines.append(line.split(None, 1)[1])
+            body = "\n".join(lines)
+        _nested(cmd, body, cmds, depth, origin="deferred")
+    return None
+
+
+def _peel_screen(cmd, state, cmds, depth):
+    """screen -dm [-S NAME] CMD..., tmux new-session -d [options] CODE: the command
+    runs detached."""
+    argv = cmd.argv
+    if cmd.prog == "screen":
+        i = 1
+        while i < len(argv) and argv[i].startswith("-"):
+            arg = argv[i]  # -dmS NAME: a letter taking a value ends the bundle
+            i += 2 if arg[-1:] in "ScehpstTX" and not arg.startswith("--") else 1
+        return i if i < len(argv) else None
+    for j in range(1, len(argv)):
+        if argv[j] in ("new-session", "new", "new-window", "neww", "split-window",
+                       "splitw", "respawn-pane", "respawnp", "run-shell", "run"):
+            rest = argv[j + 1:]
+            k = _take_options(rest, ("-s", "-n", "-c", "-t", "-x", "-y", "-F", "-e", "-f",
+                                     "-l", "-T"), 0)
+            if k < len(rest):
+                _nested(cmd, " ".join(rest[k:]), cmds, depth)
+            return SPAWNED
+    return None
+
+
+# git settings and variables whose value git runs as a shell command (a `!` marks
+# the shell form of an alias or a credential helper).
+_GIT_CODE_KEYS = frozenset(("core.sshcommand", "core.pager", "core.editor",
+                            "core.fsmonitor", "core.askpass", "sequence.editor",
+                            "diff.external", "gpg.program", "gpg.ssh.program",
+                            "gpg.x509.program", "interactive.difffilter",
+                            "core.gitproxy", "ssh.command"))
+_GIT_CODE_VARS = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF",
+                  "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS", "GIT_PROXY_COMMAND")
+
+
+def _git_code(key, value):
+    """The shell code a `git -c key=value` setting runs, or None."""
+    key = key.lower()
+    if key.startswith(("alias.", "credential.")) and value.startswith("!"):
+        return value[1:]
+    if key in _GIT_CODE_KEYS or (key.startswith(("pager.", "difftool.", "mergetool.",
+                                                 "filter.", "diff.", "merge."))
+                                 and key.endswith((".cmd", ".command", ".textconv",
+                                                   ".clean", ".smudge", ".process",
+                                                   ".driver")) or
+                                 key.startswith("pager.")):
+        return value
+    return None
+
+
+def _peel_git(cmd, state, cmds, depth):
+    """What a git line runs as code besides git itself: `-c` settings and GIT_*
+    variables naming commands, rebase --exec, difftool -x, bisect run, submodule
+    foreach, ext:: URLs. git itself is judged after."""
+    argv, codes, i = cmd.argv, [], 1
+    for name in _GIT_CODE_VARS:
+        value = cmd.env.get(name)
+        if isinstance(value, str) and value:
+            codes.append(value)
+    while i < len(argv) and argv[i].startswith("-"):
+        arg = argv[i]
+        if arg == "-c" and i + 1 < len(argv) and "=" in argv[i + 1]:
+            code = _git_code(*argv[i + 1].split("=", 1))
+            if code:
+                codes.append(code)
+        if arg in ("-C", "-c", "--git-dir", "--work-tree", "--namespace",
+                   "--exec-path", "--super-prefix", "--config-env"):
+            i += 2
+        else:
+            i += 1
+    sub, args = argv[i] if i < len(argv) else "", list(argv[i + 1:])
+    for j, arg in enumerate(args):
+        if sub in ("rebase",) and arg in ("--exec", "-x") and j + 1 < len(args):
+            codes.append(args[j + 1])
+        elif sub == "rebase" and arg.startswith("--exec="):
+            codes.append(arg[len("--exec="):])
+        elif sub == "difftool" and arg in ("-x", "--extcmd") and j + 1 < len(args):
+            codes.append(args[j + 1])
+        elif sub == "difftool" and arg.startswith("--extcmd="):
+            codes.append(arg[len("--extcmd="):])
+        elif isinstance(arg, str) and arg.startswith("ext::"):
+            words, word, k, text = [], "", 0, arg[5:]
+            while k < len(text):  # `% ` is a space inside a word, `%%` a percent
+                if text[k] == "%" and k + 1 < len(text):
+                    word += text[k + 1] if text[k + 1] in " %" else ""
+                    k += 2
+                    continue
+                if text[k] == " ":
+                    words, word = words + [word] if word else words, ""
+                else:
+                    word += text[k]
+                k += 1
+            spawn_argv(cmd, words + [word] if word else words, cmds, depth)
+    if sub == "config" and len(args) >= 2 and not args[-2].startswith("-"):
+        code = _git_code(args[-2], args[-1])
+        if code:
+            codes.append(code)
+    if sub == "bisect" and args[:1] == ["run"] and len(args) > 1:
+        spawn_argv(cmd, args[1:], cmds, depth)
+    if sub == "submodule" and "foreach" in args:
+        rest = [a for a in args[args.index("foreach") + 1:] if a not in (
+            "--recursive", "-q", "--quiet")]
+        if rest:
+            codes.append(" ".join(rest))
+    for code in codes:
+        if isinstance(code, str):
+            _nested(cmd, code, cmds, depth, origin="git")
+    return None
+
+
+def _peel_editor(cmd, state, cmds, depth):
+    """vim -c '!CODE', +'!CODE', ex -c 'silent !CODE': an editor's command that
+    runs the shell."""
+    argv = cmd.argv
+    for j in range(1, len(argv)):
+        arg = argv[j]
+        text = argv[j + 1] if arg in ("-c", "--cmd") and j + 1 < len(argv) else (
+            arg[1:] if arg.startswith("+") else None)
+        if not isinstance(text, str):
+            continue
+        for part in text.split("|"):
+            part = part.strip()
+            for lead in ("silent!", "silent", "exe", "call"):
+                if part.startswith(lead + " "):
+                    part = part[len(lead):].strip()
+            if part.startswith("!"):
+                _nested(cmd, part[1:], cmds, depth)
+            elif part.startswith(("r !", "read !", "w !", "write !")):
+                _nested(cmd, part.split("!", 1)[1], cmds, depth)
     return None
 
 
@@ -4027,7 +4249,14 @@ _PEELERS = {
     "mapfile": _peel_read, "readarray": _peel_read, "busybox": _peel_busybox,
     "ssh": _peel_ssh, "docker": _peel_container, "podman": _peel_container,
     "nerdctl": _peel_container, "kubectl": _peel_kubectl, "oc": _peel_kubectl,
+    "git": _peel_git, "sg": _peel_sg, "bwrap": _peel_bwrap, "gdb": _peel_after_flag(("--args",)),
+    "lldb": _peel_after_flag(("--",)), "perf": _peel_after_flag((), ("stat", "record",
+                                                                   "trace")),
+    "at": _peel_deferred, "batch": _peel_deferred, "crontab": _peel_deferred,
+    "screen": _peel_screen, "tmux": _peel_screen,
 }
+for _name in ("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim"):
+    _PEELERS[_name] = _peel_editor
 for _name in SHELL_NAMES - {"busybox"}:
     _PEELERS[_name] = _peel_shell
 
@@ -4061,6 +4290,10 @@ def _follow(cmd, state, cmds, depth):
         _follow_make(cmd, cmds, depth)
     elif prog in _PACKAGE_RUNNERS:
         _follow_package(cmd, cmds, depth)
+    elif prog in ("source", ".") and len(argv) > 1 and argv[1] in _STDIN_PATHS:
+        body = _stdin_script(cmd)
+        if body is not None:
+            _nested(cmd, body, cmds, depth)
     elif prog in ("source", ".") and len(argv) > 1:
         run_script(cmd, argv[1], argv[2:], cmds, depth, "sh")
     elif "/" in argv[0] and not isinstance(argv[0], Opaque) and not argv[0].startswith(
@@ -5818,6 +6051,41 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
     return "deletes %s, outside the project and the temp dir" % path
 
 
+# Programs that turn a string nobody reads into another (decoders, unpackers).
+_DECODERS = frozenset(("base64", "base32", "basenc", "xxd", "uudecode", "openssl", "rev",
+                       "gunzip", "zcat", "gzip", "bzcat", "xzcat", "unxz", "zstdcat",
+                       "tr", "od"))
+
+
+def _decoding(cmd):
+    """cmd decodes or unpacks its input (base64 -d, xxd -r, openssl enc -d, zcat)."""
+    prog = cmd.prog
+    if prog not in _DECODERS:
+        return False
+    if prog in ("base64", "base32", "basenc", "gzip", "openssl"):
+        return any(a in ("-d", "--decode", "-D", "-dc", "-cd") for a in cmd.argv[1:])
+    if prog == "xxd":
+        return any(a.startswith("-r") for a in cmd.argv[1:])
+    return True
+
+
+def _runs_decoded(cmd):
+    """A shell (eval, source) whose code is what a decoder prints: in a command
+    substitution of its words or fed on its stdin."""
+    for sub in cmd.subs:  # a download is pipe-to-shell's to judge
+        inner = parse_shell(sub, cmd.cwd)
+        if any(_decoding(c) for c in inner) and not any(
+                c.prog in DOWNLOADERS for c in inner):
+            return True
+    feeder, decoded = cmd.feeds, False
+    while feeder is not None:
+        if feeder.prog in DOWNLOADERS:
+            return False
+        decoded = decoded or _decoding(feeder)
+        feeder = feeder.feeds
+    return decoded
+
+
 _DELETERS = ("rm", "shred", "srm", "unlink", "rimraf", "trash", "trash-put")
 
 
@@ -5828,6 +6096,10 @@ def predicate_destroy(ctx):
     reasons = []
     for cmd in cmds:
         prog = cmd.prog
+        if (prog in SHELL_NAMES or prog in ("eval", "source", ".")) and \
+                _runs_decoded(cmd):
+            return "`%s` runs code decoded at run time, which the gate cannot read: " \
+                "it could delete anything" % cmd.shown()
         if prog in _DELETERS:
             found = _judge_rm(ctx, cmd)
         elif prog == "find" and cmd.find is not None and cmd.find.deleting:
