@@ -92,6 +92,10 @@ def test_install_trust_makes_codex_run_the_hooks_without_the_bypass(e2e):
     out = tool_output(bodies(env)[seen + 1], 0)
     assert "Command blocked by PreToolUse hook" in out and "protect-secrets" in out, out
     assert SECRET not in json.dumps(bodies(env)[seen + 1])
+    # the session before the trust ran unjudged: the audit names it, a person acks it
+    audit = notrest_cli(env.project, env.home, "audit")
+    assert audit.returncode == 1 and "trust codex" in audit.stdout, audit.stdout
+    assert notrest_cli(env.project, env.home, "ack").returncode == 0
     clean = notrest_cli(env.project, env.home, "doctor")
     assert clean.returncode == 0 and "FAIL" not in clean.stdout, clean.stdout
     # trusting again changes nothing
