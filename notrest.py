@@ -6695,12 +6695,14 @@ def _unread_code(cmd):
             _known_generator(sub) for sub in cmd.subs):
         return "`%s` runs what a process substitution prints, which the gate cannot " \
             "read" % cmd.shown(100)
-    deferred = prog in _STDIN_CODE_RUNNERS or prog in ("source", ".")  # a literal
-    # they read is not parsed as code here: it counts as unread too
-    if cmd.feeds is not None and (deferred or _reads_program_from_stdin(cmd)) and (
-            deferred or _stdin_script(cmd) is None) and cmd.feeds.prog not in DOWNLOADERS \
-            and not (cmd.feeds.prog == "cat" and len(cmd.feeds.argv) == 2 and not deferred):
-        # (`cat FILE | sh` runs a local file, read when it is there: not unread)
+    # a script they read on stdin that the gate knows (a literal, a heredoc, `cat
+    # FILE`) is judged where it is parsed (_peel_shell, _peel_deferred); one it
+    # cannot know is unread code
+    reads_stdin = prog in _STDIN_CODE_RUNNERS or prog in ("source", ".") or \
+        _reads_program_from_stdin(cmd)
+    if cmd.feeds is not None and reads_stdin and cmd.feeds.prog not in DOWNLOADERS and \
+            _stdin_script(cmd) is None and not (
+                cmd.feeds.prog == "cat" and len(cmd.feeds.argv) == 2):
         return "`%s | %s` runs code that `%s` makes at run time, which the gate cannot " \
             "read" % (cmd.feeds.shown(60), cmd.shown(40), cmd.feeds.shown(40))
     return None
@@ -8231,22 +8233,22 @@ def _last_good_lawbook(good, salvaged, exc, path):
 def keep_laws_last_good(estate):
     """At SessionStart: copy laws.json to its last-good place when it reads whole,
     as an object, with no problem, and differs from the copy there."""
-    path = estate.path("laws.json")
+    target = laws_last_good_path(estate)
     try:
-        data = read_file_bytes(path, LAWS_FILE_CAP)
-        if not data:
-            return
+        data = read_file_bytes(estate.path("laws.json"), LAWS_FILE_CAP)
+    except (OSError, NotrestError):  # unusable now: the copy stays as it is
+        return
+    try:
+        if not data or read_file_bytes(target, LAWS_FILE_CAP) == data:
+            return  # the usual start: nothing changed, nothing parsed
+    except (OSError, NotrestError):
+        pass  # no copy yet, or a damaged one: write it anew below
+    try:
         doc = json_loads(data.decode("utf-8", "replace"))
-    except (OSError, NotrestError, ValueError):
+    except ValueError:
         return
     if not isinstance(doc, dict) or build_lawbook(doc).problems:
         return
-    target = laws_last_good_path(estate)
-    try:
-        if read_file_bytes(target, LAWS_FILE_CAP) == data:
-            return
-    except (OSError, NotrestError):
-        pass
     if os.path.isdir(os.path.dirname(target)):
         write_atomic(target, data.decode("utf-8", "replace"), durable=False)
 
@@ -14255,23 +14257,34 @@ def codex_probe(estate, env=None):
                    "and run `notrest install --harden` again")
 
 
+def claude_home(env):
+    """Claude Code's folder: $CLAUDE_CONFIG_DIR, else ~/.claude."""
+    return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or "~", ".claude")
+
+
 def claude_transcripts(root, env=None):
     """[(mtime, session id)] of Claude Code sessions started in root."""
+    return [(t, s) for t, s, _p in claude_transcript_paths(root, env)]
+
+
+def claude_transcript_paths(root, env=None):
+    """[(mtime, session id, path)] of the transcripts Claude Code keeps for root
+    (its folder is the project path with every other character made a dash)."""
     env = os.environ if env is None else env
-    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or "~",
-                                                         ".claude")
-    out = []
+    out, seen = [], set()
     for path in sorted({root, os.path.realpath(root)}):
-        folder = os.path.join(base, "projects", "".join(
+        folder = os.path.join(claude_home(env), "projects", "".join(
             ch if ch.isalnum() and ch.isascii() else "-" for ch in path))
         try:
             names = os.listdir(folder)
         except OSError:
             continue
         for name in names:
-            if name.endswith(".jsonl"):
+            if name.endswith(".jsonl") and name[:-6] not in seen:
                 try:
-                    out.append((os.stat(os.path.join(folder, name)).st_mtime, name[:-6]))
+                    out.append((os.stat(os.path.join(folder, name)).st_mtime, name[:-6],
+                                os.path.join(folder, name)))
+                    seen.add(name[:-6])
                 except OSError:
                     pass
     return out
@@ -22872,7 +22885,7 @@ def journal_call_ids(estate, session):
 def hooks_disabled_by(root, env=None):
     """The Claude settings file that sets disableAllHooks, or ""."""
     env = os.environ if env is None else env
-    home = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or "~", ".claude")
+    home = claude_home(env)
     for path in (os.path.join(root, ".claude", "settings.local.json"),
                  os.path.join(root, ".claude", "settings.json"),
                  os.path.join(home, "settings.json"),
@@ -22901,15 +22914,7 @@ def _unjudged_cause(client, had_journal, root, env):
 def project_transcripts(root, env=None):
     """[(client, session, path)] of the transcripts of this project's sessions."""
     env = os.environ if env is None else env
-    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or "~", ".claude")
-    out = []
-    for _mtime, session in claude_transcripts(root, env):
-        for path in sorted({root, os.path.realpath(root)}):
-            folder = os.path.join(base, "projects", "".join(
-                ch if ch.isalnum() and ch.isascii() else "-" for ch in path))
-            if os.path.isfile(os.path.join(folder, session + ".jsonl")):
-                out.append(("claude", session, os.path.join(folder, session + ".jsonl")))
-                break
+    out = [("claude", s, p) for _t, s, p in claude_transcript_paths(root, env)]
     out.extend(("codex", session, path) for _m, session, path in codex_rollouts(root, env))
     return out
 

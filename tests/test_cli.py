@@ -2,7 +2,7 @@
 import json
 import re
 
-from conftest import REPO
+from conftest import REPO, make_project
 import notrest
 
 
@@ -224,6 +224,13 @@ def test_a_persons_note_in_a_project_with_no_session_reaches_the_next_packet(pro
     later = proj.hook("SessionStart", proj.payload("SessionStart", "pn-2",
                                                    source="startup"))
     assert "the staging db is down" not in json.dumps(later.answer)  # seen once started
+    doctor = proj.cli("doctor")
+    assert not [line for line in doctor.stdout.splitlines() if line.startswith("FAIL")
+                and "person-notes" in line], doctor.stdout
+
+
+def test_an_agents_note_with_no_session_is_not_a_persons(tmp_path):
+    proj = make_project(tmp_path)
     agent = proj.cli("bank", "--note", "from the agent", CLAUDECODE="1")
-    assert agent.code in (0, 2) and "a person's note" not in agent.stdout
-    assert proj.cli("doctor").code == 0 or "person-notes" not in proj.cli("doctor").stdout
+    assert agent.code == 2 and "no session to bank" in agent.stderr
+    assert not (proj.root / ".notrest" / "person-notes.jsonl").exists()
