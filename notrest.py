@@ -3822,10 +3822,8 @@ def _peel_screen(cmd, state, cmds, depth):
     runs detached."""
     argv = cmd.argv
     if cmd.prog == "screen":
-        i = 1
-        while i < len(argv) and argv[i].startswith("-"):
-            arg = argv[i]  # -dmS NAME: a letter taking a value ends the bundle
-            i += 2 if arg[-1:] in "ScehpstTX" and not arg.startswith("--") else 1
+        i = _take_options(argv, ("-S", "-c", "-e", "-h", "-p", "-s", "-t", "-T", "-L",
+                                 "-Logfile", "-X"))
         return i if i < len(argv) else None
     for j in range(1, len(argv)):
         if argv[j] in ("new-session", "new", "new-window", "neww", "split-window",
@@ -3922,28 +3920,6 @@ def _peel_git(cmd, state, cmds, depth):
     for code in codes:
         if isinstance(code, str):
             _nested(cmd, code, cmds, depth, origin="git")
-    return None
-
-
-def _peel_editor(cmd, state, cmds, depth):
-    """vim -c '!CODE', +'!CODE', ex -c 'silent !CODE': an editor's command that
-    runs the shell."""
-    argv = cmd.argv
-    for j in range(1, len(argv)):
-        arg = argv[j]
-        text = argv[j + 1] if arg in ("-c", "--cmd") and j + 1 < len(argv) else (
-            arg[1:] if arg.startswith("+") else None)
-        if not isinstance(text, str):
-            continue
-        for part in text.split("|"):
-            part = part.strip()
-            for lead in ("silent!", "silent", "exe", "call"):
-                if part.startswith(lead + " "):
-                    part = part[len(lead):].strip()
-            if part.startswith("!"):
-                _nested(cmd, part[1:], cmds, depth)
-            elif part.startswith(("r !", "read !", "w !", "write !")):
-                _nested(cmd, part.split("!", 1)[1], cmds, depth)
     return None
 
 
@@ -4255,8 +4231,6 @@ _PEELERS = {
     "at": _peel_deferred, "batch": _peel_deferred, "crontab": _peel_deferred,
     "screen": _peel_screen, "tmux": _peel_screen,
 }
-for _name in ("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim"):
-    _PEELERS[_name] = _peel_editor
 for _name in SHELL_NAMES - {"busybox"}:
     _PEELERS[_name] = _peel_shell
 
@@ -4290,10 +4264,6 @@ def _follow(cmd, state, cmds, depth):
         _follow_make(cmd, cmds, depth)
     elif prog in _PACKAGE_RUNNERS:
         _follow_package(cmd, cmds, depth)
-    elif prog in ("source", ".") and len(argv) > 1 and argv[1] in _STDIN_PATHS:
-        body = _stdin_script(cmd)
-        if body is not None:
-            _nested(cmd, body, cmds, depth)
     elif prog in ("source", ".") and len(argv) > 1:
         run_script(cmd, argv[1], argv[2:], cmds, depth, "sh")
     elif "/" in argv[0] and not isinstance(argv[0], Opaque) and not argv[0].startswith(
