@@ -3837,92 +3837,6 @@ def _peel_screen(cmd, state, cmds, depth):
     return None
 
 
-# git settings and variables whose value git runs as a shell command (a `!` marks
-# the shell form of an alias or a credential helper).
-_GIT_CODE_KEYS = frozenset(("core.sshcommand", "core.pager", "core.editor",
-                            "core.fsmonitor", "core.askpass", "sequence.editor",
-                            "diff.external", "gpg.program", "gpg.ssh.program",
-                            "gpg.x509.program", "interactive.difffilter",
-                            "core.gitproxy", "ssh.command"))
-_GIT_CODE_VARS = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_EXTERNAL_DIFF",
-                  "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS", "GIT_PROXY_COMMAND")
-
-
-def _git_code(key, value):
-    """The shell code a `git -c key=value` setting runs, or None."""
-    key = key.lower()
-    if key.startswith(("alias.", "credential.")) and value.startswith("!"):
-        return value[1:]
-    if key in _GIT_CODE_KEYS or (key.startswith(("pager.", "difftool.", "mergetool.",
-                                                 "filter.", "diff.", "merge."))
-                                 and key.endswith((".cmd", ".command", ".textconv",
-                                                   ".clean", ".smudge", ".process",
-                                                   ".driver")) or
-                                 key.startswith("pager.")):
-        return value
-    return None
-
-
-def _peel_git(cmd, state, cmds, depth):
-    """What a git line runs as code besides git itself: `-c` settings and GIT_*
-    variables naming commands, rebase --exec, difftool -x, bisect run, submodule
-    foreach, ext:: URLs. git itself is judged after."""
-    argv, codes, i = cmd.argv, [], 1
-    for name in _GIT_CODE_VARS:
-        value = cmd.env.get(name)
-        if isinstance(value, str) and value:
-            codes.append(value)
-    while i < len(argv) and argv[i].startswith("-"):
-        arg = argv[i]
-        if arg == "-c" and i + 1 < len(argv) and "=" in argv[i + 1]:
-            code = _git_code(*argv[i + 1].split("=", 1))
-            if code:
-                codes.append(code)
-        if arg in ("-C", "-c", "--git-dir", "--work-tree", "--namespace",
-                   "--exec-path", "--super-prefix", "--config-env"):
-            i += 2
-        else:
-            i += 1
-    sub, args = argv[i] if i < len(argv) else "", list(argv[i + 1:])
-    for j, arg in enumerate(args):
-        if sub in ("rebase",) and arg in ("--exec", "-x") and j + 1 < len(args):
-            codes.append(args[j + 1])
-        elif sub == "rebase" and arg.startswith("--exec="):
-            codes.append(arg[len("--exec="):])
-        elif sub == "difftool" and arg in ("-x", "--extcmd") and j + 1 < len(args):
-            codes.append(args[j + 1])
-        elif sub == "difftool" and arg.startswith("--extcmd="):
-            codes.append(arg[len("--extcmd="):])
-        elif isinstance(arg, str) and arg.startswith("ext::"):
-            words, word, k, text = [], "", 0, arg[5:]
-            while k < len(text):  # `% ` is a space inside a word, `%%` a percent
-                if text[k] == "%" and k + 1 < len(text):
-                    word += text[k + 1] if text[k + 1] in " %" else ""
-                    k += 2
-                    continue
-                if text[k] == " ":
-                    words, word = words + [word] if word else words, ""
-                else:
-                    word += text[k]
-                k += 1
-            spawn_argv(cmd, words + [word] if word else words, cmds, depth)
-    if sub == "config" and len(args) >= 2 and not args[-2].startswith("-"):
-        code = _git_code(args[-2], args[-1])
-        if code:
-            codes.append(code)
-    if sub == "bisect" and args[:1] == ["run"] and len(args) > 1:
-        spawn_argv(cmd, args[1:], cmds, depth)
-    if sub == "submodule" and "foreach" in args:
-        rest = [a for a in args[args.index("foreach") + 1:] if a not in (
-            "--recursive", "-q", "--quiet")]
-        if rest:
-            codes.append(" ".join(rest))
-    for code in codes:
-        if isinstance(code, str):
-            _nested(cmd, code, cmds, depth, origin="git")
-    return None
-
-
 def _peel_cd(cmd, state, cmds, depth):
     args = [a for a in cmd.argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
     target = args[0] if args else cmd.env.get("HOME", "~")
@@ -4225,7 +4139,7 @@ _PEELERS = {
     "mapfile": _peel_read, "readarray": _peel_read, "busybox": _peel_busybox,
     "ssh": _peel_ssh, "docker": _peel_container, "podman": _peel_container,
     "nerdctl": _peel_container, "kubectl": _peel_kubectl, "oc": _peel_kubectl,
-    "git": _peel_git, "sg": _peel_sg, "bwrap": _peel_bwrap, "gdb": _peel_after_flag(("--args",)),
+    "sg": _peel_sg, "bwrap": _peel_bwrap, "gdb": _peel_after_flag(("--args",)),
     "lldb": _peel_after_flag(("--",)), "perf": _peel_after_flag((), ("stat", "record",
                                                                    "trace")),
     "at": _peel_deferred, "batch": _peel_deferred, "crontab": _peel_deferred,
@@ -6021,41 +5935,6 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
     return "deletes %s, outside the project and the temp dir" % path
 
 
-# Programs that turn a string nobody reads into another (decoders, unpackers).
-_DECODERS = frozenset(("base64", "base32", "basenc", "xxd", "uudecode", "openssl", "rev",
-                       "gunzip", "zcat", "gzip", "bzcat", "xzcat", "unxz", "zstdcat",
-                       "tr", "od"))
-
-
-def _decoding(cmd):
-    """cmd decodes or unpacks its input (base64 -d, xxd -r, openssl enc -d, zcat)."""
-    prog = cmd.prog
-    if prog not in _DECODERS:
-        return False
-    if prog in ("base64", "base32", "basenc", "gzip", "openssl"):
-        return any(a in ("-d", "--decode", "-D", "-dc", "-cd") for a in cmd.argv[1:])
-    if prog == "xxd":
-        return any(a.startswith("-r") for a in cmd.argv[1:])
-    return True
-
-
-def _runs_decoded(cmd):
-    """A shell (eval, source) whose code is what a decoder prints: in a command
-    substitution of its words or fed on its stdin."""
-    for sub in cmd.subs:  # a download is pipe-to-shell's to judge
-        inner = parse_shell(sub, cmd.cwd)
-        if any(_decoding(c) for c in inner) and not any(
-                c.prog in DOWNLOADERS for c in inner):
-            return True
-    feeder, decoded = cmd.feeds, False
-    while feeder is not None:
-        if feeder.prog in DOWNLOADERS:
-            return False
-        decoded = decoded or _decoding(feeder)
-        feeder = feeder.feeds
-    return decoded
-
-
 _DELETERS = ("rm", "shred", "srm", "unlink", "rimraf", "trash", "trash-put")
 
 
@@ -6066,10 +5945,6 @@ def predicate_destroy(ctx):
     reasons = []
     for cmd in cmds:
         prog = cmd.prog
-        if (prog in SHELL_NAMES or prog in ("eval", "source", ".")) and \
-                _runs_decoded(cmd):
-            return "`%s` runs code decoded at run time, which the gate cannot read: " \
-                "it could delete anything" % cmd.shown()
         if prog in _DELETERS:
             found = _judge_rm(ctx, cmd)
         elif prog == "find" and cmd.find is not None and cmd.find.deleting:
