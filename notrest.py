@@ -3547,19 +3547,6 @@ _WRAPPERS = {
     "npx": (("-p", "--package"), 0),
     "pnpx": (("-p", "--package"), 0),
     "bunx": (("-p", "--package"), 0),
-    "setpriv": (("--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid",
-                 "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
-                 "--securebits", "--pdeathsig", "--selinux-label", "--apparmor-profile",
-                 "--landlock-access", "--landlock-rule"), 0),
-    "proot": (("-r", "-b", "-m", "-w", "-q", "-k", "-0", "--rootfs", "--bind",
-               "--mount", "--pwd", "--cwd", "--qemu", "--kernel-release"), 0),
-    "faketime": (("-m", "-f", "-p", "--exclude-monotonic"), 1),
-    "fakeroot": (("-l", "--lib", "--faked", "-s", "-i", "-b"), 0),
-    "dbus-run-session": (("--config-file", "--dbus-daemon"), 0),
-    "valgrind": (("--tool", "--log-file", "--log-fd"), 0),
-    "cgexec": (("-g",), 0),
-    "trickle": (("-d", "-u", "-w", "-t", "-l", "-n"), 0),
-    "daemonize": (("-a", "-c", "-e", "-E", "-o", "-p", "-l", "-u"), 0),
 }
 _ASSIGNING_WRAPPERS = ("sudo", "doas", "exec", "env")
 
@@ -3734,106 +3721,7 @@ def _peel_trap(cmd, state, cmds, depth):
 
 
 def _peel_script(cmd, state, cmds, depth):
-    argv = cmd.argv
-    for j in range(1, len(argv) - 1):
-        arg = argv[j]
-        if arg in ("-c", "--command") or (arg[:1] == "-" and arg[1:2] != "-" and
-                                          arg.endswith("c") and arg[1:].isalpha()):
-            _nested(cmd, argv[j + 1], cmds, depth)
-            break
-    return None
-
-
-def _peel_sg(cmd, state, cmds, depth):
-    """sg GROUP -c CODE, sg GROUP COMMAND...: the code or command runs."""
-    argv = cmd.argv
-    i = _take_options(argv, ())
-    if _parse_option_script(cmd, ("-c",), cmds, depth):
-        return SPAWNED
-    return i + 1 if i + 1 < len(argv) else None
-
-
-# bwrap's options that take two values and one value (the others take none).
-_BWRAP_TWO = frozenset(("--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try",
-                        "--dev-bind-try", "--symlink", "--setenv", "--file", "--bind-data",
-                        "--ro-bind-data", "--chmod", "--overlay-src"))
-_BWRAP_ONE = frozenset(("--tmpfs", "--proc", "--dev", "--dir", "--chdir", "--uid", "--gid",
-                        "--hostname", "--remount-ro", "--unsetenv", "--lock-file",
-                        "--sync-fd", "--info-fd", "--seccomp", "--userns", "--userns2",
-                        "--cap-add", "--cap-drop", "--perms", "--size", "--argv0",
-                        "--mqueue", "--exec-label", "--file-label", "--json-status-fd",
-                        "--block-fd", "--userns-block-fd", "--pidns", "--add-seccomp-fd",
-                        "--args", "--tmp-overlay", "--ro-overlay"))
-
-
-def _peel_bwrap(cmd, state, cmds, depth):
-    argv, i = cmd.argv, 1
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            return i + 1
-        if not arg.startswith("-"):
-            return i
-        i += 3 if arg in _BWRAP_TWO else 2 if arg in _BWRAP_ONE else 1
-    return None
-
-
-def _peel_after_flag(flags, sub=None):
-    """A debugger or profiler running the command after one of flags (gdb --args
-    CMD, perf stat CMD, lldb -- CMD)."""
-    def peel(cmd, state, cmds, depth):
-        argv = cmd.argv
-        start = 1
-        if sub is not None:
-            if len(argv) < 2 or argv[1] not in sub:
-                return None
-            start = 2
-        for j in range(start, len(argv)):
-            if argv[j] in flags:
-                return j + 1 if j + 1 < len(argv) else None
-            if sub is not None and not argv[j].startswith("-"):
-                return j
-        return None
-    return peel
-
-
-def _peel_deferred(cmd, state, cmds, depth):
-    """at, batch and `crontab -` run later the script they read on stdin."""
-    argv = cmd.argv
-    if cmd.prog == "crontab" and "-" not in argv[1:] and len(argv) > 1:
-        return None
-    body = _stdin_script(cmd)
-    if body is not None:
-        if cmd.prog == "crontab":
-            lines = []
-            for line in body.splitlines():
-                words = line.split(None, 5)
-                if len(words) == 6 and not line.lstrip().startswith("#"):
-                    lines.append(words[5])
-                elif line.strip().startswith("@") and len(line.split(None, 1)) == 2:
-                    lines.append(line.split(None, 1)[1])
-            body = "\n".join(lines)
-        _nested(cmd, body, cmds, depth, origin="deferred")
-    return None
-
-
-def _peel_screen(cmd, state, cmds, depth):
-    """screen -dm [-S NAME] CMD..., tmux new-session -d [options] CODE: the command
-    runs detached."""
-    argv = cmd.argv
-    if cmd.prog == "screen":
-        i = _take_options(argv, ("-S", "-c", "-e", "-h", "-p", "-s", "-t", "-T", "-L",
-                                 "-Logfile", "-X"))
-        return i if i < len(argv) else None
-    for j in range(1, len(argv)):
-        if argv[j] in ("new-session", "new", "new-window", "neww", "split-window",
-                       "splitw", "respawn-pane", "respawnp", "run-shell", "run"):
-            rest = argv[j + 1:]
-            k = _take_options(rest, ("-s", "-n", "-c", "-t", "-x", "-y", "-F", "-e", "-f",
-                                     "-l", "-T"), 0)
-            if k < len(rest):
-                _nested(cmd, " ".join(rest[k:]), cmds, depth)
-            return SPAWNED
+    _parse_option_script(cmd, ("-c", "--command"), cmds, depth)
     return None
 
 
@@ -4139,11 +4027,6 @@ _PEELERS = {
     "mapfile": _peel_read, "readarray": _peel_read, "busybox": _peel_busybox,
     "ssh": _peel_ssh, "docker": _peel_container, "podman": _peel_container,
     "nerdctl": _peel_container, "kubectl": _peel_kubectl, "oc": _peel_kubectl,
-    "sg": _peel_sg, "bwrap": _peel_bwrap, "gdb": _peel_after_flag(("--args",)),
-    "lldb": _peel_after_flag(("--",)), "perf": _peel_after_flag((), ("stat", "record",
-                                                                   "trace")),
-    "at": _peel_deferred, "batch": _peel_deferred, "crontab": _peel_deferred,
-    "screen": _peel_screen, "tmux": _peel_screen,
 }
 for _name in SHELL_NAMES - {"busybox"}:
     _PEELERS[_name] = _peel_shell
