@@ -5060,10 +5060,8 @@ BUILTIN_LAWS = (
                 "and ask a person to change laws or hook settings"},
     {"id": "pipe-to-shell", "on": ["PreToolUse", "PermissionRequest"], "action": "ask",
      "match": "pipe-to-shell",
-     "text": "Do not run code the gate cannot read: a download, decoded or generated "
-             "text, or a variable, fed to a shell, eval, source or an interpreter (curl "
-             "... | sh, base64 -d | sh, eval \"$X\", bash -c \"$(...)\").",
-     "instead": "write the code to a file, read it, then run it "
+     "text": "Do not pipe a download into a shell or interpreter (curl ... | sh).",
+     "instead": "download to a file, read it, then run it "
                 "(`curl -fsSL -o /tmp/install.sh URL`, `less /tmp/install.sh`)"},
     {"id": "secret-in-prompt", "on": ["UserPromptSubmit"], "action": "block",
      "match": "secret-prompt",
@@ -6338,9 +6336,6 @@ _GIT_REWRITERS = ("checkout", "switch", "restore", "reset", "stash", "read-tree"
 def predicate_pipe_to_shell(ctx):
     for cmd in ctx.cmds:
         prog = cmd.prog
-        unread = _unread_code(cmd)
-        if unread:
-            return unread
         runs_code = prog in SHELL_NAMES or prog in INTERPRETERS or prog.startswith(
             "python") or prog in ("eval", "source", ".")
         if not runs_code:
@@ -6359,81 +6354,6 @@ def predicate_pipe_to_shell(ctx):
 
 
 _STDIN_PATHS = ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
-# Code the gate cannot read, run as code: a command word made at run time ($X, $*,
-# ${a[0]}, $(...)); a shell, eval, source or a deferred runner (at, batch) whose
-# program comes from a pipe the gate cannot read (base64 -d, xxd -r, tr, rev) or a
-# process substitution. What the usual shell-setup generators print is known code.
-_STDIN_CODE_RUNNERS = frozenset(("at", "batch"))
-_CODE_GENERATORS = {
-    "pyenv": ("init", "virtualenv-init"), "rbenv": ("init",), "nodenv": ("init",),
-    "goenv": ("init",), "jenv": ("init",), "plenv": ("init",), "direnv": ("hook",
-                                                                           "export"),
-    "ssh-agent": None, "gpg-agent": None, "keychain": None, "dircolors": None,
-    "brew": ("shellenv",), "opam": ("env", "config"), "conda": ("shell.bash",
-                                                                "shell.zsh", "shell.posix"),
-    "micromamba": ("shell",), "mamba": ("shell",), "fnm": ("env",), "zoxide": ("init",),
-    "starship": ("init",), "mise": ("activate", "env"), "rtx": ("activate", "env"),
-    "thefuck": ("--alias",), "kubectl": ("completion",), "helm": ("completion",),
-    "gh": ("completion",), "npm": ("completion",), "pip": ("completion",),
-    "rustup": ("completions",), "poetry": ("completions",), "uv": (
-        "generate-shell-completion",), "register-python-argcomplete": None}
-# what prints a program's path (not code): `$(npm bin)/eslint`, `"$(which python3)"`
-_PATH_GENERATORS = {"which": None, "command": ("-v",), "type": ("-p", "-P"),
-                    "npm": ("bin", "root", "prefix"), "yarn": ("bin",), "pnpm": ("bin",),
-                    "brew": ("--prefix",), "git": ("rev-parse", "--exec-path"),
-                    "pwd": None, "dirname": None, "realpath": None, "readlink": None,
-                    "pyenv": ("which", "root", "prefix"), "rbenv": ("which",),
-                    "go": ("env",), "rustc": ("--print",), "xcrun": ("-f", "--find")}
-# variables that name a program the person chose (not code): `$EDITOR file`
-_PROGRAM_VARIABLES = frozenset(("$EDITOR", "$VISUAL", "$PAGER", "$SHELL", "$PYTHON",
-                                "$CC", "$CXX", "$MAKE", "$GIT", "${EDITOR}", "${PAGER}",
-                                "${SHELL}", "${PYTHON}"))
-
-
-def _known_generator(sub, table=None):
-    words = sub.split()
-    if not words:
-        return False
-    table = _CODE_GENERATORS if table is None else table
-    prog = os.path.basename(words[0])
-    if prog not in table:
-        return False
-    subs = table[prog]
-    return subs is None or (len(words) > 1 and words[1] in subs)
-
-
-def _unread_code(cmd):
-    """Why cmd runs code that the gate cannot read, or None."""
-    prog, word = cmd.prog, cmd.argv[0] if cmd.argv else ""
-    # a bare variable with arguments (`"$PY" -c CODE`) is a program the line cannot
-    # know, judged by what it is given; a whole command word made at run time is code
-    if isinstance(word, Opaque) and word not in _PROGRAM_VARIABLES and (
-            len(cmd.argv) == 1 or "$(" in word or "`" in word):
-        subs = list(cmd.subs)
-        if subs and all(_known_generator(sub) or _known_generator(
-                sub, _PATH_GENERATORS) for sub in subs):
-            return None
-        return "`%s` runs a command made at run time (%s), which the gate cannot read" % (
-            cmd.shown(100), clip(str(word), 60))
-    runs = prog in SHELL_NAMES or prog in ("eval", "source", ".") or (
-        prog in _STDIN_CODE_RUNNERS)
-    if not runs:
-        return None
-    if any("/dev/fd/" in str(a) for a in cmd.argv[1:]) and not all(
-            _known_generator(sub) for sub in cmd.subs):
-        return "`%s` runs what a process substitution prints, which the gate cannot " \
-            "read" % cmd.shown(100)
-    # a script they read on stdin that the gate knows (a literal, a heredoc, `cat
-    # FILE`) is judged where it is parsed (_peel_shell, _peel_deferred); one it
-    # cannot know is unread code
-    reads_stdin = prog in _STDIN_CODE_RUNNERS or prog in ("source", ".") or \
-        _reads_program_from_stdin(cmd)
-    if cmd.feeds is not None and reads_stdin and cmd.feeds.prog not in DOWNLOADERS and \
-            _stdin_script(cmd) is None and not (
-                cmd.feeds.prog == "cat" and len(cmd.feeds.argv) == 2):
-        return "`%s | %s` runs code that `%s` makes at run time, which the gate cannot " \
-            "read" % (cmd.feeds.shown(60), cmd.shown(40), cmd.feeds.shown(40))
-    return None
 
 
 def _reads_program_from_stdin(cmd):
