@@ -88,6 +88,13 @@ FILE_WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 FILE_READ_TOOLS = ("Read",)
 SHELL_TOOLS = ("Bash", "shell", "exec_command", "local_shell", "container.exec")
 SPAWN_TOOLS = ("Agent", "Task", "spawn_agent")
+# Tools that name no file: every other tool (MCP's included) is judged by the
+# path-like strings in its input.
+PATHLESS_TOOLS = frozenset(("WebFetch", "WebSearch", "TodoWrite", "TodoRead", "Skill",
+                            "SlashCommand", "ExitPlanMode", "AskUserQuestion", "BashOutput",
+                            "KillShell", "KillBash", "ToolSearch", "ListMcpResourcesTool",
+                            "update_plan", "view_image", "web_search", "wait_agent",
+                            "multi_agent_v1wait_agent", "write_stdin"))
 # The hot part (every tool call) ends at the cold line; the warm part (session
 # events) at the doctor section: what follows serves commands people run. "all"
 # is the whole module (no cut), for a hook that needs what lies below its part.
@@ -2704,6 +2711,7 @@ SCRIPT_BUDGET_BYTES = 2 << 20     # bytes of scripts read for one tool call
 SMALL_FILE_MAX = 64 * 1024        # a list xargs reads, a package.json
 FANOUT_MAX = 64                   # commands made from the items of one xargs -I
 UNKNOWN_WORD = "${__notrest_unknown}"
+PROC_PATH = "/dev/fd/63"          # what <(...) expands to; its text is the script's output
 ITEM_VAR = "__notrest_item"
 NOTREST_NAMES = ("notrest", "notrest.py")
 SPAWNED = -1                      # a peeler ran what the wrapper runs: drop the wrapper
@@ -2733,6 +2741,16 @@ def _reader(name):
 
 
 _peel_parallel = _reader("_peel_parallel")
+_peel_at = _reader("_peel_at")
+_peel_crontab = _reader("_peel_crontab")
+_peel_screen = _reader("_peel_screen")
+_peel_tmux = _reader("_peel_tmux")
+_peel_gdb = _reader("_peel_gdb")
+_peel_editor = _reader("_peel_editor")
+follow_awk = _reader("follow_awk")
+follow_sed = _reader("follow_sed")
+follow_code_options = _reader("follow_code_options")
+follow_git = _reader("follow_git")
 _peel_sem = _reader("_peel_sem")
 _peel_ssh = _reader("_peel_ssh")
 _follow_container = _reader("_follow_container")
@@ -2761,6 +2779,8 @@ _agents_block_hit = _reader("_agents_block_hit")
 _classify_unknown = _reader("_classify_unknown")
 _find_may_hit_harness = _reader("_find_may_hit_harness")
 _found_may_read_secret = _reader("_found_may_read_secret")
+tree_secret = _reader("tree_secret")
+printed_text = _reader("printed_text")
 _judge_cli_verbs = _reader("judge_cli")
 _peel_read = _reader("_peel_read")
 _mktemp_path = _reader("_mktemp_path")
@@ -2768,8 +2788,8 @@ regex_shape_problem = _reader("regex_shape_problem")
 
 
 class Word:
-    """A shell word as parts: ('lit', text, quoted) ('var', name, default)
-    ('sub', script) ('tilde', user)."""
+    """A shell word as parts: ('lit', text, quoted) ('var', name, default, quoted)
+    ('sub', script, quoted) ('proc', script: a process substitution) ('tilde', user)."""
 
     __slots__ = ("parts",)
 
@@ -2829,10 +2849,13 @@ class ParseShared:
     too large to judge."""
 
     __slots__ = ("links", "written", "pending", "words", "commands", "script_bytes",
-                 "too_large", "fork_bomb", "shallow")
+                 "too_large", "fork_bomb", "shallow", "unknown", "interactive", "aliases")
 
     def __init__(self, shallow=False):
         self.links, self.written, self.pending = {}, {}, []
+        self.unknown = []        # (cmd, why): code the line runs that the gate cannot read
+        self.interactive = None  # a shell or interpreter left reading the call's stdin
+        self.aliases = {}
         self.words = self.commands = self.script_bytes = 0
         self.too_large = ""
         self.fork_bomb = False
@@ -2995,11 +3018,15 @@ def _read_dollar(src, i, word, quoted):
     nxt = src[i + 1:i + 2]
     if src.startswith("$((", i):
         end = _find_closing(src, i + 3, "(", ")")
-        word.add("lit", "0", quoted)
+        inner = src[i + 3:end]
+        if "$(" in inner or "`" in inner:  # $(( $(cmd) )): cmd runs
+            word.add("sub", "echo " + inner, quoted)
+        else:
+            word.add("lit", "0", quoted)
         return min(n, end + 2)
     if nxt == "(":
         end = _find_closing(src, i + 2, "(", ")")
-        word.add("sub", src[i + 2:end])
+        word.add("sub", src[i + 2:end], quoted)
         return end + 1
     if nxt == "{":
         end = _find_closing(src, i + 2, "{", "}")
@@ -3013,16 +3040,16 @@ def _read_dollar(src, i, word, quoted):
             if rest.startswith(marker):
                 default = rest[len(marker):]
                 break
-        word.add("var", name or inner, default)
+        word.add("var", name or inner, default, quoted)
         return end + 1
     if nxt and (nxt.isalpha() or nxt == "_"):
         j = i + 1
         while j < n and (src[j].isalnum() or src[j] == "_"):
             j += 1
-        word.add("var", src[i + 1:j], None)
+        word.add("var", src[i + 1:j], None, quoted)
         return j
     if nxt and nxt in "0123456789@*#?$!-":
-        word.add("var", nxt, None)
+        word.add("var", nxt, None, quoted)
         return i + 2
     word.add("lit", "$", quoted)
     return i + 1
@@ -3036,8 +3063,7 @@ def _read_word(src, i):
         if c in _META:
             if c in "<>" and src[i + 1:i + 2] == "(" and i == start:
                 end = _find_closing(src, i + 2, "(", ")")
-                word.add("sub", src[i + 2:end])
-                word.add("lit", "/dev/fd/63", False)
+                word.add("proc", src[i + 2:end])
                 i = end + 1
                 continue
             break
@@ -3063,7 +3089,7 @@ def _read_word(src, i):
             j = i + 1
             while j < n and src[j] != "`":
                 j += 2 if src[j] == "\\" else 1
-            word.add("sub", src[i + 1:j].replace("\\`", "`"))
+            word.add("sub", src[i + 1:j].replace("\\`", "`"), False)
             i = j + 1
         elif c == "~" and i == start:
             j = i + 1
@@ -3110,7 +3136,7 @@ def _read_double(src, i, word):
                 j = i + 1
                 while j < n and src[j] != "`":
                     j += 2 if src[j] == "\\" else 1
-                word.add("sub", src[i + 1:j].replace("\\`", "`"))
+                word.add("sub", src[i + 1:j].replace("\\`", "`"), True)
                 i = j + 1
             continue
         buf.append(c)
@@ -3257,6 +3283,8 @@ def expand_word(word, env, cwd, depth=0):
             else:
                 out.append("$" + name)
                 unknown = True
+        elif kind == "proc":
+            out.append(PROC_PATH)
         else:
             value = _evaluate_substitution(part[1], env, cwd, depth)
             if value is None:
@@ -3284,6 +3312,8 @@ def _evaluate_substitution(script, env, cwd, depth):
     leaves the output as it is."""
     if depth > 2 or len(script) > 4096:
         return None
+    if "|" in script:
+        return readers().substitution_text(script, env, cwd)
     tokens = [t for t in tokenize_shell(script) if not (
         t[0] == "redir" and t[1].fd == "2" and t[1].op in (">", ">>") and isinstance(
             t[1].target, Word) and expand_word(t[1].target, {}, cwd)[0] == "/dev/null")]
@@ -3422,20 +3452,28 @@ def _finish_command(tokens, state, cmds, depth):
             PARSE_WORDS_MAX, PARSE_COMMANDS_MAX)
         return
     expanded = []
+    if any(p[0] == "lit" and not p[2] and "{" in p[1] for w in words for p in w.parts):
+        words = [w for word in words for w in _brace_word(word)]
     for word in words:
-        if len(word.parts) == 1 and word.parts[0][:2] in (("var", "@"), ("var", "*")) and \
+        parts = word.parts
+        if len(parts) == 1 and parts[0][:2] in (("var", "@"), ("var", "*")) and \
                 isinstance(env.get("\0@"), tuple):
-            expanded.extend((arg, False, False) for arg in env["\0@"])
+            items = env["\0@"]
+            if not parts[0][3] and "IFS" in env:
+                items = [f for item in items for f in _fields(item, env["IFS"])]
+            expanded.extend((arg, False, False) for arg in items)
             continue
-        expanded.append(expand_word(word, env, cwd))
-        for part in word.parts:
-            if part[0] == "sub":
-                cmd.subs.append(part[1])
+        value = expand_word(word, env, cwd)
+        _note_subs(cmd, word, env)
+        if len(parts) == 1 and parts[0][0] in ("var", "sub") and not parts[0][-1] and \
+                not value[1] and not isinstance(value[0], Found):
+            expanded.extend((f, False, value[2]) for f in _fields(
+                value[0], env.get("IFS", " \t\n")))  # an unquoted $x is split
+            continue
+        expanded.append(value)
     for redirect in cmd.redirects:
         if isinstance(redirect.target, Word):
-            for part in redirect.target.parts:
-                if part[0] == "sub":
-                    cmd.subs.append(part[1])
+            _note_subs(cmd, redirect.target, env)
             text, unknown, _ = expand_word(redirect.target, env, cwd)
             redirect.target = Opaque(text) if unknown else text
     k = 0
@@ -3465,6 +3503,97 @@ def _finish_command(tokens, state, cmds, depth):
         cmds.extend(parse_shell(sub, cwd, env, depth + 1, shared, cmd.origin))
 
 
+BRACE_MAX = 64  # words one brace expansion may make
+
+
+def _brace_word(word):
+    """A word with its unquoted brace expansions made (`.{e,}nv` is `.env .nv`,
+    `x{1..3}`): the words it becomes, at most BRACE_MAX."""
+    for k, part in enumerate(word.parts):
+        if part[0] != "lit" or part[2] or "{" not in part[1]:
+            continue
+        texts = _brace_texts(part[1])
+        if len(texts) > 1:
+            out = []
+            for text in texts[:BRACE_MAX]:
+                made = Word()
+                made.parts = word.parts[:k] + [("lit", text, False)] + word.parts[k + 1:]
+                out.append(made)
+            return out
+    return [word]
+
+
+def _brace_texts(text, budget=BRACE_MAX):
+    """The expansions of the first brace group of text (recursively), or [text]."""
+    start = text.find("{")
+    while start >= 0:
+        depth, i, commas = 0, start, []
+        while i < len(text):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif text[i] == "," and depth == 1:
+                commas.append(i)
+            i += 1
+        if i >= len(text):
+            return [text]
+        inner, head, tail = text[start + 1:i], text[:start], text[i + 1:]
+        if commas:
+            cuts = [start] + commas + [i]
+            alternatives = [text[a + 1:b] for a, b in zip(cuts, cuts[1:])]
+        else:
+            alternatives = _brace_range(inner)
+        if alternatives:
+            out = []
+            for alt in alternatives:
+                for rest in _brace_texts(head + alt + tail, budget):
+                    out.append(rest)
+                    if len(out) >= budget:
+                        return out
+            return out
+        start = text.find("{", start + 1)
+    return [text]
+
+
+def _brace_range(inner):
+    """{1..5} and {a..e}: the words of a range (bounded), else []."""
+    low, sep, high = inner.partition("..")
+    if not sep or ".." in high:
+        return []
+    if low.lstrip("-").isdigit() and high.lstrip("-").isdigit():
+        a, b = int(low), int(high)
+        step = 1 if b >= a else -1
+        return [str(n) for n in range(a, b + step, step)][:BRACE_MAX]
+    if len(low) == 1 and len(high) == 1:
+        a, b = ord(low), ord(high)
+        step = 1 if b >= a else -1
+        return [chr(n) for n in range(a, b + step, step)][:BRACE_MAX]
+    return []
+
+
+def _fields(text, ifs):
+    """Field splitting of an unquoted expansion on the characters of IFS."""
+    if not ifs:
+        return [text]
+    for ch in ifs[1:]:
+        text = text.replace(ch, ifs[0])
+    return [f for f in (text.split() if ifs[0] in " \t\n" else text.split(ifs[0])) if f]
+
+
+def _note_subs(cmd, word, env):
+    """The substitutions of a word are commands of their own; a process
+    substitution's output is noted as the text of the file it names."""
+    for part in word.parts:
+        if part[0] == "sub":
+            cmd.subs.append(part[1])
+        elif part[0] == "proc":
+            cmd.subs.append(part[1])
+            cmd.shared.note(cmd, PROC_PATH, ("proc", part[1], dict(env)))
+
+
 def _loop_rank(text):
     """Sort key: the loop value nearest the root first (absolute, or climbing out)."""
     path = os.path.normpath(text) if text else "."
@@ -3488,8 +3617,9 @@ def _bind_loop(rest, env):
         env[name] = min((v[0] for v in values), key=_loop_rank)
 
 
-def _take_options(argv, with_value, start=1):
-    """Skip leading options of a wrapper; with_value names options that take one."""
+def _take_options(argv, with_value, start=1, pairs=()):
+    """Skip leading options of a wrapper; with_value names options that take one,
+    pairs those that take two."""
     i = start
     while i < len(argv):
         arg = argv[i]
@@ -3499,6 +3629,9 @@ def _take_options(argv, with_value, start=1):
             return i
         if arg in with_value:
             i += 2
+            continue
+        if arg in pairs:
+            i += 3
             continue
         i += 1
     return i
@@ -3547,7 +3680,65 @@ _WRAPPERS = {
     "npx": (("-p", "--package"), 0),
     "pnpx": (("-p", "--package"), 0),
     "bunx": (("-p", "--package"), 0),
+    "setpriv": (("--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid",
+                 "--groups", "--inh-caps", "--ambient-caps", "--bounding-set",
+                 "--securebits", "--pdeathsig", "--selinux-label", "--apparmor-profile",
+                 "--landlock-access", "--landlock-rule"), 0),
+    "proot": (("-r", "--rootfs", "-b", "--bind", "-m", "--mount", "-w", "--pwd", "--cwd",
+               "-q", "--qemu", "-k", "--kernel-release", "-p", "--port"), 0),
+    "bwrap": (("--chdir", "--unsetenv", "--uid", "--gid", "--hostname", "--lock-file",
+               "--sync-fd", "--remount-ro", "--exec-label", "--file-label", "--proc",
+               "--dev", "--tmpfs", "--mqueue", "--dir", "--seccomp", "--add-seccomp-fd",
+               "--block-fd", "--userns-block-fd", "--info-fd", "--json-status-fd",
+               "--cap-add", "--cap-drop", "--perms", "--size", "--argv0", "--userns",
+               "--userns2", "--pidns"), 0),
+    "dbus-run-session": (("--config-file", "--dbus-daemon"), 0),
+    "dbus-launch": (("--config-file", "--autolaunch"), 0),
+    "fakeroot": (("-l", "--lib", "--faked", "-s", "-i", "-b"), 0),
+    "fakechroot": (("-l", "--lib", "-d", "--use-system-libs", "-e", "--environment",
+                    "-c", "--config-dir"), 0),
+    "valgrind": (("--log-file", "--tool"), 0),
+    "faketime": (("-m",), 1),
+    "datefudge": ((), 1),
+    "perf": (("-e", "--event", "-o", "--output", "-p", "--pid", "-t", "--tid", "-C",
+              "--cpu", "-G", "--cgroup", "-r", "--repeat", "-I", "--interval-print",
+              "-x", "--field-separator", "-F", "--freq", "-c", "--count", "-j", "-m",
+              "--mmap-pages", "-u", "--uid", "--call-graph"), 1),
+    "coproc": ((), 0),
+    "xvfb-run": (("-n", "--server-num", "-s", "--server-args", "-f", "--auth-file",
+                  "-e", "--error-file", "-p", "--xauth-protocol", "-w", "--wait"), 0),
+    "numactl": (("-C", "-N", "-m", "-p", "-i", "--physcpubind", "--cpunodebind",
+                 "--membind", "--preferred", "--interleave"), 0),
+    "cgexec": (("-g",), 0),
+    "eatmydata": ((), 0), "nocache": ((), 0), "tsocks": ((), 0), "chronic": ((), 0),
+    "dumb-init": (("-r", "--rewrite"), 0), "tini": (("-p", "-e"), 0),
+    "gosu": ((), 1), "su-exec": ((), 1), "s6-setuidgid": ((), 1), "setuidgid": ((), 1),
+    "envdir": ((), 1), "setarch": ((), 1), "linux32": ((), 0), "linux64": ((), 0),
+    "arch-chroot": ((), 1), "sandbox-exec": (("-f", "-p", "-n", "-D"), 0),
+    "chpst": (("-u", "-U", "-b", "-e", "-/", "-n", "-l", "-L", "-m", "-d", "-o", "-p",
+               "-f", "-c", "-r", "-t"), 0),
+    "prlimit": (("--pid",), 0), "cpulimit": (("-l", "--limit", "-p", "--pid"), 0),
+    "trickle": (("-d", "-u", "-w", "-t", "-l", "-n"), 0),
+    "rlwrap": (("-a", "-b", "-C", "-D", "-e", "-f", "-F", "-g", "-H", "-l", "-M", "-O",
+                "-p", "-P", "-q", "-s", "-S", "-t", "-w", "-z"), 0),
+    "ccache": ((), 0), "sccache": ((), 0), "distcc": ((), 0), "icecc": ((), 0),
+    "retry": (("-t", "--tries", "-d", "--delay", "-m", "--min", "-x", "--max"), 0),
+    "entr": ((), 0), "nsjail": (("-C", "--config", "-c", "--chroot", "-u", "--user",
+                                 "-g", "--group", "-D", "--cwd", "-R", "--bindmount_ro",
+                                 "-B", "--bindmount", "-T", "--tmpfsmount", "-E",
+                                 "--env", "-M", "--mode", "-t", "--time_limit"), 0),
+    "schroot": (("-c", "--chroot", "-u", "--user", "-d", "--directory"), 0),
+    "systemd-nspawn": (("-D", "--directory", "-i", "--image", "-u", "--user",
+                        "-M", "--machine", "--bind", "--bind-ro", "--chdir"), 0),
+    "daemonize": (("-a", "-c", "-e", "-E", "-o", "-p", "-l", "-u"), 0),
+    "gtimeout": (("-s", "-k", "--signal", "--kill-after"), 1),
+    "sudoedit": ((), 0),
 }
+# Options of a wrapper that take two values (bwrap --bind SRC DEST).
+_WRAPPER_PAIRS = {"bwrap": ("--bind", "--ro-bind", "--dev-bind", "--bind-try",
+                            "--ro-bind-try", "--dev-bind-try", "--symlink", "--setenv",
+                            "--file", "--bind-data", "--ro-bind-data", "--chmod",
+                            "--overlay-src")}
 _ASSIGNING_WRAPPERS = ("sudo", "doas", "exec", "env")
 
 
@@ -3559,6 +3750,11 @@ def _unwrap(cmd, state, cmds, depth):
         if not argv:
             break
         prog = os.path.basename(argv[0])
+        if prog in cmd.shared.aliases and argv[0] == prog:
+            _nested(cmd, cmd.shared.aliases.pop(prog) + " " + " ".join(
+                _quote_arg(a) for a in argv[1:]), cmds, depth, origin="alias %s" % prog)
+            cmd.argv = argv = []
+            break
         if prog in _WRAPPERS:
             values, positional = _WRAPPERS[prog]
             if prog in ("npx", "pnpx", "bunx") and ("-c" in argv or "--call" in argv):
@@ -3566,13 +3762,18 @@ def _unwrap(cmd, state, cmds, depth):
                 _parse_option_script(cmd, ("-c", "--call"), cmds, depth)
                 argv = []
                 break
-            i = _take_options(argv, values) + positional
+            i = _take_options(argv, values, 1, _WRAPPER_PAIRS.get(prog, ())) + positional
+            if prog in ("sudo", "doas") and i >= len(argv) and _flag_in(argv, "si", (
+                    "--shell", "--login")):
+                argv = list(argv) + ["sh"]  # sudo -s: a shell, reading stdin
         else:
             peel = _PEELERS.get(prog)
             if peel is None and isinstance(argv[0], Opaque) and "-c" in argv[1:3]:
                 peel = _peel_shell  # `"$SH" -c CODE`: a program the line cannot know,
                 # given code: the code is judged as the shell would run it
             if peel is None:
+                if prog not in _KNOWN_NOT_WRAPPERS:
+                    _maybe_wrapper(cmd, argv, cmds, depth)
                 break
             cmd.argv = argv
             i = peel(cmd, state, cmds, depth)
@@ -3594,6 +3795,50 @@ def _unwrap(cmd, state, cmds, depth):
         _follow(cmd, state, cmds, depth)
     if cmd.argv or cmd.redirects:
         cmds.append(cmd)
+
+
+# Programs run by what may be a wrapper the gate has no row for (`proot rm -rf ~`):
+# a later word naming one is judged as the command that wrapper would run.
+_RUN_NAMES = frozenset(("rm", "rmdir", "shred", "srm", "unlink", "rimraf", "dd", "wipefs",
+                        "chmod", "chown", "chgrp", "mv", "cp", "tee", "truncate", "git",
+                        "find", "xargs", "eval", "ln", "rsync", "install", "notrest",
+                        "sudo", "env", "python", "python3", "perl", "ruby", "node",
+                        "parted", "sfdisk", "sgdisk", "fdisk", "mount", "curl", "wget")
+                       ) | SHELL_NAMES
+# Programs that name other programs without running them, or that run only what
+# their own configuration says (package managers, process tools, manuals).
+_KNOWN_NOT_WRAPPERS = frozenset((
+    "apt", "apt-get", "apt-cache", "yum", "dnf", "brew", "pip", "pip3", "pipx", "npm",
+    "pnpm", "yarn", "cargo", "go", "gem", "conda", "mamba", "man", "which", "whereis",
+    "whatis", "apropos", "info", "help", "tldr", "type", "hash", "dpkg", "rpm", "snap",
+    "flatpak", "nix", "nix-env", "port", "pacman", "apk", "zypper", "emerge", "winget",
+    "choco", "scoop", "killall", "pkill", "pgrep", "pidof", "kill", "ps", "systemctl",
+    "service", "complete", "compgen", "update-alternatives", "alternatives", "echo",
+    "printf", "grep", "egrep", "fgrep", "rg", "ag", "ack", "cat", "head", "tail", "less",
+    "more", "sort", "uniq", "wc", "ls", "git", "docker", "podman", "kubectl", "helm",
+    "make", "gmake", "cmake", "ninja", "bazel", "mvn", "gradle", "pytest", "tox", "nox",
+    "uv", "poetry", "pdm", "rustup", "asdf", "mise", "pyenv", "nvm", "volta", "test",
+    "[", "jq", "yq", "sed", "awk", "tr", "cut", "diff", "comm", "join", "paste",
+    "column", "tee", "xargs", "find", "stat", "file", "basename", "dirname", "true",
+    "false", "read", "local", "export", "declare", "typeset", "readonly", "unset",
+    "alias", "unalias", "set", "shopt", "cd", "pushd", "popd", "source", ".", "exit",
+    "return", "wait", "trap", "history", "fc", "jobs", "bg", "fg", "disown", "sleep",
+    "date", "touch", "mkdir", "chmod", "chown", "ln", "cp", "mv", "rm", "tar", "zip",
+    "unzip", "gzip", "curl", "wget", "ssh", "scp", "rsync", "notrest", "code", "vim",
+    "nano", "emacs", "open", "xdg-open", "say", "notify-send", "tput", "stty",
+    "locate", "fd", "fdfind", "tree", "du", "df", "free", "uptime", "whoami", "id",
+    "hostname", "uname", "lsof", "top", "htop", "watch", "time", "crontab", "at",
+    "printenv", "env", "sh", "bash", "python", "python3", "node", "perl", "ruby"))
+
+
+def _maybe_wrapper(cmd, argv, cmds, depth):
+    """A program with no row, given a word that names a program which destroys or
+    runs code, followed by more words: judged as a wrapper of the rest too."""
+    for j in range(1, min(len(argv) - 1, 24)):
+        word = argv[j]
+        if type(word) is str and os.path.basename(word) in _RUN_NAMES:
+            spawn_argv(cmd, argv[j:], cmds, depth + 1, os.path.basename(argv[0]))
+            return
 
 
 def _nested(cmd, text, cmds, depth, origin=None, cwd=None, env=None):
@@ -3655,6 +3900,11 @@ def _parse_option_script(cmd, names, cmds, depth):
     return False
 
 
+def _flag_in(argv, short, long=()):
+    return any(a in long or (a.startswith("-") and not a.startswith("--") and any(
+        c in a[1:] for c in short)) for a in argv[1:])
+
+
 def _peel_command(cmd, state, cmds, depth):
     argv = cmd.argv
     if len(argv) > 1 and argv[1] in ("-v", "-V"):
@@ -3703,11 +3953,36 @@ def _peel_watch(cmd, state, cmds, depth):
 
 
 def _peel_su(cmd, state, cmds, depth):
-    _parse_option_script(cmd, ("-c", "--command", "--session-command"), cmds, depth)
+    """su [-] [USER] [-c CMD], runuser -u USER -- CMD...: the command, or the
+    shell it starts reading stdin."""
+    if _parse_option_script(cmd, ("-c", "--command", "--session-command"), cmds, depth):
+        return None
+    argv = cmd.argv
+    if cmd.prog == "runuser" and any(a in ("-u", "--user") for a in argv):
+        return _take_options(argv, ("-u", "--user", "-g", "--group", "-G",
+                                    "--supp-group", "-s", "--shell", "-w",
+                                    "--whitelist-environment"))
+    cmd.argv = ["sh"]
+    _run_stdin(cmd, cmds, depth)
+    cmd.argv = argv
     return None
 
 
+def _peel_sg(cmd, state, cmds, depth):
+    """sg GROUP [-c] COMMAND: the command runs in /bin/sh -c."""
+    argv = cmd.argv
+    rest = argv[2:]
+    if rest[:1] == ["-c"]:
+        rest = rest[1:]
+    if rest:
+        _nested(cmd, " ".join(rest), cmds, depth)
+    return SPAWNED
+
+
 def _peel_eval(cmd, state, cmds, depth):
+    for arg in cmd.argv[1:]:
+        if isinstance(arg, Opaque):
+            unknown_code(cmd, arg, "runs a string as commands")
     _nested(cmd, " ".join(cmd.argv[1:]), cmds, depth)
     cmd.via.append("eval")
     return None
@@ -3721,7 +3996,21 @@ def _peel_trap(cmd, state, cmds, depth):
 
 
 def _peel_script(cmd, state, cmds, depth):
-    _parse_option_script(cmd, ("-c", "--command"), cmds, depth)
+    """script [-q] -c CMD [file]: flags may be grouped (-qc CMD, -qcCMD)."""
+    argv = cmd.argv
+    for j in range(1, len(argv)):
+        arg = argv[j]
+        if arg in ("--command", "-c") and j + 1 < len(argv):
+            _nested(cmd, argv[j + 1], cmds, depth)
+            return SPAWNED
+        if arg.startswith("--command="):
+            _nested(cmd, arg[10:], cmds, depth)
+            return SPAWNED
+        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
+            rest = arg[arg.index("c", 1) + 1:]
+            if rest or j + 1 < len(argv):
+                _nested(cmd, rest or argv[j + 1], cmds, depth)
+                return SPAWNED
     return None
 
 
@@ -3731,6 +4020,15 @@ def _peel_cd(cmd, state, cmds, depth):
     if target == "-" or target.startswith("-"):
         return None
     path = os.path.normpath(os.path.join(cmd.cwd, target))
+    cdpath = cmd.env.get("CDPATH")
+    if cdpath and not target.startswith(("/", "./", "../")) and target not in (".", ".."):
+        if isinstance(cdpath, Opaque):
+            target = Opaque(target)
+        for entry in str(cdpath).split(":"):
+            candidate = os.path.normpath(os.path.join(cmd.cwd, entry or ".", target))
+            if os.path.isdir(candidate):
+                path = candidate
+                break
     if isinstance(target, Opaque) or isinstance(cmd.cwd, Opaque):
         state["cwd"] = Opaque(path)
     else:
@@ -3746,27 +4044,134 @@ def _peel_export(cmd, state, cmds, depth):
     return None
 
 
+def _peel_alias(cmd, state, cmds, depth):
+    """alias NAME=TEXT: a later command named NAME in this line runs TEXT (the
+    gate expands it whether or not expand_aliases is set)."""
+    for arg in cmd.argv[1:]:
+        if _is_assignment(arg) or ("=" in arg and not arg.startswith("-")):
+            name, _, value = arg.partition("=")
+            cmd.shared.aliases[name] = value
+    return None
+
+
+def _peel_set(cmd, state, cmds, depth):
+    """set -- ARGS (or set ARGS after options) gives $1..., $@ and $*."""
+    argv = cmd.argv
+    if "--" in argv:
+        args = argv[argv.index("--") + 1:]
+    else:
+        args = [a for a in argv[1:] if not a.startswith(("-", "+"))]
+        if not args:
+            return None
+    state["env"].update(_positional(state["env"], list(args), False))
+    return None
+
+
+def _peel_printf(cmd, state, cmds, depth):
+    """printf -v NAME FORMAT ARGS puts the text in NAME instead of printing it."""
+    argv = cmd.argv
+    if len(argv) > 3 and argv[1] == "-v":
+        known = not any(isinstance(a, (Opaque, Found)) for a in argv[3:])
+        text = readers()._printf_text(argv[3:]) if known else None
+        state["env"][argv[2]] = text if text is not None else Opaque("$" + argv[2])
+    return None
+
+
 def _peel_busybox(cmd, state, cmds, depth):
     argv = cmd.argv
     return 1 if len(argv) > 1 and not argv[1].startswith("-") else None
 
 
 def _peel_shell(cmd, state, cmds, depth):
-    """sh -c SCRIPT, sh FILE ARGS, or a script on stdin: parse what the shell runs."""
+    """sh -c SCRIPT, sh FILE ARGS, or a script on stdin: parse what the shell runs
+    (and the file its BASH_ENV or ENV names, which it reads first)."""
     argv = cmd.argv
+    for name in ("BASH_ENV", "ENV"):
+        if name in cmd.env:
+            run_script(cmd, cmd.env[name], [], cmds, depth, "sh")
     at = _shell_script_index(argv)
     if at is not None:
         script = argv[at] if at < len(argv) else ""
+        if isinstance(script, Opaque):
+            unknown_code(cmd, script, "runs as a shell script")
         _nested(cmd, script, cmds, depth, env=_positional(cmd.env, argv[at + 1:], True))
         return None
     at = _shell_file_index(argv)
-    if at is not None:
+    if at is not None and argv[at] not in _STDIN_PATHS:
         run_script(cmd, argv[at], argv[at + 1:], cmds, depth, "sh")
         return None
-    body = _stdin_script(cmd)
-    if body is not None:
-        _nested(cmd, body, cmds, depth)
+    _run_stdin(cmd, cmds, depth)
     return None
+
+
+def _run_stdin(cmd, cmds, depth):
+    """A shell that reads its commands on stdin: parse them when the line says
+    what they are; otherwise they are code the gate cannot read (or, with no
+    input at all, a shell left open to whatever the client writes into it)."""
+    body = _stdin_script(cmd)
+    if isinstance(body, Opaque):
+        unknown_code(cmd, body, "reads its commands from a pipe")
+    elif body is not None:
+        _nested(cmd, body, cmds, depth)
+    elif _from_network(cmd):
+        return  # pipe-to-shell: a download run unread
+    elif cmd.feeds is not None or any(r.op in ("<", "<&") for r in cmd.redirects):
+        unknown_code(cmd, None, "reads its commands from %s" % (
+            "`%s`" % cmd.feeds.shown(60) if cmd.feeds is not None else "a file it is "
+            "given on stdin"))
+    elif cmd.depth == 0 and cmd.shared.interactive is None:
+        cmd.shared.interactive = cmd
+
+
+# What prints shell code that is the program's own set-up, run with eval or source
+# (`eval "$(ssh-agent -s)"`, `source <(kubectl completion bash)`): program -> the
+# words that make it print it (() for any).
+CODE_EMITTERS = {
+    "ssh-agent": (), "dircolors": (), "keychain": (), "gpg-agent": (),
+    "pyenv": ("init", "virtualenv-init"), "rbenv": ("init",), "nodenv": ("init",),
+    "goenv": ("init",), "jenv": ("init",), "plenv": ("init",), "direnv": ("hook", "export"),
+    "opam": ("env", "config"), "brew": ("shellenv",), "conda": ("shell.bash", "shell.zsh",
+                                                                 "shell.posix", "hook"),
+    "starship": ("init",), "zoxide": ("init",), "fnm": ("env",), "mise": ("activate", "env"),
+    "rtx": ("activate",), "atuin": ("init",), "luarocks": ("path",), "thefuck": ("--alias",),
+    "minikube": ("docker-env",), "docker-machine": ("env",), "register-python-argcomplete": (),
+    "pipenv": ("--completion",), "rustup": ("completions",), "poetry": ("completions",),
+}
+
+
+def emits_setup_code(script):
+    """Whether a substitution's script is one command that prints its own set-up
+    code (CODE_EMITTERS, or any `PROGRAM completion SHELL`)."""
+    words = split_words(script) if "|" not in script and ";" not in script else []
+    if not words:
+        return False
+    prog, args = os.path.basename(words[0]), words[1:]
+    if args[:1] in (["completion"], ["completions"]):
+        return True
+    wanted = CODE_EMITTERS.get(prog)
+    return wanted is not None and (not wanted or any(w in args for w in wanted))
+
+
+def _from_network(cmd):
+    feeder = cmd.feeds
+    for _ in range(16):
+        if feeder is None:
+            return False
+        if feeder.prog in DOWNLOADERS:
+            return True
+        feeder = feeder.feeds
+    return False
+
+
+def unknown_code(cmd, text, why):
+    """Note code the line runs that the gate cannot read: a word it cannot know
+    (text, an Opaque, when there is one) run as commands. A substitution that
+    prints a program's own set-up code is known enough."""
+    if text is not None and str(text).startswith("$(") and str(text).endswith(")") and (
+            emits_setup_code(str(text)[2:-1]) or any(
+                w in DOWNLOADERS for w in str(text)[2:].split()[:1])):
+        return  # set-up code, or a download (pipe-to-shell)
+    cmd.shared.unknown.append((cmd, why))
 
 
 def _positional(env, args, with_zero):
@@ -3841,9 +4246,18 @@ def _stdin_script(cmd):
             args = [a for a in source.argv[1:] if a not in ("-e", "-n", "-E")]
             return " ".join(args).replace("\\n", "\n")
         if source is cmd.feeds and source.prog == "cat" and len(source.argv) == 2 and \
+                cmd.shared is not None and not isinstance(source.argv[1], Opaque):
+            path = _resolve_in(source, source.argv[1])
+            text = _script_text(path, cmd.shared)
+            return "" if text is None and not os.path.lexists(path) else text
+        if source is cmd.feeds and source.prog in _TEXT_FILTER_NAMES and \
                 cmd.shared is not None:
-            return _script_text(_resolve_in(source, source.argv[1]), cmd.shared)
+            return printed_text(source)
     return None
+
+
+_TEXT_FILTER_NAMES = frozenset(("cat", "tee", "base64", "base32", "basenc", "xxd", "tr",
+                                "rev", "tac", "head", "tail", "sed"))
 
 
 def _resolve_in(cmd, text):
@@ -4027,7 +4441,13 @@ _PEELERS = {
     "mapfile": _peel_read, "readarray": _peel_read, "busybox": _peel_busybox,
     "ssh": _peel_ssh, "docker": _peel_container, "podman": _peel_container,
     "nerdctl": _peel_container, "kubectl": _peel_kubectl, "oc": _peel_kubectl,
+    "sg": _peel_sg, "at": _peel_at, "batch": _peel_at, "crontab": _peel_crontab,
+    "screen": _peel_screen, "tmux": _peel_tmux, "gdb": _peel_gdb, "alias": _peel_alias,
+    "set": _peel_set, "printf": _peel_printf,
 }
+for _name in ("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim", "emacs",
+              "emacs-nox"):
+    _PEELERS[_name] = _peel_editor
 for _name in SHELL_NAMES - {"busybox"}:
     _PEELERS[_name] = _peel_shell
 
@@ -4066,6 +4486,10 @@ def _follow(cmd, state, cmds, depth):
     elif "/" in argv[0] and not isinstance(argv[0], Opaque) and not argv[0].startswith(
             _SYSTEM_PROGRAMS):
         run_script(cmd, argv[0], argv[1:], cmds, depth, None)
+    if prog in _CODE_OPTION_PROGRAMS:
+        _follow_code_options(cmd, cmds, depth)
+    elif prog == "git" and _git_may_run(cmd):
+        follow_git(cmd, cmds, depth)
     if prog == "ln":
         _note_links(cmd)
     elif prog in ("tar", "bsdtar", "zip"):
@@ -4073,6 +4497,54 @@ def _follow(cmd, state, cmds, depth):
     elif prog in _FILE_COPIERS or prog in ("dd", "cat", "echo", "printf", "tee") or \
             cmd.redirects:
         _note_written(cmd)
+
+
+_CODE_OPTION_PROGRAMS = frozenset(("awk", "gawk", "mawk", "nawk", "busybox", "sed", "gsed",
+                                   "tar", "bsdtar", "gtar", "rsync", "zip", "man", "ssh",
+                                   "scp", "sftp", "sqlite3", "sqlite"))
+
+
+# What makes a git command run programs of its own choosing: cheap tests first,
+# follow_git (below the cold line) for the few that pass.
+_GIT_CODE_FIRST = frozenset(("config", "bisect", "submodule", "filter-branch", "difftool",
+                             "mergetool"))
+_GIT_CODE_ENV = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER", "EDITOR",
+                 "VISUAL", "GIT_EXTERNAL_DIFF", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS",
+                 "SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_CONFIG_PARAMETERS",
+                 "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+                 "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR")
+_GIT_CODE_WORDS = ("ext::", "--upload-pack", "--receive-pack", "--exec", "--extcmd",
+                   "--open-files-in-pager", " -x", " -O", " -u ", "-filter")
+
+
+def _git_may_run(cmd):
+    for arg in cmd.argv[1:]:
+        if not arg.startswith("-"):
+            if arg in _GIT_CODE_FIRST:
+                return True
+            break
+        if arg.startswith(("-c", "--config-env", "--exec-path")):
+            return True
+    env = cmd.env
+    if any(name in env for name in _GIT_CODE_ENV):
+        return True
+    text = cmd.text()
+    return any(word in text for word in _GIT_CODE_WORDS)
+
+
+def _follow_code_options(cmd, cmds, depth):
+    """The programs whose arguments may hold shell commands they run (awk's
+    system(), sed's e, tar --to-command, rsync -e, ssh -o ProxyCommand ...): a
+    cheap look at the words first, the readers only when one may."""
+    prog, text = cmd.prog, " ".join(str(a) for a in cmd.argv[1:])
+    if prog in ("awk", "gawk", "mawk", "nawk"):
+        if "system" in text or "|" in text or "getline" in text or "-f" in cmd.argv:
+            follow_awk(cmd, cmds, depth)
+    elif prog in ("sed", "gsed"):
+        if "e" in text:
+            follow_sed(cmd, cmds, depth)
+    elif "-" in text or "." in text:
+        follow_code_options(cmd, cmds, depth)
 
 
 def _note_links(cmd):
@@ -4259,7 +4731,13 @@ def run_script(cmd, path_text, args, cmds, depth, kind):
     (bounded, a regular file, a file written earlier in this line first) and
     parse it with its arguments bound; an interpreter's script is read as code.
     kind: "sh", or None to go by its #! line."""
-    if isinstance(path_text, Opaque) or cmd.shared is None:
+    if cmd.shared is None:
+        return
+    if isinstance(path_text, Opaque):
+        unknown_code(cmd, None, "runs a script the gate cannot name")
+        return
+    if path_text in _STDIN_PATHS:
+        _run_stdin(cmd, cmds, depth)
         return
     path = _resolve_in(cmd, path_text)
     name = _notrest_kind_in_line(cmd, path)
@@ -4267,6 +4745,9 @@ def run_script(cmd, path_text, args, cmds, depth, kind):
         cmd.cli = list(args) if name == "cli" else [name] + list(args)
         return
     text = _script_text(path, cmd.shared)
+    if isinstance(text, Opaque):
+        unknown_code(cmd, None, "runs what a process substitution prints")
+        return
     if not text:
         return
     origin = os.path.basename(path_text)
@@ -4311,6 +4792,8 @@ def _script_text(path, shared, limit=SCRIPT_READ_MAX, strict=True):
     if isinstance(written, str):
         return written
     if isinstance(written, tuple):
+        if written[0] == "proc":
+            return readers().procsub_text(written[1], written[2], shared)
         path = written[1]
     import stat
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
@@ -4439,6 +4922,9 @@ def _follow_interpreter(cmd, cmds, depth):
     if not codes:
         body = _stdin_script(cmd)
         codes = [body] if body else []
+        if body is None and not any(a in ("-V", "--version", "-h", "--help") for a in
+                                    argv[1:]):
+            _run_stdin(cmd, cmds, depth)
     for code in codes:
         flag = {"python": "-c", "php": "-r"}.get(language, "-e")
         _follow_code(cmd, code, language, ["-c"] + list(argv[rest:]), cmds, depth,
@@ -4748,9 +5234,29 @@ def has_flag(cmd, short="", long=()):
 
 def command_paths(cmd):
     """[(path text, mode)] a simple command would touch: mode read, write, delete,
-    meta (permissions, times), or code (a path named inside an interpreter's inline
-    code). A word may be a Found (whatever a find yields) or an Opaque."""
-    prog, found = cmd.prog, []
+    meta (permissions, times), code (a path named inside an interpreter's inline
+    code), tree (a folder read whole, hidden files included) or any (a program the
+    gate has no row for was given it: judged as if it read and wrote it). A word
+    may be a Found (whatever a find yields) or an Opaque. One row per program in
+    _PATH_RULES says what its arguments touch."""
+    found = _redirect_paths(cmd)
+    prog = cmd.prog
+    rule = _PATH_RULES.get(prog)
+    if cmd.cli is not None:
+        rule = _paths_cli
+    elif rule is None:
+        if prog in INTERPRETERS or prog.startswith(("python", "pypy")):
+            rule = _paths_interpreter
+        elif prog in SHELL_NAMES or prog.startswith("mkfs"):
+            rule = _paths_none
+        else:
+            rule = _paths_unknown
+    found += rule(cmd)
+    return [(p, m) for p, m in found if p]
+
+
+def _redirect_paths(cmd):
+    found = []
     for redirect in cmd.redirects:
         target = redirect.target
         if not isinstance(target, str) or not target or target.startswith("&"):
@@ -4759,112 +5265,305 @@ def command_paths(cmd):
             found.append((target, "write"))
         elif redirect.op in ("<", "<&"):
             found.append((target, "read"))
-    if prog in ("rm", "unlink", "rmdir", "shred", "srm", "trash", "trash-put", "rimraf"):
-        found += [(p, "delete") for p in operands(cmd)]
-    elif prog == "link":
-        ops = operands(cmd)
-        found += [(p, "link") for p in ops[:1]] + [(p, "write") for p in ops[1:2]]
-    elif prog in ("mv", "cp", "ln", "install", "rsync", "scp"):
-        # a hard link is a second name for the source (mode link); a symlink
-        # (mode symlink) names its target relative to the link's folder
-        linking = prog == "ln" or (prog == "cp" and has_flag(cmd, "l", ("--link",)))
-        symbolic = prog == "ln" and has_flag(cmd, "s", ("--symbolic",))
-        for source, dest, _tree in copy_plan(cmd):
-            if source is not None and symbolic:
-                if isinstance(dest, str) and not isinstance(dest, (Opaque, Glob)) and \
-                        not isinstance(source, (Opaque, Glob)) and \
-                        not source.startswith(("/", "~")):
-                    found.append((os.path.join(os.path.dirname(dest), source),
-                                  "symlink"))
-                else:
-                    found.append((source, "symlink"))
-            elif source is not None:
-                found.append((source, "delete" if prog == "mv" else "link" if linking
-                              else "read"))
-            if dest is not None:
-                found.append((dest, "write"))
-        if prog == "rsync":
-            dests = [d for _s, d, _t in copy_plan(cmd)[-1:] if isinstance(d, str) and
-                     not isinstance(d, (Opaque, Glob))]
-            for base in option_values(cmd, ("--link-dest",)):
-                found.append((base, "link"))  # relative to the destination, too
-                if dests and not isinstance(base, Opaque) and not base.startswith(
-                        ("/", "~")):
-                    found.append((os.path.join(dests[0], base), "link"))
-        if prog == "rsync" and has_flag(cmd, "", ("--delete", "--delete-after",
-                                                  "--delete-before", "--del",
-                                                  "--delete-during", "--delete-excluded")):
+    return found
+
+
+def _paths_none(cmd):
+    return []
+
+
+def _paths_delete(cmd):
+    return [(p, "delete") for p in operands(cmd)]
+
+
+def _paths_write(cmd):
+    return [(p, "write") for p in operands(cmd)]
+
+
+def _paths_meta(cmd):
+    return [(p, "meta") for p in operands(cmd)]
+
+
+def _paths_chmod(cmd):
+    return [(p, "meta") for p in _chmod_targets(cmd)]
+
+
+def _paths_copy(cmd):
+    """cp, mv, ln, install, rsync, scp: each source read (mv: moved away; ln, cp -l:
+    given a second name, mode link; ln -s: linked to, mode symlink, its target read
+    relative to the link's folder), each landing written; a recursive copy reads its
+    source tree; rsync --link-dest names a base it links from."""
+    prog, found = cmd.prog, []
+    linking = prog == "ln" or (prog == "cp" and has_flag(cmd, "l", ("--link",)))
+    symbolic = prog == "ln" and has_flag(cmd, "s", ("--symbolic",))
+    for source, dest, tree in copy_plan(cmd):
+        if source is not None and symbolic:
+            if isinstance(dest, str) and not isinstance(dest, (Opaque, Glob)) and \
+                    not isinstance(source, (Opaque, Glob)) and \
+                    not source.startswith(("/", "~")):
+                found.append((os.path.join(os.path.dirname(dest), source), "symlink"))
+            else:
+                found.append((source, "symlink"))
+        elif source is not None:
+            found.append((source, "delete" if prog == "mv" else "link" if linking
+                          else "tree" if tree else "read"))
+        if dest is not None:
+            found.append((dest, "write"))
+    if prog == "rsync":
+        found += _rsync_link_bases(cmd)
+        if has_flag(cmd, "", ("--delete", "--delete-after", "--delete-before", "--del",
+                              "--delete-during", "--delete-excluded")):
             found += [(dest, "delete") for _s, dest, _t in copy_plan(cmd)[-1:] if dest]
-    elif prog in ("tee", "truncate", "mkdir", "mkfifo", "sponge"):
-        found += [(p, "write") for p in operands(cmd)]
-    elif prog in ("touch", "chattr", "setfacl", "xattr", "setfattr"):
-        found += [(p, "meta") for p in operands(cmd)]
-    elif prog in ("chmod", "chown", "chgrp"):
-        found += [(p, "meta") for p in _chmod_targets(cmd)]
-    elif prog in ("sed", "perl", "ruby", "gawk", "awk") and _in_place(cmd):
-        ops = operands(cmd)
-        scripted = bool(option_values(cmd, ("-e", "--expression", "-f", "--file")))
-        found += [(p, "write") for p in (ops if scripted or prog not in (
-            "sed", "awk", "gawk") else ops[1:])]
-    elif prog in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "zstd",
-                  "unzstd", "compress") and not has_flag(cmd, "ckt", (
-                      "--stdout", "--keep", "--to-stdout", "--test", "--list")):
-        found += [(p, "delete") for p in operands(cmd)]
-    elif prog in ("sort", "uniq"):
-        found += [(p, "write") for p in option_values(cmd, ("-o", "--output"))]
-        if prog == "uniq":
-            found += [(p, "write") for p in operands(cmd)[1:2]]
-    elif prog == "dd":
-        for arg in cmd.argv[1:]:
-            if arg.startswith("of="):
-                found.append((arg[3:], "write"))
-            elif arg.startswith("if="):
-                found.append((arg[3:], "read"))
-    elif prog == "git" and len(cmd.argv) > 1:
-        found += _git_paths(cmd)
-    elif prog == "find" and cmd.find is not None:
-        if cmd.find.deleting:
-            found += [(found_word(root, cmd), "delete") for root in cmd.find.roots]
-        found += [(p, "write") for p in cmd.find.outputs]
-    elif prog == "patch":
-        found += patch_command_targets(cmd)
-    elif prog == "apply_patch":
-        body = _stdin_script(cmd)
-        found += patch_targets(body or " ".join(cmd.argv[1:]))
-    elif prog in _EDITORS:
-        found += [(p, "write") for p in operands(cmd)]
-    elif prog in ("curl", "wget"):
-        outputs = option_values(cmd, ("-o", "--output", "-O", "--output-document"))
-        found += [(p, "write") for p in outputs if p != "-"]
-        found += [(p, "read") for p in option_values(cmd, ("-T", "--upload-file"))]
-        for value in option_values(cmd, ("-d", "--data", "--data-binary", "--data-raw",
-                                         "--data-urlencode", "-F", "--form")):
-            at = value.find("@")
-            if at == 0 or (at > 0 and value[at - 1] == "="):
-                found.append((value[at + 1:].split(";")[0], "read"))
-    elif prog in ("tar", "bsdtar", "unzip"):
-        plan = extract_plan(cmd)
-        if plan is not None:
-            found += [(p, "write") for p in plan]
-        elif prog != "unzip":
-            found += [(p, "read") for p in operands(cmd)]
-    elif prog in _CONTENT_READERS or prog in ("source", "."):
-        ops = operands(cmd)
-        if prog in ("grep", "egrep", "fgrep", "rg", "ag", "ack") and not option_values(
-                cmd, ("-e", "-f", "--regexp", "--file")):
-            ops = ops[1:]
-        elif prog in ("awk", "gawk", "mawk", "nawk", "jq", "yq") and not option_values(
-                cmd, ("-f",)):
-            ops = ops[1:]
-        elif prog == "sed":
-            ops = ops if option_values(cmd, ("-e", "--expression", "-f")) else ops[1:]
-        elif prog == "openssl":
-            ops = option_values(cmd, ("-in", "-key", "-inkey"))
-        found += [(p, "read") for p in ops]
-    elif prog in INTERPRETERS or prog.startswith("python") or prog.startswith("pypy"):
-        for code in interpreter_code(cmd):
-            found += [(t, "code") for t in _code_tokens(code)]
-    return [(p, m) for p, m in found if p]
+    return found
+
+
+def _rsync_link_bases(cmd):
+    """rsync --link-dest=BASE: files are hard-linked from BASE (relative to the
+    destination, too)."""
+    dests = [d for _s, d, _t in copy_plan(cmd)[-1:] if isinstance(d, str) and
+             not isinstance(d, (Opaque, Glob))]
+    found = []
+    for base in option_values(cmd, ("--link-dest",)):
+        found.append((base, "link"))
+        if dests and not isinstance(base, Opaque) and not base.startswith(("/", "~")):
+            found.append((os.path.join(dests[0], base), "link"))
+    return found
+
+
+def _paths_link(cmd):
+    """link OLD NEW: NEW is a second name for OLD."""
+    ops = operands(cmd)
+    return [(p, "link") for p in ops[:1]] + [(p, "write") for p in ops[1:2]]
+
+
+def _paths_in_place(cmd):
+    """sed, awk: in place they write their files, else they read them."""
+    if not _in_place(cmd):
+        return _paths_reader(cmd)
+    ops = operands(cmd)
+    scripted = bool(option_values(cmd, ("-e", "--expression", "-f", "--file")))
+    return [(p, "write") for p in (ops if scripted else ops[1:])]
+
+
+def _paths_perl(cmd):
+    if _in_place(cmd):
+        return _paths_write(cmd)
+    return _paths_interpreter(cmd)
+
+
+def _paths_compress(cmd):
+    if has_flag(cmd, "ckt", ("--stdout", "--keep", "--to-stdout", "--test", "--list")):
+        return [(p, "read") for p in operands(cmd)]
+    return [(p, "delete") for p in operands(cmd)]
+
+
+def _paths_sort(cmd):
+    found = [(p, "write") for p in option_values(cmd, ("-o", "--output"))]
+    ops = operands(cmd)
+    if cmd.prog == "uniq":
+        found += [(p, "write") for p in ops[1:2]]
+        ops = ops[:1]
+    return found + [(p, "read") for p in ops]
+
+
+def _paths_dd(cmd):
+    found = []
+    for arg in cmd.argv[1:]:
+        if arg.startswith("of="):
+            found.append((arg[3:], "write"))
+        elif arg.startswith("if="):
+            found.append((arg[3:], "read"))
+    return found
+
+
+def _paths_git(cmd):
+    return _git_paths(cmd) if len(cmd.argv) > 1 else []
+
+
+def _paths_find(cmd):
+    if cmd.find is None:
+        return []
+    found = [(found_word(root, cmd), "delete") for root in cmd.find.roots] if \
+        cmd.find.deleting else []
+    return found + [(p, "write") for p in cmd.find.outputs]
+
+
+def _paths_patch(cmd):
+    return patch_command_targets(cmd)
+
+
+def _paths_apply_patch(cmd):
+    return patch_targets(_stdin_script(cmd) or " ".join(cmd.argv[1:]))
+
+
+def _paths_download(cmd):
+    """curl, wget: what they save, and the files they upload or read (file://)."""
+    found = [(p, "write") for p in option_values(cmd, (
+        "-o", "--output", "-O", "--output-document")) if p != "-"]
+    found += [(p, "read") for p in option_values(cmd, (
+        "-T", "--upload-file", "--post-file", "--body-file", "-i", "--input-file"))]
+    for value in option_values(cmd, ("-d", "--data", "--data-binary", "--data-raw",
+                                     "--data-urlencode", "-F", "--form")):
+        at = value.find("@")
+        if at == 0 or (at > 0 and value[at - 1] == "="):
+            found.append((value[at + 1:].split(";")[0], "read"))
+    for arg in cmd.argv[1:]:
+        if arg[:7].lower() == "file://":
+            found.append(("/" + arg[7:].lstrip("/"), "read"))
+    return found
+
+
+def _paths_archive(cmd):
+    """tar, bsdtar, unzip: what extracting writes; what creating reads (whole
+    trees)."""
+    plan = extract_plan(cmd)
+    if plan is not None:
+        return [(p, "write") for p in plan]
+    if cmd.prog == "unzip":
+        return []
+    return [(p, "tree") for p in operands(cmd)]
+
+
+def _paths_zip(cmd):
+    mode = "tree" if has_flag(cmd, "r", ("--recurse-paths",)) else "read"
+    return [(p, mode) for p in operands(cmd)]
+
+
+_SEARCH_PATTERN_FIRST = frozenset(("grep", "egrep", "fgrep", "rg", "ag", "ack", "awk",
+                                   "gawk", "mawk", "nawk", "jq", "yq", "sed"))
+
+
+def _paths_reader(cmd):
+    """The content readers (cat, head, grep, jq, ...): their file operands, after
+    the pattern or program when it comes first; a recursive search reads trees."""
+    prog, ops = cmd.prog, operands(cmd)
+    if prog in _SEARCH_PATTERN_FIRST and not option_values(
+            cmd, ("-e", "-f", "--regexp", "--file", "--expression")):
+        ops = ops[1:]
+    elif prog == "openssl":
+        ops = option_values(cmd, ("-in", "-key", "-inkey"))
+    tree = _search_tree(cmd)
+    if tree:
+        return [(p, tree) for p in ops or ["."]]
+    return [(p, "read") for p in ops]
+
+
+def _search_tree(cmd):
+    """"tree" when a search reads folders whole with their hidden files (grep -r,
+    rg --hidden or -uu, ag -u), "" otherwise (rg and ag skip hidden files)."""
+    prog = cmd.prog
+    if prog in ("grep", "egrep", "fgrep"):
+        return "tree" if has_flag(cmd, "rR", ("--recursive", "--dereference-recursive")) \
+            or "recurse" in option_values(cmd, ("-d", "--directories")) else ""
+    if prog in ("rg", "ag", "ack"):
+        letters = "".join(a[1:] for a in cmd.argv[1:] if a.startswith("-") and
+                          not a.startswith("--"))
+        hidden = letters.count("u") >= (2 if prog == "rg" else 1) or "." in letters or \
+            has_flag(cmd, "", ("--hidden", "--unrestricted", "--no-ignore-dot"))
+        return "tree" if hidden else ""
+    return ""
+
+
+def _paths_cpio(cmd):
+    """cpio -o / pax -w: the names on stdin are read into the archive."""
+    if not has_flag(cmd, "ow", ("--create",)):
+        return []
+    items = _feeder_items(cmd.feeds) or []
+    return [(item, "read") for item in items]
+
+
+def _paths_mount(cmd):
+    """mount [--bind] SRC DEST: what lies at DEST is hidden by what is mounted."""
+    ops = [a for a in operands(cmd) if a not in ("bind", "rbind")]
+    return [(ops[-1], "write")] if len(ops) >= 2 else []
+
+
+def _paths_interpreter(cmd):
+    codes, _script, module, rest = interpreter_parts(cmd.argv)
+    if module is not None:  # `python -m MODULE ARGS`: a program with no row, unless
+        found = _paths_unknown(_words_cmd(["_"] + list(cmd.argv[rest:])))  # it reads
+        return [(p, "read") for p, _m in found] if module in _READING_MODULES else found
+    found = []
+    for code in interpreter_code(cmd):
+        found += [(t, "code") for t in _code_tokens(code)]
+    return found
+
+
+def _paths_cli(cmd):
+    """notrest's own CLI: what its --out writes."""
+    return [(p, "write") for p in option_values(_words_cmd(["_"] + list(cmd.cli)),
+                                                ("--out", "-o"))]
+
+
+def _paths_unknown(cmd):
+    """A program with no row: every word that may be a path, as if it read and
+    wrote it (the laws then judge only the protected and secret ones)."""
+    found = []
+    for arg in cmd.argv[1:]:
+        if arg.startswith("-"):
+            arg = arg.partition("=")[2] if arg.startswith("--") else ""
+        if not arg or len(arg) >= 4096:
+            continue
+        if any(ch in arg for ch in " '\"(\n"):  # SQL, code: the paths named inside
+            found += [(t, "any") for t in _code_tokens(arg) if t.startswith(
+                (".", "/", "~")) and not isinstance(arg, Opaque)]
+        elif "/" in arg or arg.startswith((".", "~")) or arg in _PATHLIKE_NAMES:
+            found.append((arg, "any"))
+    return found
+
+
+# Modules of Python's library that read the files they are given (`python3 -m
+# json.tool`); py_compile and compileall write bytecode, and are not here.
+_READING_MODULES = frozenset(("json.tool", "tokenize", "dis", "ast", "tabnanny", "pydoc",
+                              "pickletools", "pyclbr", "symtable", "filecmp", "mimetypes",
+                              "sysconfig", "site", "platform", "timeit", "cProfile",
+                              "profile", "trace", "pdb", "unittest", "doctest", "pytest",
+                              "pip", "venv", "http.server"))
+# Programs that use a key or credential without printing it.
+_KEY_USERS = ("ssh", "ssh-add", "ssh-keygen", "ssh-copy-id", "sftp", "mosh", "autossh",
+              "ssh-keyscan", "gpg-agent", "keychain")
+_PATHLIKE_NAMES = frozenset(("id_rsa", "id_ed25519", "id_ecdsa", "id_dsa"))
+_LISTERS = ("ls", "echo", "printf", "true", "false", "test", "[", "stat", "file", "wc",
+            "du", "df", "basename", "dirname", "realpath", "readlink", "sleep", "date",
+            "which", "type", "pwd", "cd", "pushd", "popd", "export", "unset", "set",
+            "exit", "return", "wait", "kill", "tree", "exa", "eza", "lsd", "fd",
+            "fdfind", "locate", "whereis", "md5sum", "sha1sum", "sha256sum",
+            "sha512sum", "b2sum", "cksum", "sum", "mktemp", "seq", "yes", "id",
+            "whoami", "hostname", "uname", "alias", "unalias", "shopt", "hash",
+            "getconf", "nproc", "tput", "clear", "command", "builtin", "local",
+            "declare", "typeset", "readonly", "read", "mapfile", "readarray",
+            "eval", "exec", "trap", "xargs", "ps", "pgrep", "top",
+            "lsof", "env", "printenv")
+_PATH_RULES = dict(
+    [(p, _paths_delete) for p in ("rm", "unlink", "rmdir", "shred", "srm", "trash",
+                                  "trash-put", "rimraf")] +
+    [(p, _paths_copy) for p in ("mv", "cp", "ln", "install", "rsync", "scp")] +
+    [("link", _paths_link)] +
+    [(p, _paths_write) for p in ("tee", "truncate", "mkdir", "mkfifo", "sponge")] +
+    [(p, _paths_write) for p in ("vi", "vim", "nvim", "nano", "emacs", "code", "subl",
+                                 "ed", "ex", "pico", "micro")] +
+    [(p, _paths_meta) for p in ("touch", "chattr", "setfacl", "xattr", "setfattr")] +
+    [(p, _paths_chmod) for p in ("chmod", "chown", "chgrp")] +
+    [(p, _paths_in_place) for p in ("sed", "gawk", "awk")] +
+    [(p, _paths_perl) for p in ("perl", "ruby")] +
+    [(p, _paths_compress) for p in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz",
+                                    "lzma", "zstd", "unzstd", "compress")] +
+    [(p, _paths_sort) for p in ("sort", "uniq")] +
+    [(p, _paths_download) for p in ("curl", "wget")] +
+    [(p, _paths_archive) for p in ("tar", "bsdtar", "unzip")] +
+    [(p, _paths_reader) for p in _CONTENT_READERS if p not in (
+        "sed", "awk", "gawk", "sort", "uniq", "curl", "tar", "zip", "gzip", "bzip2",
+        "xz", "zstd", "vi", "vim", "nvim", "nano", "emacs", "code", "subl", "ed", "ex",
+        "pico", "micro", "scp", "rsync")] +
+    [(p, _paths_reader) for p in ("join", "paste", "comm", "tac", "nl", "shuf", "sum",
+                                  "look", "zcat", "zless", "zmore", "zgrep", "bzcat",
+                                  "xzcat", "zstdcat", "lz4cat", "tail", "head")] +
+    [(p, _paths_none) for p in _LISTERS] +
+    [(p, _paths_none) for p in _KEY_USERS] +
+    [("mount", _paths_mount), ("umount", _paths_none), ("cpio", _paths_cpio),
+     ("pax", _paths_cpio)] +
+    [("zip", _paths_zip), ("dd", _paths_dd), ("git", _paths_git), ("find", _paths_find),
+     ("patch", _paths_patch), ("apply_patch", _paths_apply_patch)])
 
 
 def _in_place(cmd):
@@ -4967,29 +5666,87 @@ def find_name_patterns(cmd):
 
 
 def _git_paths(cmd):
-    argv, i = cmd.argv, 1
-    while i < len(argv) and argv[i].startswith("-"):
-        i += 2 if argv[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
-    if i >= len(argv):
-        return []
-    sub, rest = argv[i], [a for a in argv[i + 1:] if not a.startswith("-")]
-    if sub in ("rm", "clean"):
-        return [(p, "delete") for p in rest]
-    if sub in ("apply", "am"):
-        return git_patch_targets(cmd, argv[i + 1:])
-    if sub in ("checkout", "restore", "mv"):
-        if sub == "checkout" and "--" not in argv:
-            return [(p, "write") for p in rest if "/" in p or "." in p]
-        return [(p, "write") for p in rest if p != "--"]
-    if sub in ("show", "diff", "log", "blame", "cat-file", "grep", "archive"):
-        found = []
-        for arg in rest:
-            if ":" in arg and not arg.startswith(":"):
-                found.append((arg.split(":", 1)[1], "read"))
-            elif "/" in arg or "." in arg:
-                found.append((arg, "read"))
-        return found
+    """[(path, mode)] a git command names in the work tree: one row per verb."""
+    sub, args = _git_parts(cmd)
+    rule = _GIT_PATH_RULES.get(sub)
+    return rule(cmd, args) if rule is not None else []
+
+
+def _git_words(args):
+    return [a for a in args if not a.startswith("-")]
+
+
+def _git_paths_delete(cmd, args):
+    return [(p, "delete") for p in _git_words(args)]
+
+
+def _git_paths_write(cmd, args):
+    return [(p, "write") for p in _git_words(args) if p != "--"]
+
+
+def _git_paths_checkout(cmd, args):
+    if "--" in args:
+        return _git_paths_write(cmd, args)
+    return [(p, "write") for p in _git_words(args) if "/" in p or "." in p]
+
+
+def _git_paths_show(cmd, args):
+    """show, diff, log, blame, cat-file, archive: REV:PATH and :PATH (the index)
+    read PATH; --no-index reads its files."""
+    found = []
+    for arg in _git_words(args):
+        if ":" in arg:
+            path = arg.split(":", 1)[1]
+            if arg.startswith(":") and path[:2] in ("0:", "1:", "2:", "3:"):
+                path = path[2:]
+            found.append((path, "read"))
+        elif "/" in arg or "." in arg:
+            found.append((arg, "read"))
+    return found
+
+
+def _git_paths_grep(cmd, args):
+    """git grep reads the work tree's untracked files too with --untracked or
+    --no-index: whole trees."""
+    if not any(a in ("--untracked", "--no-index", "--no-exclude-standard") for a in args):
+        return _git_paths_show(cmd, args)
+    spec = args[args.index("--") + 1:] if "--" in args else []
+    return [(p, "tree") for p in spec or ["."]]
+
+
+def _git_paths_stage(cmd, args):
+    """add, update-index, hash-object: a file copied into git's store, from where
+    it is shown or pushed."""
+    return [(p, "read") for p in _git_words(args) if p not in ("-", ".")]
+
+
+def _git_paths_stash(cmd, args):
+    if args[:1] == ["show"] and any(a in ("-u", "--include-untracked",
+                                          "--only-untracked") for a in args):
+        return [(".", "tree")]
     return []
+
+
+def _git_paths_config(cmd, args):
+    return [(p, "read") for p in option_values(_words_cmd(["_"] + list(args)), (
+        "-f", "--file"))]
+
+
+def _git_paths_message(cmd, args):
+    return [(p, "read") for p in option_values(_words_cmd(["_"] + list(args)), (
+        "-F", "--file"))]
+
+
+_GIT_PATH_RULES = {
+    "rm": _git_paths_delete, "clean": _git_paths_delete, "checkout": _git_paths_checkout,
+    "restore": _git_paths_write, "mv": _git_paths_write, "show": _git_paths_show,
+    "diff": _git_paths_show, "log": _git_paths_show, "blame": _git_paths_show,
+    "cat-file": _git_paths_show, "archive": _git_paths_show, "grep": _git_paths_grep,
+    "add": _git_paths_stage, "stage": _git_paths_stage, "update-index": _git_paths_stage,
+    "hash-object": _git_paths_stage, "stash": _git_paths_stash, "config": _git_paths_config,
+    "commit": _git_paths_message, "tag": _git_paths_message, "notes": _git_paths_message,
+    "apply": git_patch_targets, "am": git_patch_targets,
+}
 
 
 def _code_tokens(code):
@@ -5084,13 +5841,23 @@ HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  ".claude/settings.local.json", ".claude/settings*.json",
                  ".codex/hooks.json", ".codex/config.toml", ".claude/skills/notrest*",
                  ".claude/skills/notrest*/**", ".agents/skills/notrest*",
-                 ".agents/skills/notrest*/**")
+                 ".agents/skills/notrest*/**",
+                 # an estate or hook settings planted in a folder below the project: a
+                 # session started there runs them
+                 "**/.notrest", "**/.notrest/**", "**/.claude/settings*.json",
+                 "**/.codex/hooks.json", "**/.codex/config.toml",
+                 "**/.claude/skills/notrest*/**", "**/.agents/skills/notrest*/**")
 SHELL_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout",
                        ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
                        ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".xprofile",
                        ".xsessionrc", ".pam_environment", ".config/fish/config.fish",
                        ".config/fish/conf.d/**", ".config/environment.d/**")
-HOME_HARNESS_PATHS = (".claude/settings.json", ".claude/settings.local.json",
+# Programs a hook or the next client would find first on PATH in the home folder.
+_PATH_SHADOWS = ("sh", "bash", "dash", "zsh", "env", "python*", "git", "node", "notrest*",
+                 "claude", "codex", "sudo", "ssh")
+HOME_HARNESS_PATHS = tuple("%s/%s" % (folder, name) for folder in (
+    ".local/bin", "bin", ".bin") for name in _PATH_SHADOWS) + (
+    ".claude/settings.json", ".claude/settings.local.json",
                       ".claude/settings*.json", ".codex/hooks.json", ".codex/config.toml",
                       ".claude/plugins/**", ".cache/notrest/**",
                       ".claude/skills/notrest*", ".claude/skills/notrest*/**",
@@ -5133,11 +5900,18 @@ HOME_HARNESS_SAMPLES = (".claude/settings.json", ".claude/settings.local.json",
                         ".zshrc", ".zshenv", ".zprofile", ".config/fish/config.fish")
 AGENTS_BLOCK_MARKERS = ("<!-- notrest:begin -->", "<!-- notrest:end -->")
 AGENTS_READ_MAX = 1 << 20
-SECRET_NAMES = (".env", ".env.*", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
-                "id_ecdsa_sk", "id_ed25519_sk", "*.pem", "*.key", "*.p12", "*.pfx")
+SECRET_NAMES = (".env", ".env.*", ".env-*", ".env_*", "*.env", ".envrc", "*.tfvars",
+                "*.tfvars.json", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
+                "id_ecdsa_sk", "id_ed25519_sk", "*.pem", "*.key", "*.p12", "*.pfx",
+                ".pgpass", ".my.cnf", ".netrc", ".git-credentials", ".vault-token")
 SECRET_TEMPLATES = (".example", ".sample", ".template", ".dist", ".pub")
 HOME_SECRET_PATHS = (".aws/credentials", ".netrc", ".docker/config.json",
-                     ".git-credentials", ".pypirc", ".config/gcloud/credentials.db",
+                     ".git-credentials", ".pypirc", ".npmrc", ".kube/config",
+                     ".config/gh/hosts.yml", ".config/hub", ".s3cfg", ".boto",
+                     ".config/rclone/rclone.conf", ".terraform.d/credentials.tfrc.json",
+                     ".azure/accesstokens.json", ".azure/msal_token_cache.json",
+                     ".password-store/**", ".local/share/keyrings/**",
+                     ".gnupg/private-keys-v1.d/**", ".config/gcloud/credentials.db",
                      ".config/gcloud/access_tokens.db",
                      ".config/gcloud/application_default_credentials.json",
                      ".config/gcloud/legacy_credentials/**", ".codex/auth.json",
@@ -5535,6 +6309,19 @@ class GateContext:
                     if tool == "Glob" and key == "path":
                         continue
                     yield (resolve_path(value, self.cwd, self.home), mode, tool, None)
+        if tool == "Grep" and isinstance(ti.get("glob"), str) and ti["glob"]:
+            folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
+            pattern = ti["glob"].lstrip("*/") if ti["glob"].startswith("**/") else ti["glob"]
+            yield (Glob(resolve_path(os.path.join(folder or ".", pattern), self.cwd,
+                                     self.home)), "read", tool, None)
+        elif tool and tool not in PATHLESS_TOOLS and tool not in SHELL_TOOLS and \
+                tool not in SPAWN_TOOLS and tool not in FILE_WRITE_TOOLS and \
+                tool not in FILE_READ_TOOLS and tool not in ("Grep", "Glob", "LS",
+                                                             "apply_patch"):
+            mode = "read" if any(w in tool.lower() for w in _READ_TOOL_WORDS) else "any"
+            for text in _pathlike_strings(ti):
+                yield (resolve_path(text[7:] if text.startswith("file://") else text,
+                                    self.cwd, self.home), mode, tool, None)
         if tool == "apply_patch" or (tool and "patch" in tool.lower()):
             text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
             if isinstance(text, list):
@@ -5557,6 +6344,8 @@ class GateContext:
                 elif isinstance(text, Opaque) or isinstance(cmd.cwd, Opaque) and \
                         not text.startswith("/"):
                     path = Opaque(path)
+                elif isinstance(text, Glob):
+                    path = Glob(path)
                 yield (path, mode, what, cmd)
 
     def resolve(self, text, cwd, follow=True):
@@ -5635,6 +6424,27 @@ class GateContext:
         return out
 
 
+_READ_TOOL_WORDS = ("read", "get", "view", "list", "search", "find", "grep", "glob", "stat",
+                    "info", "show", "open", "cat", "head", "tail", "fetch", "query")
+
+
+def _pathlike_strings(value, limit=64):
+    """The strings in a tool's input that may be paths (any depth, bounded)."""
+    out, todo = [], [(value, 0)]
+    while todo and len(out) < limit:
+        item, depth = todo.pop()
+        if isinstance(item, str):
+            if 0 < len(item) < 4096 and "\n" not in item and (
+                    item.startswith(("/", "~", "./", "../", "file://", ".")) or (
+                        "/" in item and " " not in item and "://" not in item)):
+                out.append(item)
+        elif depth < 4 and isinstance(item, dict):
+            todo.extend((v, depth + 1) for v in item.values())
+        elif depth < 4 and isinstance(item, list):
+            todo.extend((v, depth + 1) for v in item[:limit])
+    return out
+
+
 def _real(path):
     try:
         return os.path.realpath(path) if path else path
@@ -5664,8 +6474,8 @@ def _indexed_hit(groups, path, mode):
                     path.rstrip("/") + "/")):
                 return True
             continue
-        rel = path[len(inside):] if path != base else ""
-        if not rel:
+        rel = path[len(inside):].lower() if path != base else ""  # .NOTREST/ is
+        if not rel:  # .notrest/ where the volume folds case, and never ordinary work
             if mode == "delete":
                 return True
             continue
@@ -5673,9 +6483,11 @@ def _indexed_hit(groups, path, mode):
         for pattern in patterns:
             first = _PATTERN_HEADS.get(pattern)
             if first is None:
-                first = pattern.split("/", 1)[0]
+                first = pattern.split("/", 1)[0].lower()
                 first = _PATTERN_HEADS[pattern] = "" if any(
                     c in first for c in "*?[") else first
+            if pattern != pattern.lower():
+                pattern = pattern.lower()
             if first and first != head:
                 continue
             if glob_match(pattern, rel):
@@ -5819,10 +6631,33 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
 _DELETERS = ("rm", "shred", "srm", "unlink", "rimraf", "trash", "trash-put")
 
 
+UNKNOWN_CODE_INSTEAD = ("write the commands into the call itself, or into a script file "
+                        "that you run by name (`sh script.sh`: the gate reads it)")
+
+
+def _unknown_code_reason(ctx):
+    """Why the call runs code the gate cannot read, else None: a string it cannot
+    know run as commands, or (Codex) a shell left open to write_stdin."""
+    shared = ctx.shared
+    for cmd, why in shared.unknown:
+        return reason("`%s` %s, code the gate cannot read: it could delete anything" % (
+            cmd.shown(), why), instead=UNKNOWN_CODE_INSTEAD)
+    cmd = shared.interactive
+    if cmd is not None and ctx.event.client == "codex":
+        return reason("`%s` opens an interactive %s: what Codex then writes into it "
+                      "(write_stdin) reaches no hook" % (cmd.shown(), cmd.prog),
+                      instead="run each command as a call of its own")
+    return None
+
+
 def predicate_destroy(ctx):
     cmds = ctx.cmds
     if ctx.shared is not None and ctx.shared.fork_bomb:
         return "the command is a fork bomb: it would exhaust the machine"
+    if ctx.shared is not None and (ctx.shared.unknown or ctx.shared.interactive):
+        found = _unknown_code_reason(ctx)
+        if found:
+            return found
     reasons = []
     for cmd in cmds:
         prog = cmd.prog
@@ -5839,6 +6674,10 @@ def predicate_destroy(ctx):
             found = ["`%s` formats or wipes a disk" % cmd.shown()]
         elif prog in ("chmod", "chown", "chgrp"):
             found = _judge_chmod(ctx, cmd)
+        elif prog in DISK_TOOLS:
+            found = [_judge_disk_tool(cmd)]
+        elif prog == "git":
+            found = [_git_history_loss(cmd)]
         else:
             continue
         for item in found:
@@ -5846,10 +6685,88 @@ def predicate_destroy(ctx):
                 return item
             if item:
                 reasons.append(item)
-    for path, mode, what, _cmd in ctx.accesses:
+    for path, mode, what, cmd in ctx.accesses:
+        if isinstance(path, (Opaque, Found)):
+            continue
         if mode == "write" and any(path.startswith(dev) for dev in BLOCK_DEVICES):
             return "`%s` writes to the block device %s" % (what, path)
+        if mode in ("write", "meta", "delete") and _system_file(ctx, path) and not (
+                mode == "delete" and cmd is not None and cmd.prog in _DELETERS) and \
+                not ctx.harness_hit(path, "write"):  # protect-harness names that one
+            verb = {"write": "overwrites", "meta": "changes", "delete": "moves away"}[mode]
+            return "`%s` %s %s, a system file outside the project" % (what, verb, path)
+        if mode == "delete" and cmd is not None and cmd.prog not in _DELETERS and (
+                path in ("/", ctx.home, ctx.root) or path == ctx.git_dir):
+            return "`%s` moves %s away" % (what, path)
     return _settle(reasons)
+
+
+_DEVICE_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/",
+                 "/dev/shm", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/full",
+                 "/dev/pts/", "/proc/self/fd/", "/dev/ptmx")
+
+
+def _system_file(ctx, path):
+    """Whether path lies in a system folder, outside the project, the home
+    folder and the temp dirs (the devices a shell writes to are not files)."""
+    if path.startswith(_DEVICE_FILES) or path in ("/dev", "/proc/self"):
+        return False
+    if path.startswith("/proc/") and "/fd/" in path:
+        return False
+    if not _system_dir(path):
+        return False
+    kind, _base = ctx.container(path)
+    return kind == ""
+
+
+# Partition, volume and disk tools: the words that make a use of one read-only.
+DISK_TOOLS = {
+    "parted": ("-l", "--list", "print", "-v", "--version", "-h", "--help"),
+    "sfdisk": ("-l", "--list", "-d", "--dump", "-s", "--show-size", "-V", "--verify",
+               "-J", "--json", "-g", "--show-geometry", "--help", "--version"),
+    "fdisk": ("-l", "--list", "-h", "--help", "-V", "--version"),
+    "gdisk": ("-l",), "sgdisk": ("-p", "--print", "-v", "--verify", "-i", "--info",
+                                 "--help", "-V", "--version"),
+    "cfdisk": (), "cgdisk": (), "wipefs": ("-n", "--no-act", "--help"),
+    "cryptsetup": ("status", "luksDump", "isLuks", "open", "luksOpen", "close",
+                   "--help", "--version"),
+    "lvremove": (), "vgremove": (), "pvremove": (), "dmsetup": ("ls", "info", "status",
+                                                                 "table", "--help"),
+    "zpool": ("list", "status", "iostat", "get", "history", "import", "--help"),
+    "zfs": ("list", "get", "snapshot", "mount", "--help"),
+    "mdadm": ("--detail", "-D", "--examine", "-E", "--query", "-Q", "--help"),
+    "hdparm": ("-I", "-i", "-t", "-T", "-g", "-C", "--help"),
+    "nvme": ("list", "id-ctrl", "id-ns", "smart-log", "error-log", "help"),
+    "sg_format": (), "diskutil": ("list", "info", "mount", "unmount", "eject",
+                                  "verifyVolume", "verifyDisk", "apfs"),
+}
+
+
+def _judge_disk_tool(cmd):
+    args = [a for a in cmd.argv[1:]]
+    harmless = DISK_TOOLS.get(cmd.prog, ())
+    if not args or any(a in harmless for a in args):
+        if cmd.prog not in ("zfs", "zpool") or not any(a == "destroy" for a in args):
+            return None
+    if cmd.prog in ("zfs", "zpool") and not any(a in ("destroy", "labelclear", "remove",
+                                                      "rollback") for a in args):
+        return None
+    return "`%s` rewrites partitions, volumes or whole disks" % cmd.shown()
+
+
+def _git_history_loss(cmd):
+    """reflog expire to now, gc or prune with --prune=now: what git keeps to bring
+    lost commits back, thrown away."""
+    sub, args = _git_parts(cmd)
+    text = " ".join(args)
+    if sub == "reflog" and args[:1] in (["expire"], ["delete"]) and (
+            "=now" in text or "=all" in text or args[:1] == ["delete"]):
+        return "`%s` throws away the reflog, which is how lost commits come back" % \
+            cmd.shown()
+    if sub in ("gc", "prune") and ("--prune=now" in text or "--expire=now" in text or (
+            sub == "prune" and "--expire" in args and "now" in args)):
+        return "`%s` deletes every commit no ref holds, at once" % cmd.shown()
+    return None
 
 
 def _judge_rm(ctx, cmd):
@@ -5955,17 +6872,45 @@ def predicate_force_push(ctx):
     protected = ctx.book.protected_branches
     current = ctx.event.branch
     for cmd in ctx.cmds:
-        if cmd.prog != "git":
+        if cmd.prog == "gh":
+            found = _judge_host_refs(cmd, protected)
+        elif cmd.prog != "git":
             continue
-        sub, args = _git_parts(cmd)
-        if sub == "push":
-            found = _judge_push(cmd, args, protected, current)
-        elif sub == "branch":
-            found = _judge_branch(cmd, args, protected)
         else:
-            found = None
+            sub, args = _git_parts(cmd)
+            judge = _REF_JUDGES.get(sub)
+            found = judge(cmd, args, protected, current) if judge else None
         if found:
             return found
+    return None
+
+
+def _judge_update_ref(cmd, args, protected, current):
+    """git update-ref [-d] REF [NEW [OLD]]: a protected branch moved or deleted
+    with plumbing."""
+    words = [a for a in args if not a.startswith("-")]
+    if words and _branch_name(words[0], current) in protected:
+        return "`%s` %s the protected branch %s" % (
+            cmd.shown(), "deletes" if "-d" in args else "moves", _branch_name(
+                words[0], current))
+    return None
+
+
+def _judge_host_refs(cmd, protected):
+    """gh: deleting the repository, or a ref through the host's API."""
+    words = [a for a in cmd.argv[1:] if not a.startswith("-")]
+    if words[:2] == ["repo", "delete"]:
+        return "`%s` deletes the repository on the host, every branch with it" % \
+            cmd.shown()
+    if words[:1] == ["api"]:
+        method = (option_values(cmd, ("-X", "--method")) or [""])[-1].upper()
+        path = next((w for w in words[1:] if "/git/refs" in w), "")
+        name = path.split("/git/refs/", 1)[-1].split("heads/", 1)[-1] if path else ""
+        if path and method == "DELETE":
+            return "`%s` deletes a ref on the host" % cmd.shown()
+        if path and method in ("PATCH", "POST") and (name in protected or not name) and \
+                any("force" in str(a) for a in cmd.argv):
+            return "`%s` force-moves a protected branch on the host" % cmd.shown()
     return None
 
 
@@ -6009,6 +6954,13 @@ def _judge_push(cmd, args, protected, current):
         src, sep, dst = spec.partition(":")
         dst = _branch_name(dst if sep else src, current)
         if dst not in protected:
+            hit = "*" in dst and next((p for p in protected if _segment_match(dst, p)), None)
+            if hit and (force or plus):
+                return "`%s` force-pushes %s, the protected branch %s included" % (
+                    shown, spec, hit)
+            if hit and "--prune" in args:
+                return "`%s` prunes the remote branches %s covers, the protected " \
+                       "branch %s among them" % (shown, spec, hit)
             continue
         if (sep and not src) or delete:
             return "`%s` deletes the protected branch %s" % (shown, dst)
@@ -6023,7 +6975,10 @@ def _judge_push(cmd, args, protected, current):
     return None
 
 
-def _judge_branch(cmd, args, protected):
+def _judge_branch(cmd, args, protected, current=None):
+    moved = _judge_branch_move(cmd, args, protected, current)
+    if moved:
+        return moved
     deleting = forced = False
     names = []
     for arg in args:
@@ -6046,11 +7001,34 @@ def _judge_branch(cmd, args, protected):
     return None
 
 
+def _judge_branch_move(cmd, args, protected, current):
+    """git branch -m/-M/-c/-C [OLD] NEW: a branch renamed or copied onto a
+    protected one by force, or a protected branch renamed away."""
+    letters = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    moving = "m" in letters or "M" in letters or "--move" in args
+    copying = "c" in letters or "C" in letters or "--copy" in args
+    if not (moving or copying):
+        return None
+    forced = "M" in letters or "C" in letters or "f" in letters or "--force" in args
+    names = [a for a in args if not a.startswith("-")]
+    new = names[1] if len(names) > 1 else None
+    if len(names) > 1 and new in protected and forced:  # not `branch -M main`, the
+        return "`%s` overwrites the protected branch %s" % (cmd.shown(), new)  # rename
+    return None
+
+
+_REF_JUDGES = {
+    "push": _judge_push, "send-pack": _judge_push, "branch": _judge_branch,
+    "update-ref": _judge_update_ref,
+}
+
+
 SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".config/gcloud", ".kube", ".codex")
 _SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519",
                    "id_ecdsa", "id_dsa", "server.pem", "server.key", "cert.p12",
                    "credentials", "config.json", ".netrc", ".git-credentials", ".pypirc",
-                   "auth.json", ".credentials.json")
+                   "auth.json", ".credentials.json", ".envrc", "prod.env", "prod.tfvars",
+                   ".pgpass", ".my.cnf", ".env-prod", ".env_prod")
 _COPIERS = frozenset(("cp", "scp", "rsync", "tar", "zip", "7z", "7za", "cpio", "pax",
                       "gzip", "xz", "zstd", "bzip2", "sftp", "curl", "nc", "netcat",
                       "socat", "base64", "xxd", "od"))
@@ -6059,7 +7037,7 @@ _COPIERS = frozenset(("cp", "scp", "rsync", "tar", "zip", "7z", "7za", "cpio", "
 def is_secret_path(path, home, extra=()):
     """Whether a path names a secret file (templates and public keys excluded); a
     glob counts when it could match one. extra: more secret files, absolute."""
-    base = path.rstrip("/").rsplit("/", 1)[-1]
+    base = path.rstrip("/").rsplit("/", 1)[-1].lower()  # .ENV is .env where case folds
     if any(ch in base for ch in "*?["):
         folder = path.rstrip("/").rsplit("/", 1)[0] or "/"
         return any(_segment_match(base, sample) and (base.startswith(".") or
@@ -6074,9 +7052,17 @@ def is_secret_path(path, home, extra=()):
         if _segment_match(name, base):
             return True
     if home and home != "/" and is_within(path, home):
-        rel = path[len(home.rstrip("/")) + 1:]
-        return any(glob_match(p, rel) if "/" in p else rel == p for p in HOME_SECRET_PATHS)
-    return False
+        rel = path[len(home.rstrip("/")) + 1:].lower()
+        return any(glob_match(p, rel) if "/" in p or "*" in p else rel == p
+                   for p in HOME_SECRET_PATHS)
+    return _proc_environ(path)
+
+
+def _proc_environ(path):
+    """/proc/PID/environ (self, a number, a glob): the environment of a process,
+    the client's credentials included."""
+    return path.startswith("/proc/") and path.endswith("/environ") and \
+        path.count("/") == 3
 
 
 def holds_secrets(path, home, extra=()):
@@ -6093,6 +7079,10 @@ def holds_secrets(path, home, extra=()):
     return False
 
 
+TREE_READ_INSTEAD = ("search only the folders that hold the code (`grep -rn PATTERN src`), "
+                     "or `rg PATTERN`, which skips hidden files")
+
+
 def predicate_secrets(ctx):
     extra = ctx.secret_paths
     for path, mode, what, cmd in ctx.accesses:
@@ -6104,17 +7094,133 @@ def predicate_secrets(ctx):
                 return "`%s` reads what %s finds, secret files included" % (
                     redact_clip(what, 120), path.finder.shown(60))
             continue
+        if mode == "any" and any(ch in path for ch in "*?["):
+            path = _glob_secret(ctx, path, extra) if isinstance(path, Glob) else None
+            if path is None:
+                continue
         if is_secret_path(path, ctx.home, extra):
-            verb = {"read": "reads", "write": "writes", "code": "opens",
+            verb = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
                     "link": "gives a second name to",
                     "symlink": "links to"}.get(mode, "uses")
             return "`%s` %s the secret file %s" % (redact_clip(what, 120), verb,
                                                     display_path(path, ctx.root))
-        if (mode in ("link", "symlink") or mode == "read" and cmd is not None and
-                cmd.prog in _COPIERS) and holds_secrets(path, ctx.home, extra):
+        if (mode in ("link", "symlink") or mode in ("read", "tree") and cmd is not None
+                and (cmd.prog in _COPIERS or mode == "tree")) and holds_secrets(
+                path, ctx.home, extra):
             return "`%s` copies %s, which holds private keys or credentials" % (
                 redact_clip(what, 120), path)
+        if mode == "tree":
+            secret = tree_secret(ctx, path, cmd)
+            if secret:
+                return reason("`%s` reads all of %s, and with it the secret file %s" % (
+                    redact_clip(what, 120), display_path(path, ctx.root), display_path(
+                        secret, ctx.root)), instead=TREE_READ_INSTEAD)
+    for cmd in ctx.cmds:
+        if cmd.prog in _PRINTERS:
+            found = prints_credentials(ctx, cmd)
+            if found:
+                return found
     return None
+
+
+# Programs that print a credential: the words after the program that make it
+# print one ("" for any use but the listed harmless verbs).
+CREDENTIAL_PRINTERS = {
+    "gh": (("auth", "token"), ("auth", "status", "--show-token"), ("auth", "status", "-t")),
+    "glab": (("auth", "status", "--show-token"), ("auth", "status", "-t")),
+    "aws": (("configure", "get"), ("configure", "export-credentials"),
+            ("ecr", "get-login-password"), ("sts", "get-session-token"),
+            ("codeartifact", "get-authorization-token")),
+    "gcloud": (("auth", "print-access-token"), ("auth", "print-identity-token"),
+               ("config", "config-helper")),
+    "az": (("account", "get-access-token"),),
+    "kubectl": (("config", "view", "--raw"),),
+    "git": (("credential", "fill"), ("credential-store", "get"),
+            ("credential-cache", "get")),
+    "security": (("find-generic-password",), ("find-internet-password",),
+                 ("dump-keychain",), ("export",)),
+    "secret-tool": (("lookup",), ("search",)),
+    "heroku": (("auth:token",),),
+    "lpass": (("show",),),
+    "keyring": (("get",),),
+    "gpg": (("--export-secret-keys",), ("--export-secret-subkeys",)),
+    "pass": ("",),
+}
+_PASS_HARMLESS = ("ls", "list", "find", "search", "init", "git", "help", "version",
+                  "--help", "--version", "insert", "generate", "edit", "rm", "mv", "cp")
+_CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY",
+                     "PRIVATE_KEY", "ACCESS_KEY", "CREDENTIAL", "AUTH")
+_PRINTERS = frozenset(("echo", "printf", "printenv", "env", "ps", "set", "export",
+                       "declare", "typeset", "compgen")) | frozenset(CREDENTIAL_PRINTERS)
+
+
+def credential_name(name):
+    """Whether an environment variable's name says it holds a credential."""
+    upper = str(name).upper()
+    return any(word in upper for word in _CREDENTIAL_WORDS)
+
+
+def prints_credentials(ctx, cmd):
+    """Why a command prints a credential (a CLI's token, the client's key in the
+    environment, another process's environment), else None."""
+    prog, args = cmd.prog, cmd.argv[1:]
+    rows = CREDENTIAL_PRINTERS.get(prog) or (
+        (("get",),) if prog.startswith("docker-credential-") else ())
+    for words in rows:
+        if words == "":
+            if not args or args[0] in _PASS_HARMLESS:
+                continue
+            return "`%s` prints a password from the store" % cmd.shown()
+        if all(w in args for w in words):
+            return "`%s` prints a credential" % cmd.shown()
+    if prog == "printenv" and args:
+        named = [a for a in args if not a.startswith("-") and credential_name(a)]
+        if named:
+            return "`%s` prints %s, a credential in the agent's environment" % (
+                cmd.shown(), named[0])
+    if prog in ("printenv", "env", "export", "set", "declare", "typeset") and not [
+            a for a in args if not a.startswith("-")] and not _consumed(ctx, cmd):
+        return "`%s` prints the whole environment, the client's credentials included" \
+            % cmd.shown()
+    if prog == "ps" and any(not a.startswith("-") and "e" in a for a in args):
+        return "`%s` prints the environment of every process, the client's " \
+            "credentials included" % cmd.shown()
+    if prog in ("echo", "printf"):
+        for arg in args:
+            if isinstance(arg, Opaque) and "$" in arg and any(
+                    credential_name(part.split("}")[0].split(":")[0])
+                    for part in arg.split("$")[1:]):
+                return "`%s` prints a credential from the environment" % cmd.shown()
+    return None
+
+
+def _glob_secret(ctx, pattern, extra):
+    """The first secret file a shell pattern given to a program with no row
+    expands to, on disk (bounded), else None."""
+    import glob
+    for i, path in enumerate(glob.iglob(pattern)):
+        if i > 256:
+            break
+        if is_secret_path(path, ctx.home, extra):
+            return path
+    return None
+
+
+def _consumed(ctx, cmd):
+    """Whether what cmd prints goes into a filter that shows no value of a
+    credential (a count, a grep for a name that is none), not to the agent."""
+    for other in ctx.cmds:
+        if other.feeds is not cmd:
+            continue
+        if other.prog == "wc":
+            return True
+        if other.prog not in ("grep", "egrep", "fgrep", "rg"):
+            return False
+        if has_flag(other, "cqlL", ("--count", "--quiet", "--silent")):
+            return True
+        pattern = next((a for a in other.argv[1:] if not a.startswith("-")), "")
+        return bool(pattern) and not credential_name(pattern)
+    return False
 
 
 def _glob_hits_harness(path, mode, ctx):
@@ -6132,7 +7238,7 @@ def _glob_hits_harness(path, mode, ctx):
 def predicate_harness(ctx):
     reasons, seen, writes_code = [], set(), {}
     for path, mode, what, cmd in ctx.accesses:
-        if mode in ("read", "symlink") or isinstance(path, Opaque):
+        if mode in ("read", "tree", "symlink") or isinstance(path, Opaque):
             continue
         if mode == "code":
             if cmd is None:
@@ -6141,9 +7247,9 @@ def predicate_harness(ctx):
                 writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
             if not writes_code[id(cmd)]:
                 continue
-        verb = "deletes or moves" if mode == "delete" else \
-            "gives a second name to" if mode == "link" else "changes"
-        mode = "write" if mode in ("meta", "code", "link") else mode
+        verb = "deletes or moves" if mode == "delete" else (
+            "gives a second name to" if mode == "link" else "changes")
+        mode = "write" if mode in ("meta", "code", "any", "link") else mode
         key = (str(path), mode, id(path.finder) if isinstance(path, Found) else 0)
         if key in seen:
             continue
@@ -6168,13 +7274,27 @@ def predicate_harness(ctx):
         for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
                       _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
                           cmd)[0] in _GIT_REWRITERS else None,
-                      _unknown_writer(ctx, cmd)):
+                      _unknown_writer(ctx, cmd), _target_from_harness(cmd)):
             if found and not getattr(found, "uncertain", False):
                 return found
             if found:
                 reasons.append(found)
     found = _agents_block_hit(ctx) if _touches_agents(ctx) else None
     return found or estate_ref_tamper(ctx) or _settle(reasons)
+
+
+def _target_from_harness(cmd):
+    """A command that changes a path it reads out of the harness's own files
+    (`chmod -x "$(sed ... .notrest/install.json)"`): it may be the interpreter
+    the hooks run, or one of their files."""
+    if not cmd.subs or not any(ESTATE_DIR + "/" in s for s in cmd.subs):
+        return None
+    for text, mode in command_paths(cmd):
+        if mode not in ("read", "tree") and isinstance(text, Opaque):
+            return reason("`%s` changes a path it reads out of the harness's own files: "
+                          "it may be the interpreter or a file the hooks run" % cmd.shown(),
+                          uncertain=True)
+    return None
 
 
 def _touches_agents(ctx):
@@ -6203,7 +7323,7 @@ def estate_ref_tamper(ctx):
     `notrest sync`, else None."""
     git_dir = os.path.join(ctx.root, ".git")
     for path, mode, what, _cmd in ctx.accesses:
-        if mode != "read" and (path == os.path.join(git_dir, "packed-refs") or any(
+        if mode not in ("read", "tree") and (path == os.path.join(git_dir, "packed-refs") or any(
                 is_within(path, os.path.join(git_dir, *part)) for part in (
                     ("refs", "notrest"), ("logs", "refs", "notrest")))):
             return "`%s` changes %s, where git keeps the estate ref" % (
@@ -6327,7 +7447,7 @@ def _judge_tree_copy(ctx, cmd):
 # ---- git commands that rewrite the work tree ---------------------------------
 
 _GIT_REWRITERS = ("checkout", "switch", "restore", "reset", "stash", "read-tree", "clean",
-                  "merge", "rebase", "cherry-pick", "revert")
+                  "merge", "rebase", "cherry-pick", "revert", "pull", "sparse-checkout")
 
 
 # ---- the notrest block of AGENTS.md ----------------------------------------------
@@ -6433,7 +7553,8 @@ def _project_law_hit(law, ctx):
         mode = law.mode or "write"
         hit = None
         for path, access, what, _cmd in ctx.accesses:
-            if mode != "any" and (access == "read") != (mode == "read"):
+            if mode != "any" and access != "any" and (access in ("read", "tree")) != (
+                    mode == "read"):
                 continue
             rel = display_path(path, ctx.root)
             if any(glob_match(p, rel) or glob_match(p, path) for p in law.path):
@@ -14694,6 +15815,9 @@ def git_patch_targets(cmd, args):
         if text:
             out += [(os.path.join(folder, p) if folder else p, mode)
                     for p, mode in diff_targets(text, strip)]
+        elif any(isinstance(f, Opaque) for f in files) or (not files and (
+                cmd.feeds is not None or any(r.op == "<" for r in cmd.redirects))):
+            out.append((found_word(UNKNOWN_WORD, None), "write"))  # a patch unseen
     return out
 
 
@@ -14716,6 +15840,8 @@ def _judge_git_worktree(ctx, cmd):
     sub, args = _git_parts(cmd)
     if sub not in _GIT_REWRITERS:
         return None
+    if sub == "sparse-checkout":
+        return _judge_sparse(ctx, cmd, args)
     samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
     covers = []
 
@@ -14743,6 +15869,24 @@ def _judge_git_worktree(ctx, cmd):
     more = " and %d more" % (len(hits) - 3) if len(hits) > 3 else ""
     return reason("`%s` rewrites %s%s, which belongs to the harness" % (
         cmd.shown(), shown, more), instead=_GIT_INSTEAD[kind])
+
+
+def _judge_sparse(ctx, cmd, args):
+    """git sparse-checkout set/add/init/reapply: every tracked folder its patterns
+    leave out leaves the work tree, the harness's too."""
+    words = [a for a in args if not a.startswith("-")]
+    if not words or words[0] not in ("set", "add", "init", "reapply"):
+        return None
+    patterns = words[1:]
+    for sample in (".notrest/laws.json", ".claude/settings.json"):
+        if not any(glob_match(p.strip("/"), sample) or sample.startswith(
+                p.strip("/") + "/") or p.strip("/") in ("*", "**", "") for p in patterns):
+            return reason("`%s` takes every folder outside %s out of the work tree, "
+                          "%s among them" % (cmd.shown(), ", ".join(patterns) or
+                                             "the top level", sample.split("/")[0]),
+                          instead="check out the part you need in a folder of its own "
+                          "(`git worktree add ../part`)")
+    return None
 
 
 def _harness_pathspecs(ctx):
@@ -15002,6 +16146,60 @@ def _classify_unknown(ctx, text, cwd):
                   "only the shell knows)" % clip(text, 80), uncertain=True)
 
 
+TREE_WALK_MAX = 4000       # entries a tree read's secret search looks at
+_TREE_SKIP = frozenset((".git", "node_modules", "__pycache__", ".venv", ".tox",
+                        ".mypy_cache", ".pytest_cache"))
+
+
+def tree_secret(ctx, path, cmd=None):
+    """The first secret file inside a folder that a command reads whole (grep -r,
+    tar -c, cp -r ...), on disk, bounded; None when there is none, when path is
+    no folder or past TREE_WALK_MAX entries. The names the command excludes
+    (--exclude, rg -g '!x') are left out."""
+    cache = ctx.__dict__.setdefault("_trees", {})
+    key = (str(path), id(cmd))
+    if key not in cache:
+        cache[key] = _walk_for_secret(ctx, str(path), _tree_excludes(cmd))
+    return cache[key]
+
+
+def _tree_excludes(cmd):
+    if cmd is None:
+        return ()
+    names = option_values(cmd, ("--exclude", "--exclude-dir"))
+    names += [g[1:] for g in option_values(cmd, ("-g", "--glob", "--iglob")) if
+              g.startswith("!")]
+    return tuple(n.rstrip("/") for n in names if n)
+
+
+def _walk_for_secret(ctx, path, excludes):
+    extra, todo, seen = ctx.secret_paths, [path], 0
+    while todo:
+        folder = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > TREE_WALK_MAX:
+                return None
+            name = entry.name
+            if any(_segment_match(x, name) for x in excludes):
+                continue
+            full = os.path.join(folder, name)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if name not in _TREE_SKIP:
+                    todo.append(full)
+            elif is_secret_path(full, ctx.home, extra):
+                return full
+    return None
+
+
 def _found_may_read_secret(ctx, path):
     tests = path.finder.find.tests
     if not tests:
@@ -15154,6 +16352,933 @@ def _mktemp_path(args, env, cwd):
     if (folder or in_tmp) and "/" not in template:
         return os.path.join(folder or tmp, template)
     return os.path.normpath(os.path.join(cwd, template))
+
+
+# ---- text the line computes: what a pipeline prints ------------------------------
+# The code a shell reads may be made by the line itself: `echo ... | base64 -d |
+# sh`, `xxd -r -p`, `tr`, `rev`, a process substitution. What echo and printf
+# print, run through the filters below, is text the gate can read; anything
+# else is unknown.
+
+PRINTED_MAX = 256 * 1024
+
+
+def printed_text(cmd, depth=0):
+    """What a command prints when the line says (echo, printf, cat, and the
+    filters of _TEXT_FILTERS over text known in turn), else None."""
+    if cmd is None or depth > 16 or not cmd.argv:
+        return None
+    prog, args = cmd.prog, cmd.argv[1:]
+    if any(isinstance(a, (Opaque, Found)) for a in args):
+        return None
+    if prog == "echo":
+        return _echo_text(args)
+    if prog == "printf":
+        return _printf_text(args) if args and "-v" not in args[:1] else None
+    compute = _TEXT_FILTERS.get(prog)
+    if compute is None:
+        return None
+    if prog == "cat" and [a for a in args if not a.startswith("-") or a == "-"]:
+        parts = []
+        for arg in args:
+            if arg.startswith("-") and arg != "-":
+                continue
+            text = _input_text(cmd, depth) if arg == "-" else _script_text(
+                _resolve_in(cmd, arg), cmd.shared, SMALL_FILE_MAX, False)
+            if text is None or isinstance(text, Opaque):
+                return None
+            parts.append(text)
+        return "".join(parts)
+    text = _input_text(cmd, depth)
+    if text is None:
+        return None
+    out = compute(args, text)
+    return out if out is None or len(out) <= PRINTED_MAX else None
+
+
+def _input_text(cmd, depth):
+    """What a command reads on stdin, when the line says."""
+    for redirect in cmd.redirects:
+        if redirect.op in ("<<", "<<-") and redirect.body is not None:
+            return redirect.body + "\n"
+        if redirect.op == "<<<" and isinstance(redirect.target, str):
+            return None if isinstance(redirect.target, Opaque) else redirect.target + "\n"
+        if redirect.op == "<" and isinstance(redirect.target, str):
+            if isinstance(redirect.target, Opaque):
+                return None
+            text = _script_text(_resolve_in(cmd, redirect.target), cmd.shared,
+                                SMALL_FILE_MAX, False)
+            return None if isinstance(text, Opaque) else text
+    return printed_text(cmd.feeds, depth + 1)
+
+
+_ECHO_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f",
+                 "v": "\v", "\\": "\\", "e": "\x1b", "E": "\x1b", '"': '"', "'": "'"}
+
+
+def _escapes(text):
+    """Backslash escapes as echo -e, printf's format and %b read them."""
+    if "\\" not in text:
+        return text
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != "\\" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt in _ECHO_ESCAPES:
+            out.append(_ECHO_ESCAPES[nxt])
+            i += 2
+        elif nxt == "x":
+            j = i + 2
+            while j < n and j < i + 4 and text[j] in "0123456789abcdefABCDEF":
+                j += 1
+            out.append(chr(int(text[i + 2:j], 16)) if j > i + 2 else "\\x")
+            i = j
+        elif nxt in "01234567":
+            j = i + 1 + (nxt == "0")
+            k = j
+            while k < n and k < j + 3 and text[k] in "01234567":
+                k += 1
+            out.append(chr(int(text[j:k] or "0", 8) & 0xFF))
+            i = k
+        else:
+            out.append(c + nxt)
+            i += 2
+    return "".join(out)
+
+
+def _echo_text(args):
+    newline, escapes = True, True  # dash and zsh read escapes; bash with -e
+    while args and args[0] in ("-n", "-e", "-E", "-ne", "-en"):
+        newline = newline and "n" not in args[0]
+        args = args[1:]
+    text = " ".join(args)
+    return (_escapes(text) if escapes else text) + ("\n" if newline else "")
+
+
+def _printf_text(args):
+    """printf FORMAT ARGS: the format reused while arguments remain."""
+    fmt, rest, out = args[0], list(args[1:]), []
+    for _ in range(64):
+        i, n, used = 0, len(fmt), False
+        while i < n:
+            c = fmt[i]
+            if c == "%" and i + 1 < n:
+                j = i + 1
+                while j < n and fmt[j] in "-+ #0123456789.*":
+                    j += 1
+                conv = fmt[j] if j < n else ""
+                if conv == "%":
+                    out.append("%")
+                elif conv in "sbqdiouxXcfeEgG":
+                    value = rest.pop(0) if rest else ""
+                    used = True
+                    out.append(_escapes(value) if conv == "b" else (
+                        value[:1] if conv == "c" else value))
+                i = j + 1
+                continue
+            out.append(c)
+            i += 1
+        if not rest or not used:
+            break
+    return _escapes("".join(out)) if "\\" in fmt else "".join(out)
+
+
+def _decode_flag(args):
+    return any(a in ("-d", "--decode", "-D") or (a.startswith("-") and not
+                                                 a.startswith("--") and "d" in a)
+               for a in args)
+
+
+def _filter_base64(args, text):
+    import binascii
+    if not _decode_flag(args):
+        return None  # an encoded text runs as nothing a shell knows
+    data = "".join(text.split())
+    try:
+        return binascii.a2b_base64(data + "=" * (-len(data) % 4)).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _filter_base32(args, text):
+    import base64
+    if not _decode_flag(args):
+        return None
+    data = "".join(text.split()).upper()
+    try:
+        return base64.b32decode(data + "=" * (-len(data) % 8)).decode("utf-8", "replace")
+    except (ValueError, TypeError):
+        return None
+
+
+def _filter_basenc(args, text):
+    if "--base64" in args or "--base64url" in args:
+        return _filter_base64(args, text.replace("-", "+").replace("_", "/"))
+    if "--base32" in args:
+        return _filter_base32(args, text)
+    if "--base16" in args and _decode_flag(args):
+        return _unhex(text)
+    return None
+
+
+def _unhex(text):
+    digits = "".join(ch for ch in text if ch in "0123456789abcdefABCDEF")
+    try:
+        return bytes.fromhex(digits[:len(digits) - len(digits) % 2]).decode("utf-8",
+                                                                            "replace")
+    except ValueError:
+        return None
+
+
+def _filter_xxd(args, text):
+    letters = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    if "r" not in letters and "-revert" not in args:
+        return None
+    if "p" in letters or "-plain" in args or "-ps" in args or "-postscript" in args:
+        return _unhex(text)
+    lines = []
+    for line in text.splitlines():  # a plain dump: offset, hex, then the text column
+        body = line.split(":", 1)[1] if ":" in line else line
+        lines.append(body.split("  ", 1)[0])
+    return _unhex(" ".join(lines))
+
+
+def _tr_set(text):
+    """The characters of a tr set: ranges, escapes and the common classes."""
+    classes = {"[:lower:]": "abcdefghijklmnopqrstuvwxyz",
+               "[:upper:]": "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "[:digit:]": "0123456789",
+               "[:space:]": " \t\n\r\f\v", "[:blank:]": " \t"}
+    classes["[:alpha:]"] = classes["[:lower:]"] + classes["[:upper:]"]
+    classes["[:alnum:]"] = classes["[:alpha:]"] + classes["[:digit:]"]
+    for name, chars in classes.items():
+        text = text.replace(name, chars)
+    if "[:" in text or "[=" in text or "*" in text:
+        return None
+    text = _escapes(text)
+    out, i = [], 0
+    while i < len(text):
+        if i + 2 < len(text) and text[i + 1] == "-" and ord(text[i]) <= ord(text[i + 2]):
+            out.extend(chr(c) for c in range(ord(text[i]), ord(text[i + 2]) + 1))
+            i += 3
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _filter_tr(args, text):
+    flags = "".join(a[1:] for a in args if a.startswith("-") and len(a) > 1)
+    sets = [a for a in args if not a.startswith("-") or len(a) == 1]
+    if "c" in flags or "C" in flags or not sets:
+        return None
+    first = _tr_set(sets[0])
+    if first is None:
+        return None
+    if "d" in flags:
+        return "".join(ch for ch in text if ch not in first)
+    if len(sets) < 2:
+        return text if "s" in flags else None
+    second = _tr_set(sets[1])
+    if not second:
+        return None
+    second = (second + second[-1] * len(first))[:len(first)]
+    table = {}
+    for a, b in zip(first, second):
+        table.setdefault(a, b)
+    return "".join(table.get(ch, ch) for ch in text)
+
+
+def _filter_lines(args, text):
+    return text
+
+
+def _filter_rev(args, text):
+    return "\n".join(line[::-1] for line in text.split("\n"))
+
+
+def _filter_tac(args, text):
+    lines = text.split("\n")
+    tail = lines.pop() if lines and lines[-1] == "" else None
+    return "\n".join(reversed(lines)) + ("\n" if tail is not None else "")
+
+
+def _filter_head(args, text, tail=False):
+    count, i = 10, 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-n", "--lines") and i + 1 < len(args):
+            arg, i = "-n" + args[i + 1], i + 1
+        if arg.startswith("-n") and arg[2:].lstrip("+-").isdigit():
+            count = int(arg[2:].lstrip("+-"))
+        elif arg[1:].isdigit() and arg.startswith("-"):
+            count = int(arg[1:])
+        elif arg.startswith("-c") or arg == "--bytes":
+            return None
+        i += 1
+    lines = text.splitlines(True)
+    return "".join(lines[-count:] if tail else lines[:count]) if count else ""
+
+
+def _filter_tail(args, text):
+    return _filter_head(args, text, tail=True)
+
+
+def _filter_sed(args, text):
+    """sed with `s/A/B/FLAGS` and `y/A/B/` commands only (BRE or -E), as Python's
+    re reads them; anything else is unknown."""
+    import re
+    extended = any(a in ("-E", "-r", "--regexp-extended") for a in args)
+    scripts = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-e", "--expression")]
+    rest = [a for a in args if not a.startswith("-")]
+    if not scripts and rest:
+        scripts, rest = rest[:1], rest[1:]
+    if rest or not scripts or any(a.startswith("-") and a not in (
+            "-e", "--expression", "-E", "-r", "--regexp-extended") for a in args):
+        return None
+    for script in scripts:
+        for command in script.replace("\n", ";").split(";"):
+            command = command.strip()
+            if not command:
+                continue
+            parts = _sed_parts(command)
+            if parts is None:
+                return None
+            kind, pattern, replacement, flags = parts
+            if kind == "y":
+                if len(pattern) != len(replacement):
+                    return None
+                text = text.translate(str.maketrans(pattern, replacement))
+                continue
+            if set(flags) - set("gI0123456789"):
+                return None
+            try:
+                regex = re.compile(_sed_regex(pattern, extended), re.M | (
+                    re.I if "I" in flags else 0))
+            except re.error:
+                return None
+            text = "\n".join(regex.sub(_sed_replacement(replacement), line, count=0 if
+                                       "g" in flags else 1) for line in text.split("\n"))
+    return text
+
+
+def _sed_parts(command):
+    """(kind, pattern, replacement, flags) of `s/A/B/F` or `y/A/B/`, else None."""
+    if len(command) < 2 or command[0] not in "sy":
+        return None
+    sep, fields, buf, i = command[1], [], [], 2
+    while i < len(command):
+        c = command[i]
+        if c == "\\" and i + 1 < len(command):
+            buf.append(command[i:i + 2] if command[i + 1] != sep else sep)
+            i += 2
+            continue
+        if c == sep and len(fields) < 2:
+            fields.append("".join(buf))
+            buf = []
+        else:
+            buf.append(c)
+        i += 1
+    if len(fields) != 2:
+        return None
+    return command[0], fields[0], fields[1], "".join(buf).strip()
+
+
+def _sed_regex(pattern, extended):
+    if extended:
+        return pattern
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            out.append(nxt if nxt in "(){}+?|" else c + nxt)
+            i += 2
+            continue
+        out.append("\\" + c if c in "(){}+?|" else c)
+        i += 1
+    return "".join(out)
+
+
+def _sed_replacement(text):
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            out.append("\\" + nxt if nxt.isdigit() else ("\n" if nxt == "n" else
+                                                          nxt.replace("\\", "\\\\")))
+            i += 2
+            continue
+        out.append("\\g<0>" if c == "&" else c.replace("\\", "\\\\"))
+        i += 1
+    return "".join(out)
+
+
+_TEXT_FILTERS = {"cat": _filter_lines, "tee": _filter_lines, "base64": _filter_base64,
+                 "base32": _filter_base32, "basenc": _filter_basenc, "xxd": _filter_xxd,
+                 "tr": _filter_tr, "rev": _filter_rev, "tac": _filter_tac,
+                 "head": _filter_head, "tail": _filter_tail, "sed": _filter_sed}
+
+
+def procsub_text(script, env, shared):
+    """The text a process substitution <(SCRIPT) gives the command that reads it:
+    what its last command prints, when the line says; "" for a program's own
+    set-up code; an Opaque when the gate cannot know it."""
+    if emits_setup_code(script):
+        return ""
+    cmds = parse_shell(script, env.get("PWD") or "/", env, 1, ParseShared(shallow=True))
+    last = cmds[-1] if cmds else None
+    if last is None or any(c.prog in DOWNLOADERS for c in cmds):
+        return ""  # nothing, or a download: pipe-to-shell judges that
+    text = printed_text(last)
+    return Opaque("<(%s)" % script[:60]) if text is None else text
+
+
+def substitution_text(script, env, cwd):
+    """The output of a pipeline in $(...) when it is text the line computes
+    (`$(echo ... | base64 -d)`), else None."""
+    cmds = parse_shell(script, cwd, env, 1, ParseShared(shallow=True))
+    if not cmds or cmds[-1].pos == 0:
+        return None
+    text = printed_text(cmds[-1])
+    return None if text is None else text.rstrip("\n")
+
+
+# ---- programs that run code later or elsewhere ---------------------------------
+
+def _peel_at(cmd, state, cmds, depth):
+    """at TIME / batch: the commands on stdin (or -f FILE) run later."""
+    argv = cmd.argv
+    if any(a in ("-l", "-r", "-d", "-c", "-V", "--help") for a in argv[1:]):
+        return None
+    files = option_values(cmd, ("-f",))
+    if files:
+        run_script(cmd, files[-1], [], cmds, depth, "sh")
+    else:
+        _run_stdin(cmd, cmds, depth)
+    return None
+
+
+def _peel_crontab(cmd, state, cmds, depth):
+    """crontab FILE or crontab -: every line's command runs later."""
+    argv = cmd.argv
+    words = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
+    if any(a in ("-l", "-r", "-e", "--help") for a in argv[1:]) or not words:
+        return None
+    source = words[-1]
+    if source == "-":
+        text = _stdin_script(cmd)
+        if text is None or isinstance(text, Opaque):
+            unknown_code(cmd, text, "installs a crontab from its input")
+            return None
+    elif isinstance(source, Opaque):
+        unknown_code(cmd, None, "installs a crontab the gate cannot name")
+        return None
+    else:
+        text = _script_text(_resolve_in(cmd, source), cmd.shared)
+        if not text:
+            return None
+    for line in str(text).splitlines():
+        fields = line.split(None, 1 if line.lstrip().startswith("@") else 5)
+        if not fields or fields[0].startswith("#") or "=" in fields[0]:
+            continue
+        _nested(cmd, fields[-1], cmds, depth, origin="crontab")
+    return None
+
+
+_SCREEN_VALUES = ("-S", "-c", "-s", "-t", "-p", "-T", "-e", "-h", "-L", "-Logfile")
+
+
+def _peel_screen(cmd, state, cmds, depth):
+    """screen [-dmS NAME] CMD... runs CMD in a detached terminal; -X stuff TEXT
+    types TEXT into a session's shell."""
+    argv, i = cmd.argv, 1
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] == "-X":
+            rest = argv[i + 1:]
+            if rest[:1] == ["stuff"] and len(rest) > 1:
+                _nested(cmd, _escapes(rest[1]).replace("^M", "\n"), cmds, depth,
+                        origin="screen")
+            elif rest[:1] == ["exec"] and len(rest) > 1:
+                spawn_argv(cmd, rest[1:], cmds, depth + 1, "screen")
+            elif rest:
+                unknown_code(cmd, None, "sends a command to a screen session")
+            return SPAWNED
+        i += 2 if argv[i] in _SCREEN_VALUES else 1
+    if i < len(argv):
+        spawn_argv(cmd, argv[i:], cmds, depth + 1, "screen")
+    return SPAWNED
+
+
+_TMUX_GLOBAL = ("-L", "-S", "-f", "-T")
+_TMUX_VALUES = ("-s", "-n", "-t", "-c", "-e", "-x", "-y", "-F", "-l", "-w", "-h", "-f",
+                "-b", "-B", "-d", "-E", "-T", "-S", "-N", "-R", "-z")
+_TMUX_RUNS = frozenset(("new-session", "new", "new-window", "neww", "split-window",
+                        "splitw", "respawn-pane", "respawnp", "respawn-window", "respawnw",
+                        "run-shell", "run", "display-popup", "popup", "pipe-pane", "pipep",
+                        "if-shell", "if"))
+_TMUX_FLAGS_WITHOUT_VALUE = frozenset(("-d", "-P", "-A", "-D", "-X", "-E", "-b", "-h",
+                                       "-v", "-f", "-k", "-Z", "-a", "-o", "-I", "-C"))
+
+
+def _peel_tmux(cmd, state, cmds, depth):
+    """tmux SUBCOMMAND [opts] [SHELL-COMMAND]: new sessions, windows, panes and
+    run-shell run a shell command; send-keys types words into a pane's shell."""
+    argv, i = cmd.argv, 1
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] == "-c" and i + 1 < len(argv):
+            _nested(cmd, argv[i + 1], cmds, depth, origin="tmux")
+            return SPAWNED
+        i += 2 if argv[i] in _TMUX_GLOBAL else 1
+    words = []
+    for word in list(argv[i:]) + [";"]:
+        if word in (";", "\\;"):
+            if words:
+                _tmux_command(cmd, words, cmds, depth)
+            words = []
+        else:
+            words.append(word)
+    return SPAWNED
+
+
+def _tmux_command(cmd, words, cmds, depth):
+    sub, rest, j = words[0], [], 1
+    while j < len(words) and words[j].startswith("-") and words[j] != "--":
+        j += 1 if words[j] in _TMUX_FLAGS_WITHOUT_VALUE else 2
+    if j < len(words) and words[j] == "--":
+        j += 1
+    rest = words[j:]
+    if sub in _TMUX_RUNS and rest:
+        _nested(cmd, " ".join(rest), cmds, depth, origin="tmux %s" % sub)
+    elif sub in ("send-keys", "send"):
+        keys = [("\n" if w in ("Enter", "C-m", "KPEnter") else w) for w in rest]
+        _nested(cmd, " ".join(keys), cmds, depth, origin="tmux send-keys")
+
+
+def _peel_gdb(cmd, state, cmds, depth):
+    """gdb --args PROGRAM ARGS runs PROGRAM; -ex 'shell CMD' (or '!CMD') runs a
+    shell command; a command file (-x) is code the gate does not read."""
+    argv = cmd.argv
+    for value in option_values(cmd, ("-ex", "--ex", "-eval-command", "--eval-command",
+                                     "-iex", "--init-eval-command")):
+        text = value.strip()
+        if text.startswith("!") or text.startswith("shell ") or text.startswith("pipe"):
+            _nested(cmd, text.lstrip("!")[5 if text.startswith("shell ") else 0:], cmds,
+                    depth, origin="gdb")
+        elif text.split(None, 1)[:1] in (["python"], ["py"], ["guile"], ["source"]):
+            unknown_code(cmd, None, "runs gdb commands that run code")
+    if option_values(cmd, ("-x", "--command", "-ix", "--init-command")):
+        unknown_code(cmd, None, "runs a gdb command file")
+    if "--args" in argv:
+        at = argv.index("--args") + 1
+        if at < len(argv):
+            spawn_argv(cmd, argv[at:], cmds, depth + 1, "gdb")
+    return SPAWNED
+
+
+_VIM_VALUES = ("-c", "--cmd", "-S", "-u", "-U", "-i", "-T", "-w", "-W", "-s",
+               "--servername", "--remote-send", "--remote-expr")
+_VIM_CODE = ("system(", "systemlist(", "libcall", "term", ":py", "py3", "python",
+             "lua", "perl", "ruby", "mzscheme", "tcl", "job_start", "jobstart",
+             "execute", "exe ", "source", "so ", "call ")
+
+
+def _peel_editor(cmd, state, cmds, depth):
+    """vim, vi, nvim, ex, view: -c CMD, +CMD and --cmd CMD are Ex commands: a
+    `!` runs the rest in a shell; other ways to run code are unknown. emacs
+    --eval (shell-command ...) likewise. The files it is given are written."""
+    argv, codes = cmd.argv, []
+    if cmd.prog == "emacs" or cmd.prog.startswith("emacs"):
+        codes = option_values(cmd, ("--eval", "-eval", "--execute", "-l", "--load"))
+        for code in codes:
+            found = _string_literals(code)
+            if any(w in code for w in ("shell-command", "call-process", "start-process",
+                                       "process-lines", "make-process")):
+                if found:
+                    for text in found:
+                        _nested(cmd, text, cmds, depth, origin="emacs")
+                else:
+                    unknown_code(cmd, None, "evaluates Lisp that runs a program")
+        return None
+    for j, arg in enumerate(argv[1:], 1):
+        if arg.startswith("+") and len(arg) > 1:
+            codes.append(arg[1:])
+        elif arg in ("-c", "--cmd") and j + 1 < len(argv):
+            codes.append(argv[j + 1])
+        elif arg in ("-S", "-s", "-u", "--remote-send", "--remote-expr") and j + 1 < len(
+                argv):
+            unknown_code(cmd, None, "runs an editor script")
+    if any(a in ("-e", "-E", "-es", "-Es", "-s") for a in argv[1:]) or cmd.prog == "ex":
+        body = _stdin_script(cmd)
+        if body is not None and not isinstance(body, Opaque):
+            codes.extend(str(body).splitlines())
+        elif cmd.feeds is not None:
+            unknown_code(cmd, None, "reads editor commands from a pipe")
+    for code in codes:
+        _ex_command(cmd, code, cmds, depth)
+    return None
+
+
+def _ex_command(cmd, code, cmds, depth):
+    text = code.strip().lstrip(":").strip()
+    for prefix in ("silent!", "silent", "exe", "execute"):
+        if text.startswith(prefix + " ") or text == prefix:
+            text = text[len(prefix):].strip()
+    bang = text.find("!")
+    if bang >= 0 and all(c in "%.,$0123456789 'rwWr<>ead" for c in text[:bang]):
+        _nested(cmd, text[bang + 1:], cmds, depth, origin="%s -c" % cmd.prog)
+    elif any(w in text for w in _VIM_CODE):
+        unknown_code(cmd, None, "runs Ex commands that run code")
+
+
+def _string_literals(code):
+    """The double-quoted string literals of a Lisp or awk program."""
+    out, i = [], code.find('"')
+    while 0 <= i < len(code):
+        j, buf = i + 1, []
+        while j < len(code) and code[j] != '"':
+            if code[j] == "\\" and j + 1 < len(code):
+                buf.append({"n": "\n", "t": "\t"}.get(code[j + 1], code[j + 1]))
+                j += 2
+                continue
+            buf.append(code[j])
+            j += 1
+        out.append("".join(buf))
+        i = code.find('"', j + 1)
+    return out
+
+
+def follow_awk(cmd, cmds, depth):
+    """awk's system(), `print | "cmd"` and `"cmd" | getline` run shell commands:
+    a literal one is judged; one the program builds is code the gate cannot
+    read."""
+    programs = option_values(cmd, ("-f",))
+    if programs:
+        texts = [_script_text(_resolve_in(cmd, p), cmd.shared) or "" for p in programs]
+    else:
+        ops = operands(cmd)
+        texts = ops[:1]
+    for text in texts:
+        if not any(w in text for w in ("system", "|", "getline")):
+            continue
+        _awk_commands(cmd, str(text), cmds, depth)
+
+
+def _awk_commands(cmd, text, cmds, depth):
+    import re
+    for match in re.finditer(r'system\s*\(\s*("(?:[^"\\]|\\.)*")?\s*(\)?)', text):
+        if match.group(1) and match.group(2):
+            _nested(cmd, _string_literals(match.group(1))[0], cmds, depth, origin="awk")
+        else:
+            unknown_code(cmd, None, "runs a command its awk program builds")
+    for match in re.finditer(r'(?:\|&?\s*("(?:[^"\\]|\\.)*"|\w+)|("(?:[^"\\]|\\.)*"'
+                             r'|\w+)\s*\|&?\s*getline)', text):
+        literal = match.group(1) or match.group(2) or ""
+        if literal.startswith('"'):
+            _nested(cmd, _string_literals(literal)[0], cmds, depth, origin="awk")
+        elif literal:
+            unknown_code(cmd, None, "pipes into a command its awk program builds")
+
+
+def follow_sed(cmd, cmds, depth):
+    """GNU sed's `e` command and the `e` flag of `s` run the pattern space as a
+    shell command; `w FILE` writes and `r FILE` reads files."""
+    scripts = option_values(cmd, ("-e", "--expression"))
+    if not scripts:
+        ops = operands(cmd)
+        scripts = ops[:1]
+    for script in scripts:
+        for command in str(script).replace("\n", ";").split(";"):
+            command = command.strip()
+            while command[:1] and command[0] in "0123456789,$/!":
+                if command[0] == "/":
+                    end = command.find("/", 1)
+                    command = command[end + 1:] if end > 0 else ""
+                else:
+                    command = command[1:]
+            command = command.strip()
+            if command[:1] == "e":
+                rest = command[1:].strip()
+                _sed_runs(cmd, rest, cmds, depth)
+            elif command[:1] == "s":
+                parts = readers_sed_parts(command)
+                if parts and "e" in parts[3]:
+                    _sed_runs(cmd, parts[2], cmds, depth)
+
+
+def readers_sed_parts(command):
+    return _sed_parts(command)
+
+
+def _sed_runs(cmd, text, cmds, depth):
+    if not text or "&" in text or "\\1" in text:
+        unknown_code(cmd, None, "runs lines as shell commands (sed's e)")
+    else:
+        _nested(cmd, text.replace("\\/", "/"), cmds, depth, origin="sed e")
+
+
+_TAR_CODE = ("--to-command", "--use-compress-program", "-I", "--info-script", "-F",
+             "--new-volume-script", "--rsh-command", "--checkpoint-action")
+
+
+def follow_code_options(cmd, cmds, depth):
+    """Options whose value a program runs as a shell command: tar's exec
+    checkpoints and filters, rsync -e, ssh's ProxyCommand, zip -TT, man -P."""
+    prog = cmd.prog
+    if prog in ("tar", "bsdtar", "gtar"):
+        for value in option_values(cmd, _TAR_CODE):
+            value = value.split("exec=", 1)[1] if "exec=" in value else (
+                "" if value.startswith(("dot", "echo", "ttyout", "bell", "sleep",
+                                        "totals", "wait")) else value)
+            if value:
+                _nested(cmd, value, cmds, depth, origin="tar")
+    elif prog == "rsync":
+        for value in option_values(cmd, ("-e", "--rsh", "--rsync-path")):
+            _nested(cmd, value, cmds, depth, origin="rsync -e")
+    elif prog in ("zip",):
+        for value in option_values(cmd, ("-TT", "--unzip-command")):
+            _nested(cmd, value, cmds, depth, origin="zip -TT")
+    elif prog == "man":
+        for value in option_values(cmd, ("-P", "--pager", "-H", "--html")):
+            _nested(cmd, value, cmds, depth, origin="man -P")
+    elif prog in ("ssh", "scp", "sftp"):
+        for value in option_values(cmd, ("-o",)):
+            key, _, text = value.replace("=", " ", 1).partition(" ")
+            if key.lower() in ("proxycommand", "localcommand", "knownhostscommand",
+                               "remotecommand"):
+                _nested(cmd, text, cmds, depth, origin="ssh -o %s" % key)
+    elif prog in ("sqlite3", "sqlite"):
+        for arg in cmd.argv[1:]:
+            for line in str(arg).splitlines():
+                line = line.strip()
+                if line.startswith((".shell ", ".system ")):
+                    _nested(cmd, line.split(None, 1)[1], cmds, depth, origin="sqlite3")
+                elif line.startswith((".load", ".output", ".once")):
+                    unknown_code(cmd, None, "loads or writes through sqlite3")
+
+
+# ---- git as an interpreter: the programs its config, env and verbs run ---------
+
+# Config keys whose value git runs (lower case; * is one subsection): shell code,
+# a git alias, a folder of hooks, a file of more config.
+GIT_PROGRAM_KEYS = {
+    "core.editor": "shell", "core.pager": "shell", "core.sshcommand": "shell",
+    "core.fsmonitor": "shell", "core.askpass": "shell", "core.gitproxy": "shell",
+    "core.hookspath": "hooks", "init.templatedir": "hooks", "core.worktree": "hooks",
+    "sequence.editor": "shell", "diff.external": "shell", "credential.helper": "helper",
+    "credential.*.helper": "helper", "gpg.program": "shell", "gpg.*.program": "shell",
+    "gpg.ssh.defaultkeycommand": "shell", "interactive.difffilter": "shell",
+    "pager.*": "shell", "alias.*": "alias", "diff.*.command": "shell",
+    "diff.*.textconv": "shell", "merge.*.driver": "shell", "filter.*.clean": "shell",
+    "filter.*.smudge": "shell", "filter.*.process": "shell", "difftool.*.cmd": "shell",
+    "mergetool.*.cmd": "shell", "man.*.cmd": "shell", "browser.*.cmd": "shell",
+    "remote.*.uploadpack": "shell", "remote.*.receivepack": "shell",
+    "remote.*.url": "url", "remote.*.pushurl": "url", "url.*.insteadof": "url",
+    "url.*.pushinsteadof": "url", "include.path": "include", "includeif.*.path": "include",
+    "uploadpack.packobjectshook": "shell", "sendemail.tocmd": "shell",
+    "sendemail.cccmd": "shell", "sendemail.sendmailcmd": "shell",
+    "submodule.*.update": "helper", "ssh.variant": "", "protocol.allow": "",
+}
+# Environment variables whose value git runs as shell code.
+GIT_PROGRAM_ENV = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER", "EDITOR",
+                   "VISUAL", "GIT_EXTERNAL_DIFF", "GIT_SSH_COMMAND", "GIT_SSH",
+                   "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND")
+_GIT_BOOLS = frozenset(("true", "false", "yes", "no", "on", "off", "1", "0", ""))
+
+
+def git_key_kind(key):
+    """What git does with the value of a config key (GIT_PROGRAM_KEYS), or ""."""
+    parts = key.split(".")
+    if len(parts) < 2:
+        return ""
+    section, name = parts[0].lower(), parts[-1].lower()
+    exact = "%s.%s" % (section, name) if len(parts) == 2 else "%s.%s.%s" % (
+        section, ".".join(parts[1:-1]).lower(), name)
+    kind = GIT_PROGRAM_KEYS.get(exact)
+    if kind is None:
+        kind = GIT_PROGRAM_KEYS.get("%s.*.%s" % (section, name) if len(parts) > 2 else
+                                    "%s.*" % section, "")
+    return kind
+
+
+def follow_git(cmd, cmds, depth):
+    """What a git command makes run besides git: the programs -c settings, the
+    environment and `git config` name (editors, pagers, ssh, hooks, aliases,
+    helpers, filters), and the commands of rebase --exec, bisect run, submodule
+    foreach, difftool -x, filter-branch, ext:: URLs and --upload-pack."""
+    argv, i, settings = cmd.argv, 1, []
+    while i < len(argv) and argv[i].startswith("-"):
+        arg = argv[i]
+        if arg == "-c" and i + 1 < len(argv):
+            settings.append(argv[i + 1])
+            i += 2
+            continue
+        if arg.startswith("-c") and len(arg) > 2:
+            settings.append(arg[2:])
+        elif arg in ("--config-env",) and i + 1 < len(argv):
+            name, _, var = argv[i + 1].partition("=")
+            settings.append("%s=%s" % (name, cmd.env.get(var, Opaque("$" + var))))
+            i += 1
+        elif arg in ("--exec-path",) and i + 1 < len(argv) or arg.startswith(
+                "--exec-path="):
+            unknown_code(cmd, None, "runs git's programs from a folder it names")
+        i += 2 if arg in ("-C", "--git-dir", "--work-tree", "--namespace",
+                          "--super-prefix") else 1
+    for name in GIT_PROGRAM_ENV:
+        value = cmd.env.get(name)
+        if value:
+            _git_value(cmd, "shell", name, value, cmds, depth)
+    for name in ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+                 "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR"):
+        if cmd.env.get(name):
+            unknown_code(cmd, None, "runs git with configuration from %s" % name)
+    count = cmd.env.get("GIT_CONFIG_COUNT")
+    if count and str(count).isdigit():
+        for n in range(min(int(count), 32)):
+            settings.append("%s=%s" % (cmd.env.get("GIT_CONFIG_KEY_%d" % n, ""),
+                                       cmd.env.get("GIT_CONFIG_VALUE_%d" % n, "")))
+    for setting in settings:
+        key, _, value = str(setting).partition("=")
+        kind = git_key_kind(key)
+        if kind:
+            _git_value(cmd, kind, key, value, cmds, depth)
+    if i < len(argv):
+        follower = _GIT_CODE_VERBS.get(argv[i])
+        if follower is not None:
+            follower(cmd, argv[i + 1:], cmds, depth)
+    for arg in argv[i + 1:]:
+        if str(arg).startswith("ext::"):
+            _git_value(cmd, "url", "the URL", arg, cmds, depth)
+
+
+def _git_value(cmd, kind, key, value, cmds, depth):
+    """Judge what git will run for one setting."""
+    origin = "git %s" % key
+    if isinstance(value, (Opaque, Found)):
+        unknown_code(cmd, value, "sets %s to a value the gate cannot know" % key)
+        return
+    value = str(value)
+    if kind == "shell":
+        if value.lower() not in _GIT_BOOLS:
+            _nested(cmd, value, cmds, depth, origin=origin)
+    elif kind in ("helper", "alias"):
+        if value.startswith("!"):
+            _nested(cmd, value[1:], cmds, depth, origin=origin)
+        elif kind == "alias" and value:
+            spawn_argv(cmd, ["git"] + split_words(value), cmds, depth + 1, origin)
+        elif value.startswith("/") or " " in value:
+            _nested(cmd, value, cmds, depth, origin=origin)
+    elif kind == "url":
+        if value.startswith("ext::"):  # words split at spaces; "% " is a space in one
+            words = [w.replace("\0", " ").replace("%%", "%") for w in value[5:].replace(
+                "% ", "\0").split()]
+            spawn_argv(cmd, words, cmds, depth + 1, "git ext::")
+    elif kind == "hooks":
+        _git_hooks_folder(cmd, key, value, cmds, depth)
+    elif kind == "include":
+        unknown_code(cmd, None, "makes git read configuration from %s" % value)
+
+
+def _git_hooks_folder(cmd, key, value, cmds, depth):
+    """The hooks of a folder git is pointed at run on ordinary commands: each is
+    read as the script it is; a folder the gate cannot read is unknown code."""
+    folder = _resolve_in(cmd, value)
+    try:
+        names = sorted(os.listdir(folder))[:64]
+    except OSError:
+        unknown_code(cmd, None, "points %s at %s, whose programs the gate cannot read" %
+                     (key, value))
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and not name.endswith(".sample"):
+            run_script(cmd, path, [], cmds, depth, None)
+
+
+def _git_config_verb(cmd, args, cmds, depth):
+    """git config [scope] [--add|--replace-all|set] KEY VALUE: what it sets runs
+    later, on commands the gate judges one by one."""
+    words, i = [], 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-f", "--file", "--blob", "--type", "--default", "--comment") and \
+                i + 1 < len(args):
+            i += 2
+            continue
+        if not arg.startswith("-"):
+            words.append(arg)
+        i += 1
+    if words[:1] in (["set"], ["--add"]):
+        words = words[1:]
+    if len(words) >= 2:
+        kind = git_key_kind(words[0])
+        if kind:
+            _git_value(cmd, kind, words[0], words[1], cmds, depth)
+
+
+def _git_rebase_verb(cmd, args, cmds, depth):
+    for value in option_values(_words_cmd(["_"] + list(args)), ("-x", "--exec")):
+        _nested(cmd, value, cmds, depth, origin="git rebase --exec")
+
+
+def _git_bisect_verb(cmd, args, cmds, depth):
+    if args[:1] == ["run"] and len(args) > 1:
+        spawn_argv(cmd, args[1:], cmds, depth + 1, "git bisect run")
+
+
+def _git_submodule_verb(cmd, args, cmds, depth):
+    rest = [a for a in args if a not in ("--quiet", "-q", "--recursive")]
+    if rest[:1] == ["foreach"] and len(rest) > 1:
+        _nested(cmd, " ".join(rest[1:]), cmds, depth, origin="git submodule foreach")
+
+
+def _git_difftool_verb(cmd, args, cmds, depth):
+    for value in option_values(_words_cmd(["_"] + list(args)), ("-x", "--extcmd")):
+        _nested(cmd, value, cmds, depth, origin="git difftool -x")
+
+
+def _git_filter_branch_verb(cmd, args, cmds, depth):
+    for value in option_values(_words_cmd(["_"] + list(args)), (
+            "--tree-filter", "--index-filter", "--msg-filter", "--env-filter",
+            "--commit-filter", "--parent-filter", "--tag-name-filter", "--setup")):
+        _nested(cmd, value, cmds, depth, origin="git filter-branch")
+
+
+def _git_clone_verb(cmd, args, cmds, depth):
+    for value in option_values(_words_cmd(["_"] + list(args)), ("-u",)):
+        _nested(cmd, value, cmds, depth, origin="git clone -u")
+    _git_transport_verb(cmd, args, cmds, depth)
+
+
+def _git_transport_verb(cmd, args, cmds, depth):
+    for value in option_values(_words_cmd(["_"] + list(args)), (
+            "--upload-pack", "--receive-pack", "--exec")):
+        _nested(cmd, value, cmds, depth, origin="git --upload-pack")
+    for value in option_values(_words_cmd(["_"] + list(args)), ("-c", "--config")):
+        key, _, text = str(value).partition("=")
+        kind = git_key_kind(key)
+        if kind:
+            _git_value(cmd, kind, key, text, cmds, depth)
+
+
+def _git_grep_verb(cmd, args, cmds, depth):
+    for value in option_values(_words_cmd(["_"] + list(args)), (
+            "-O", "--open-files-in-pager")):
+        _nested(cmd, value, cmds, depth, origin="git grep -O")
+
+
+_GIT_CODE_VERBS = {"config": _git_config_verb, "rebase": _git_rebase_verb,
+                   "bisect": _git_bisect_verb, "submodule": _git_submodule_verb,
+                   "difftool": _git_difftool_verb, "mergetool": _git_difftool_verb,
+                   "filter-branch": _git_filter_branch_verb, "clone": _git_clone_verb,
+                   "fetch": _git_transport_verb, "pull": _git_transport_verb,
+                   "push": _git_transport_verb, "ls-remote": _git_transport_verb,
+                   "archive": _git_transport_verb, "send-pack": _git_transport_verb,
+                   "fetch-pack": _git_transport_verb, "grep": _git_grep_verb}
 
 
 # ---- code: what inline code and scripts run and touch ------------------------
@@ -16443,119 +18568,182 @@ def git_rewrites(root, cwd, sub, args, specs, wanted, reaches):
     return plan["kind"], changed
 
 
+class _GitArgs:
+    """The arguments of a work tree rewriter, read once: flags, values of the
+    options that take one, positional words, and the pathspec after --."""
+
+    __slots__ = ("flags", "values", "positional", "paths")
+
+    def __init__(self, sub, args):
+        self.flags, self.values, self.positional, self.paths = set(), {}, [], None
+        grouped = sub in ("clean", "stash", "reset", "read-tree")
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                self.paths = list(args[i + 1:])
+                break
+            if arg.startswith("--") and "=" in arg:
+                name, _, value = arg.partition("=")
+                self.values[name] = value
+                self.flags.add(name)
+            elif arg in _GIT_VALUE_OPTIONS and i + 1 < len(args) and not (
+                    sub == "read-tree" and arg == "-m"):
+                self.values[arg] = args[i + 1]
+                self.flags.add(arg)
+                i += 1
+            elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 2 and \
+                    grouped:
+                self.flags.update("-" + letter for letter in arg[1:])
+            elif arg.startswith("-"):
+                self.flags.add(arg)
+            else:
+                self.positional.append(arg)
+            i += 1
+
+    @property
+    def force(self):
+        return bool(self.flags & {"-f", "--force", "--discard-changes"})
+
+
 def _git_plan(sub, args, root, cwd):
     """What a work tree rewriter does: {kind, target (a commit the index and
     work tree become, None: the index), worktree (local changes are discarded),
     untracked (git clean flags of what it removes), range (commits whose changes
-    it brings in), paths (the pathspec it is limited to)} or None."""
-    flags, positional, paths, i = set(), [], None, 0
-    values = {}
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            paths = list(args[i + 1:])
-            break
-        if arg.startswith("--") and "=" in arg:
-            name, _, value = arg.partition("=")
-            values[name] = value
-            flags.add(name)
-        elif arg in _GIT_VALUE_OPTIONS and i + 1 < len(args):
-            values[arg] = args[i + 1]
-            flags.add(arg)
-            i += 1
-        elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 2 and \
-                sub in ("clean", "stash", "reset"):
-            flags.update("-" + letter for letter in arg[1:])
-        elif arg.startswith("-"):
-            flags.add(arg)
-        else:
-            positional.append(arg)
-        i += 1
-    force = bool(flags & {"-f", "--force", "--discard-changes"})
-    if sub == "checkout":
-        new = next((values[k] for k in ("-b", "-B", "--orphan") if k in values), None)
-        if new is not None:
-            return {"kind": "branch", "target": positional[0], "worktree": force} \
-                if positional else None
-        if paths is not None:
-            return {"kind": "paths", "target": positional[0] if positional else None,
-                    "worktree": True, "paths": paths}
-        if not positional:
-            return None
-        first = positional[0]
-        if _git_rev(root, cwd, first):
-            if positional[1:]:
-                return {"kind": "paths", "target": first, "worktree": True,
-                        "paths": positional[1:]}
-            return {"kind": "branch", "target": "@{-1}" if first == "-" else first,
-                    "worktree": force}
-        return {"kind": "paths", "target": None, "worktree": True, "paths": positional}
-    if sub == "switch":
-        if "--orphan" in values:
-            return {"kind": "branch", "target": _GIT_EMPTY_TREE, "worktree": force}
-        if any(k in values for k in ("-c", "-C", "--create", "--force-create")):
-            return {"kind": "branch", "target": positional[0], "worktree": force} \
-                if positional else None
-        if not positional:
-            return None
-        return {"kind": "branch", "target": "@{-1}" if positional[0] == "-" else
-                positional[0], "worktree": force}
-    if sub == "restore":
-        if flags & {"--staged", "-S"} and not flags & {"--worktree", "-W"}:
-            return None
-        source = values.get("--source") or values.get("-s")
-        return {"kind": "paths", "target": source, "worktree": True,
-                "paths": (paths or []) + positional}
-    if sub == "reset":
-        if "--hard" in flags:
-            return {"kind": "paths", "target": positional[0] if positional else "HEAD",
-                    "worktree": True}
-        if flags & {"--keep", "--merge"}:
-            return {"kind": "paths", "target": positional[0] if positional else "HEAD"}
+    it brings in), paths (the pathspec it is limited to)} or None. One planner
+    per verb (_GIT_PLANNERS)."""
+    planner = _GIT_PLANNERS.get(sub)
+    if planner is None:
         return None
-    if sub == "stash":
-        verb = positional[0] if positional else "push"
-        if verb in ("pop", "apply", "branch"):
-            ref = positional[2] if verb == "branch" and len(positional) > 2 else (
-                positional[1] if verb != "branch" and len(positional) > 1 else "stash@{0}")
-            return {"kind": "range", "range": (ref + "^1", ref)}
-        if verb not in ("push", "save"):
-            return None
-        untracked = ["-d", "-x"] if flags & {"-a", "--all"} else (
-            ["-d"] if flags & {"-u", "--include-untracked"} else None)
-        spec = paths if paths is not None else (positional[1:] if verb == "push" and
-                                                positional[1:] else None)
-        return {"kind": "stash", "target": "HEAD", "worktree": True,
-                "untracked": untracked, "paths": spec}
-    if sub == "read-tree":
-        if "-u" not in flags or not positional:
-            return None
-        return {"kind": "branch", "target": positional[-1],
-                "worktree": "--reset" in flags}
-    if sub == "clean":
-        if not flags & {"-f", "--force", "-i", "--interactive"} or flags & {
-                "-n", "--dry-run"}:
-            return None
-        untracked = [f for f in ("-d", "-x", "-X") if f in flags]
-        for key in ("-e", "--exclude"):
-            if key in values:
-                untracked += ["-e", values[key]]
-        spec = (paths or []) + positional
-        return {"kind": "clean", "untracked": untracked, "paths": spec or None}
-    if flags & {"--abort", "--continue", "--skip", "--quit", "--edit-todo"}:
+    opts = _GitArgs(sub, args)
+    if sub in _GIT_SEQUENCERS and opts.flags & {"--abort", "--continue", "--skip",
+                                               "--quit", "--edit-todo"}:
         return None
-    if sub in ("merge", "rebase"):
-        upstream = values.get("--onto") or (positional[0] if positional else None)
-        return {"kind": "range", "range": ("HEAD..." + upstream,)} if upstream else None
-    if sub in ("cherry-pick", "revert") and positional:
-        first = positional[0]
-        if ".." in first:
-            start, _, end = first.partition("..")
-            pair = (start.rstrip("."), end)
-        else:
-            pair = (first + "^", first)
-        return {"kind": "range", "range": pair if sub == "cherry-pick" else pair[::-1]}
+    return planner(opts, root, cwd)
+
+
+def _plan_checkout(opts, root, cwd):
+    positional, values = opts.positional, opts.values
+    new = next((values[k] for k in ("-b", "-B", "--orphan") if k in values), None)
+    if new is not None:
+        return {"kind": "branch", "target": positional[0], "worktree": opts.force} \
+            if positional else None
+    if opts.paths is not None:
+        return {"kind": "paths", "target": positional[0] if positional else None,
+                "worktree": True, "paths": opts.paths}
+    if not positional:
+        return None
+    first = positional[0]
+    if _git_rev(root, cwd, first):
+        if positional[1:]:
+            return {"kind": "paths", "target": first, "worktree": True,
+                    "paths": positional[1:]}
+        return {"kind": "branch", "target": "@{-1}" if first == "-" else first,
+                "worktree": opts.force}
+    return {"kind": "paths", "target": None, "worktree": True, "paths": positional}
+
+
+def _plan_switch(opts, root, cwd):
+    positional, values = opts.positional, opts.values
+    if "--orphan" in values:
+        return {"kind": "branch", "target": _GIT_EMPTY_TREE, "worktree": opts.force}
+    if any(k in values for k in ("-c", "-C", "--create", "--force-create")):
+        return {"kind": "branch", "target": positional[0], "worktree": opts.force} \
+            if positional else None
+    if not positional:
+        return None
+    return {"kind": "branch", "target": "@{-1}" if positional[0] == "-" else
+            positional[0], "worktree": opts.force}
+
+
+def _plan_restore(opts, root, cwd):
+    if opts.flags & {"--staged", "-S"} and not opts.flags & {"--worktree", "-W"}:
+        return None
+    source = opts.values.get("--source") or opts.values.get("-s")
+    return {"kind": "paths", "target": source, "worktree": True,
+            "paths": (opts.paths or []) + opts.positional}
+
+
+def _plan_reset(opts, root, cwd):
+    target = opts.positional[0] if opts.positional else "HEAD"
+    if "--hard" in opts.flags:
+        return {"kind": "paths", "target": target, "worktree": True}
+    if opts.flags & {"--keep", "--merge"}:
+        return {"kind": "paths", "target": target}
     return None
+
+
+def _plan_stash(opts, root, cwd):
+    positional, flags = opts.positional, opts.flags
+    verb = positional[0] if positional else "push"
+    if verb in ("pop", "apply", "branch"):
+        ref = positional[2] if verb == "branch" and len(positional) > 2 else (
+            positional[1] if verb != "branch" and len(positional) > 1 else "stash@{0}")
+        return {"kind": "range", "range": (ref + "^1", ref)}
+    if verb not in ("push", "save"):
+        return None
+    untracked = ["-d", "-x"] if flags & {"-a", "--all"} else (
+        ["-d"] if flags & {"-u", "--include-untracked"} else None)
+    spec = opts.paths if opts.paths is not None else (
+        positional[1:] if verb == "push" and positional[1:] else None)
+    return {"kind": "stash", "target": "HEAD", "worktree": True, "untracked": untracked,
+            "paths": spec}
+
+
+def _plan_read_tree(opts, root, cwd):
+    if "-u" not in opts.flags or not opts.positional:
+        return None
+    return {"kind": "branch", "target": opts.positional[-1],
+            "worktree": "--reset" in opts.flags}
+
+
+def _plan_clean(opts, root, cwd):
+    flags, values = opts.flags, opts.values
+    if not flags & {"-f", "--force", "-i", "--interactive"} or flags & {"-n", "--dry-run"}:
+        return None
+    untracked = [f for f in ("-d", "-x", "-X") if f in flags]
+    for key in ("-e", "--exclude"):
+        if key in values:
+            untracked += ["-e", values[key]]
+    spec = (opts.paths or []) + opts.positional
+    return {"kind": "clean", "untracked": untracked, "paths": spec or None}
+
+
+def _plan_merge(opts, root, cwd):
+    upstream = opts.values.get("--onto") or (opts.positional[0] if opts.positional
+                                             else None)
+    return {"kind": "range", "range": ("HEAD..." + upstream,)} if upstream else None
+
+
+def _plan_pull(opts, root, cwd):
+    """git pull . BRANCH merges a local branch (a remote's is not known here)."""
+    if opts.positional[:1] == ["."] and len(opts.positional) > 1:
+        return {"kind": "range", "range": ("HEAD..." + opts.positional[1],)}
+    return None
+
+
+def _plan_pick(opts, root, cwd, revert=False):
+    if not opts.positional:
+        return None
+    first = opts.positional[0]
+    if ".." in first:
+        start, _, end = first.partition("..")
+        pair = (start.rstrip("."), end)
+    else:
+        pair = (first + "^", first)
+    return {"kind": "range", "range": pair[::-1] if revert else pair}
+
+
+def _plan_revert(opts, root, cwd):
+    return _plan_pick(opts, root, cwd, revert=True)
+
+
+_GIT_SEQUENCERS = ("merge", "rebase", "cherry-pick", "revert", "pull")
+_GIT_PLANNERS = {"checkout": _plan_checkout, "switch": _plan_switch,
+                 "restore": _plan_restore, "reset": _plan_reset, "stash": _plan_stash,
+                 "read-tree": _plan_read_tree, "clean": _plan_clean, "merge": _plan_merge,
+                 "rebase": _plan_merge, "pull": _plan_pull, "cherry-pick": _plan_pick,
+                 "revert": _plan_revert}
 
 
 def _git_rev(root, cwd, word):
