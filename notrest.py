@@ -3153,85 +3153,79 @@ def tokenize_shell(src):
         c = src[i]
         if c in " \t\r":
             i += 1
-            continue
-        if c == "\\" and src[i + 1:i + 2] == "\n":
+        elif c == "\\" and src[i + 1:i + 2] == "\n":
             i += 2
-            continue
-        if c == "#" and (not tokens or tokens[-1][0] == "op" or src[i - 1] in " \t"):
+        elif c == "#" and (not tokens or tokens[-1][0] == "op" or src[i - 1] in " \t"):
             j = src.find("\n", i)
             i = n if j < 0 else j
-            continue
-        if c == "\n":
+        elif c == "\n":
             tokens.append(("op", "\n"))
             i += 1
             for redirect, delim, strip in pending:
                 i = _read_heredoc(src, i, redirect, delim, strip)
             pending = []
-            continue
-        if c not in _OP_STARTS and not c.isdigit():
-            word, i2 = _read_word(src, i)
-            if i2 == i:
-                i += 1
-                continue
-            tokens.append(("word", word))
-            i = i2
-            continue
-        fd = ""
-        j = i
-        while j < n and src[j].isdigit():
-            j += 1
-        if j > i and j < n and src[j] in "<>":
-            fd, i = src[i:j], j
-            c = src[i]
-        op = None
-        if c in "<>&":
-            for candidate in _REDIR_OPS:
-                if src.startswith(candidate, i):
-                    op = candidate
-                    break
-            if op and c == "&" and not op.startswith("&>"):
-                op = None
-            if op and src[i + len(op):i + len(op) + 1] == "(" and op in ("<", ">"):
-                op = None
-        if op:
-            redirect = Redirect(op, fd)
-            i += len(op)
-            while i < n and src[i] in " \t":
-                i += 1
-            if op in (">&", "<&") and i < n and (src[i].isdigit() or src[i] == "-"):
-                j = i
-                while j < n and (src[j].isdigit() or src[j] == "-"):
-                    j += 1
-                redirect.target = "&" + src[i:j]
-                i = j
-            elif i < n and src[i] not in _META:
-                target, i = _read_word(src, i)
-                redirect.target = target
-                if op in ("<<", "<<-"):
-                    delim = "".join(p[1] for p in target.parts if p[0] == "lit")
-                    if not delim:
-                        delim = "".join(str(p[1]) for p in target.parts)
-                    pending.append((redirect, delim, op == "<<-"))
-            tokens.append(("redir", redirect))
-            continue
-        matched = None
-        for candidate in _SHELL_OPS:
-            if src.startswith(candidate, i):
-                matched = candidate
-                break
-        if matched and not (matched in "<>" and src[i + 1:i + 2] == "("):
-            tokens.append(("op", matched))
-            i += len(matched)
-            continue
-        word, i2 = _read_word(src, i)
-        if i2 == i:
-            i += 1
-            continue
-        tokens.append(("word", word))
-        i = i2
+        elif c not in _OP_STARTS and not c.isdigit():
+            i = _word_token(src, i, tokens)
+        else:
+            i = _operator_token(src, i, tokens, pending)
     for redirect, delim, strip in pending:
         _read_heredoc(src, n, redirect, delim, strip)
     return tokens
+
+
+def _word_token(src, i, tokens):
+    word, after = _read_word(src, i)
+    if after == i:
+        return i + 1
+    tokens.append(("word", word))
+    return after
+
+
+def _operator_token(src, i, tokens, pending):
+    """A redirection (with its fd: 2>, 10<), an operator, or a word that starts
+    with a digit; the index after it."""
+    n, fd, j = len(src), "", i
+    while j < n and src[j].isdigit():
+        j += 1
+    if i < j < n and src[j] in "<>":
+        fd, i = src[i:j], j
+    c, op = src[i], None
+    if c in "<>&":
+        op = next((o for o in _REDIR_OPS if src.startswith(o, i)), None)
+        if op and c == "&" and not op.startswith("&>"):
+            op = None
+        if op and src[i + len(op):i + len(op) + 1] == "(" and op in ("<", ">"):
+            op = None
+    if op:
+        return _redirect_token(src, i, op, fd, tokens, pending)
+    matched = next((o for o in _SHELL_OPS if src.startswith(o, i)), None)
+    if matched and not (matched in "<>" and src[i + 1:i + 2] == "("):
+        tokens.append(("op", matched))
+        return i + len(matched)
+    return _word_token(src, i, tokens)
+
+
+def _redirect_token(src, i, op, fd, tokens, pending):
+    n, redirect = len(src), Redirect(op, fd)
+    i += len(op)
+    while i < n and src[i] in " \t":
+        i += 1
+    if op in (">&", "<&") and i < n and (src[i].isdigit() or src[i] == "-"):
+        j = i
+        while j < n and (src[j].isdigit() or src[j] == "-"):
+            j += 1
+        redirect.target = "&" + src[i:j]
+        i = j
+    elif i < n and src[i] not in _META:
+        target, i = _read_word(src, i)
+        redirect.target = target
+        if op in ("<<", "<<-"):
+            delim = "".join(p[1] for p in target.parts if p[0] == "lit")
+            if not delim:
+                delim = "".join(str(p[1]) for p in target.parts)
+            pending.append((redirect, delim, op == "<<-"))
+    tokens.append(("redir", redirect))
+    return i
 
 
 def _read_heredoc(src, i, redirect, delim, strip):
@@ -3433,24 +3427,48 @@ def parse_shell(src, cwd="/", env=None, depth=0, shared=None, origin=""):
 
 
 def _finish_command(tokens, state, cmds, depth):
+    """Make one simple command of its tokens: words expanded, leading keywords
+    and assignments taken off, wrappers peeled, its substitutions parsed."""
     if not tokens:
         return
     shared, env, cwd = state["shared"], state["env"], state["cwd"]
     cmd = Cmd()
     cmd.depth, cmd.pipeline, cmd.pos = depth, state["pipeline"], state["pos"]
     cmd.shared, cmd.origin = shared, state["origin"]
-    words = []
-    for kind, value in tokens:
-        if kind == "redir":
-            cmd.redirects.append(value)
-        else:
-            words.append(value)
+    words = [value for kind, value in tokens if kind != "redir"]
+    cmd.redirects = [value for kind, value in tokens if kind == "redir"]
     shared.words += len(words)
     shared.commands += 1
     if shared.words > PARSE_WORDS_MAX or shared.commands > PARSE_COMMANDS_MAX:
         shared.too_large = shared.too_large or "more than %d words or %d commands" % (
             PARSE_WORDS_MAX, PARSE_COMMANDS_MAX)
         return
+    expanded = _expand_words(cmd, words, env, cwd)
+    _expand_redirects(cmd, env, cwd)
+    k = _skip_keywords(expanded, env)
+    assigns = {}
+    while k < len(expanded) and _is_assignment(expanded[k][0]):
+        name, value = _assigned(_word_value(*expanded[k]))
+        assigns[name] = value
+        k += 1
+    if k >= len(expanded):
+        env.update(assigns)
+    cmd.env = dict(env)
+    cmd.env.update(assigns)
+    cmd.cwd = cwd
+    cmd.argv = [_word_value(*e) for e in expanded[k:]]
+    if state["prev"] is not None and cmd.pos > 0:
+        cmd.feeds = state["prev"]
+    state["prev"] = cmd
+    _code_assignments(cmd, assigns, cmds, depth)
+    _unwrap(cmd, state, cmds, depth)
+    for sub in cmd.subs:
+        cmds.extend(parse_shell(sub, cwd, env, depth + 1, shared, cmd.origin))
+
+
+def _expand_words(cmd, words, env, cwd):
+    """[(text, unknown, globbed)] of a command's words as the shell expands them:
+    braces, "$@", and the field splitting of an unquoted $x."""
     expanded = []
     if any(p[0] == "lit" and not p[2] and "{" in p[1] for w in words for p in w.parts):
         words = [w for word in words for w in _brace_word(word)]
@@ -3471,36 +3489,43 @@ def _finish_command(tokens, state, cmds, depth):
                 value[0], env.get("IFS", " \t\n")))  # an unquoted $x is split
             continue
         expanded.append(value)
+    return expanded
+
+
+def _expand_redirects(cmd, env, cwd):
     for redirect in cmd.redirects:
         if isinstance(redirect.target, Word):
             _note_subs(cmd, redirect.target, env)
             text, unknown, _ = expand_word(redirect.target, env, cwd)
             redirect.target = Opaque(text) if unknown else text
+
+
+def _skip_keywords(expanded, env):
+    """Index of the first word after the shell's keywords; a for/select binds its
+    variable and runs nothing itself, nor does a case."""
     k = 0
     while k < len(expanded) and expanded[k][0] in _SHELL_KEYWORDS:
         k += 2 if expanded[k][0] == "function" else 1
     if k < len(expanded) and expanded[k][0] in ("for", "select") and len(expanded) > k + 1:
         _bind_loop(expanded[k + 1:], env)
-        k = len(expanded)
-    elif k < len(expanded) and expanded[k][0] == "case":
-        k = len(expanded)
-    assigns = {}
-    while k < len(expanded) and _is_assignment(expanded[k][0]):
-        name, value = _assigned(_word_value(*expanded[k]))
-        assigns[name] = value
-        k += 1
-    if k >= len(expanded):
-        env.update(assigns)
-    cmd.env = dict(env)
-    cmd.env.update(assigns)
-    cmd.cwd = cwd
-    cmd.argv = [_word_value(*e) for e in expanded[k:]]
-    if state["prev"] is not None and cmd.pos > 0:
-        cmd.feeds = state["prev"]
-    state["prev"] = cmd
-    _unwrap(cmd, state, cmds, depth)
-    for sub in cmd.subs:
-        cmds.extend(parse_shell(sub, cwd, env, depth + 1, shared, cmd.origin))
+        return len(expanded)
+    if k < len(expanded) and expanded[k][0] == "case":
+        return len(expanded)
+    return k
+
+
+# Variables whose value the shell runs as code later: a prompt's $(...), the
+# command run before each prompt.
+_CODE_VARS = ("PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND")
+
+
+def _code_assignments(cmd, assigns, cmds, depth):
+    for name in _CODE_VARS:
+        value = assigns.get(name)
+        if value and ("$(" in value or "`" in value or name == "PROMPT_COMMAND"):
+            text = value if name == "PROMPT_COMMAND" else 'echo "%s"' % value.replace(
+                '"', '\\"')
+            _nested(cmd, text, cmds, depth, origin=name)
 
 
 BRACE_MAX = 64  # words one brace expansion may make
@@ -3932,7 +3957,7 @@ def _peel_env(cmd, state, cmds, depth):
             i += 1
         else:
             break
-    return i
+    return i if i < len(argv) else None  # a bare env prints the environment
 
 
 def _peel_flock(cmd, state, cmds, depth):
@@ -4037,10 +4062,12 @@ def _peel_cd(cmd, state, cmds, depth):
 
 
 def _peel_export(cmd, state, cmds, depth):
+    assigns = {}
     for arg in cmd.argv[1:]:
         if _is_assignment(arg):
             name, value = _assigned(arg)
-            state["env"][name] = value
+            state["env"][name] = assigns[name] = value
+    _code_assignments(cmd, assigns, cmds, depth)
     return None
 
 
@@ -4244,6 +4271,8 @@ def _stdin_script(cmd):
                 return _script_text(_resolve_in(cmd, redirect.target), cmd.shared)
         if source is cmd.feeds and source.prog in ("echo", "printf") and source.argv[1:]:
             args = [a for a in source.argv[1:] if a not in ("-e", "-n", "-E")]
+            if any("\\" in a for a in args) or (source.prog == "printf" and "%" in args[0]):
+                return printed_text(source)  # escapes and formats, as they print
             return " ".join(args).replace("\\n", "\n")
         if source is cmd.feeds and source.prog == "cat" and len(source.argv) == 2 and \
                 cmd.shared is not None and not isinstance(source.argv[1], Opaque):
@@ -6996,8 +7025,10 @@ def _judge_branch(cmd, args, protected, current=None):
     for name in names:
         if name in protected and (deleting and forced or deleting):
             return "`%s` deletes the protected branch %s" % (cmd.shown(), name)
-    if forced and names and names[-1] in protected and not deleting:
-        return "`%s` force-moves the protected branch %s" % (cmd.shown(), names[-1])
+    if forced and names and not deleting and (names[-1] in protected or (
+            len(names) > 1 and names[0] in protected)):
+        name = names[0] if names[0] in protected else names[-1]
+        return "`%s` force-moves the protected branch %s" % (cmd.shown(), name)
     return None
 
 
@@ -16786,7 +16817,8 @@ def _peel_crontab(cmd, state, cmds, depth):
         fields = line.split(None, 1 if line.lstrip().startswith("@") else 5)
         if not fields or fields[0].startswith("#") or "=" in fields[0]:
             continue
-        _nested(cmd, fields[-1], cmds, depth, origin="crontab")
+        _nested(cmd, fields[-1] if len(fields) > 5 or line.lstrip().startswith("@") else
+                line, cmds, depth, origin="crontab")
     return None
 
 
@@ -16907,7 +16939,8 @@ def _peel_editor(cmd, state, cmds, depth):
     for j, arg in enumerate(argv[1:], 1):
         if arg.startswith("+") and len(arg) > 1:
             codes.append(arg[1:])
-        elif arg in ("-c", "--cmd") and j + 1 < len(argv):
+        elif (arg in ("-c", "--cmd") or (arg.startswith("-") and not arg.startswith("--")
+                                         and arg.endswith("c"))) and j + 1 < len(argv):
             codes.append(argv[j + 1])
         elif arg in ("-S", "-s", "-u", "--remote-send", "--remote-expr") and j + 1 < len(
                 argv):
@@ -16978,7 +17011,10 @@ def _awk_commands(cmd, text, cmds, depth):
     for match in re.finditer(r'(?:\|&?\s*("(?:[^"\\]|\\.)*"|\w+)|("(?:[^"\\]|\\.)*"'
                              r'|\w+)\s*\|&?\s*getline)', text):
         literal = match.group(1) or match.group(2) or ""
-        if literal.startswith('"'):
+        if literal.startswith('"') and os.path.basename(_string_literals(literal)[0].split(
+                " ")[0]) in SHELL_NAMES and match.group(1):
+            unknown_code(cmd, None, "prints into a shell from its awk program")
+        elif literal.startswith('"'):
             _nested(cmd, _string_literals(literal)[0], cmds, depth, origin="awk")
         elif literal:
             unknown_code(cmd, None, "pipes into a command its awk program builds")
