@@ -7209,8 +7209,11 @@ def prints_credentials(ctx, cmd):
         if named:
             return "`%s` prints %s, a credential in the agent's environment" % (
                 cmd.shown(), named[0])
+    # `set` prints the variables only bare (`set -eu` sets options); the others
+    # with no name (`export -p`, `declare -x`)
     if prog in ("printenv", "env", "export", "set", "declare", "typeset") and not [
-            a for a in args if not a.startswith("-")] and not _consumed(ctx, cmd):
+            a for a in args if not a.startswith("-")] and (prog != "set" or not args) \
+            and not _consumed(ctx, cmd):
         return "`%s` prints the whole environment, the client's credentials included" \
             % cmd.shown()
     if prog == "ps" and any(not a.startswith("-") and "e" in a for a in args):
