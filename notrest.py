@@ -25341,11 +25341,31 @@ def cmd_doctor(args):
     if args.json:
         _print_json([{"ok": f.ok, "what": f.what, "fix": f.fix} for f in findings])
     else:
-        for finding in findings:
-            sys.stdout.write(finding.line() + "\n")
-        failed = sum(1 for f in findings if not f.ok)
-        sys.stdout.write("%d finding(s) failed\n" % failed if failed else "all good\n")
+        sys.stdout.write(doctor_report(findings))
     return 1 if any(not f.ok for f in findings) else 0
+
+
+def doctor_report(findings):
+    """doctor's text: one next step first (the fix shared by the most failures),
+    then what passed, then the failures grouped by their fix, one fix line each."""
+    groups = {}
+    for finding in findings:
+        if not finding.ok:
+            groups.setdefault(finding.fix, []).append(finding.what)
+    lines = []
+    failed = sum(len(whats) for whats in groups.values())
+    if groups:
+        fix = max(groups, key=lambda k: len(groups[k]))  # the first of the largest
+        lines.append("next step: %s (%s)" % (fix, "it fixes all %d failure(s)" % failed
+                     if len(groups) == 1 else "for %d of the %d failures" % (
+                         len(groups[fix]), failed)))
+    lines += ["PASS  %s" % f.what for f in findings if f.ok]
+    for fix, whats in groups.items():
+        lines += ["FAIL  %s" % what for what in whats]
+        lines.append("      fix: %s" % fix)
+    lines.append("%d finding(s) failed, %d fix(es)" % (failed, len(groups)) if failed
+                 else "all good")
+    return "\n".join(lines) + "\n"
 
 
 def cmd_check(args):

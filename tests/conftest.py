@@ -16,6 +16,12 @@ sys.path.insert(0, str(REPO))
 
 import notrest  # noqa: E402
 
+# How long a hook may take and still count as an answer: the clients' timeout for
+# the tool hooks (notrest writes it into their settings). A hook past it is killed
+# and the call runs unjudged; a bound any tighter is a deadline, which belongs in
+# bench/ (a loaded machine is slow, not wrong).
+ANSWER_WITHIN_S = notrest.HOOK_EVENTS["PreToolUse"][1]
+
 
 def sample(name, project=None, **changes):
     """A captured payload with the capture machine's paths moved into project."""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_project
+from conftest import ANSWER_WITHIN_S, make_project
 
 DATA = json.loads((Path(__file__).resolve().parent / "data" /
                    "adversary_cases.json").read_text())
@@ -210,18 +210,18 @@ def test_40000_arguments_are_judged_well_within_the_hook_timeout(arena):
     command = "rm -rf ~ " + " ".join(["a"] * 40000)
     decision, reason, result = arena.run("Bash", {"command": command}, "claude")
     assert decision == "deny" and "[no-destroy]" in reason, reason
-    assert result.seconds < 8.0  # the hook timeout is 10 s; usually well under 1 s
+    assert result.seconds < ANSWER_WITHIN_S  # the hook timeout is 10 s; usually well under 1 s
     command = "rm -rf " + " ".join("f%d" % i for i in range(40000)) + " ~"
     decision, reason, result = arena.run("Bash", {"command": command}, "codex")
     assert decision == "deny" and "[no-destroy]" in reason, reason
-    assert result.seconds < 8.0
+    assert result.seconds < ANSWER_WITHIN_S
 
 
 def test_past_its_bounds_the_gate_denies_as_too_large_to_judge(arena):
     command = "true " + " x" * 60000
     decision, reason, result = arena.run("Bash", {"command": command}, "claude")
     assert decision == "deny" and "too large to judge" in reason, reason
-    assert "Instead: " in reason and result.seconds < 8.0
+    assert "Instead: " in reason and result.seconds < ANSWER_WITHIN_S
 
 
 # ---- project laws: their regular expressions are checked, and matched bounded ----
@@ -256,7 +256,7 @@ def test_a_catastrophic_law_is_refused_by_name_and_costs_nothing(proj):
     evil = "a" * 40 + "!"
     result = proj.hook("PreToolUse", proj.payload("PreToolUse", "r1", tool_name="Bash",
                                                   tool_input={"command": evil}))
-    assert result.seconds < 5.0
+    assert result.seconds < ANSWER_WITHIN_S
     answer = result.answer
     assert (answer.get("hookSpecificOutput") or {}).get("permissionDecision") is None
     assert "no-aaa" in answer.get("systemMessage", "") and "exponential" in answer[
@@ -279,7 +279,7 @@ def test_a_quadratic_law_is_matched_on_clipped_text(proj):
     laws.write_text(json.dumps(doc))
     result = proj.hook("PreToolUse", proj.payload("PreToolUse", "r2", tool_name="Bash",
                                                   tool_input={"command": "echo " + "xy" * 50000}))
-    assert result.seconds < 5.0
+    assert result.seconds < ANSWER_WITHIN_S
     assert (result.answer.get("hookSpecificOutput") or {}).get("permissionDecision") is None
 
 

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from conftest import make_project, write_codex_trust
+from conftest import ANSWER_WITHIN_S, make_project, write_codex_trust
 from faultlib import answer_of, clean, refused, tool_payload
 import notrest
 
@@ -381,15 +381,15 @@ def test_doctor_names_the_damage_and_the_hooks_keep_their_contract(
         assert any(named in what for what in failed), (case, failed)
         start = proj.hook("SessionStart", proj.payload("SessionStart", "probe",
                                                        source="resume"), timeout=15)
-        assert start.code == 0 and clean(start) and start.seconds < 8, (case,
+        assert start.code == 0 and clean(start) and start.seconds < ANSWER_WITHIN_S, (case,
                                                                          start.stderr)
         text = answer_of(start)["hookSpecificOutput"]["additionalContext"]
         assert "Laws in force" in text and "no-destroy" in text, (case, text)
         deny = proj.hook("PreToolUse", tool_payload(proj, S, "rm -rf ~"), timeout=15)
-        assert refused(deny, "PreToolUse") and clean(deny) and deny.seconds < 8, (
+        assert refused(deny, "PreToolUse") and clean(deny) and deny.seconds < ANSWER_WITHIN_S, (
             case, deny.stdout, deny.stderr)
         stop = proj.hook("Stop", proj.payload("Stop", S), timeout=15)
-        assert stop.code in (0, 2) and clean(stop) and stop.seconds < 8, (case,
+        assert stop.code in (0, 2) and clean(stop) and stop.seconds < ANSWER_WITHIN_S, (case,
                                                                           stop.stderr)
         assert stop.code == 2 or answer_of(stop) is not None, (case, stop.stdout)
         if where not in ("sessions", "journal") and os.path.isfile(

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import REPO, HookResult, Project
+from conftest import ANSWER_WITHIN_S, REPO, HookResult, Project
 from faultlib import (answer_of, can_mount, clean, doctor_text, fill_disk, goes_on,
                       no_python_path, pad_to_page, reason, records, refused, remount,
                       tmpfs, tool_payload)
@@ -88,7 +88,7 @@ def assert_unwritable_contract(proj, session, before, fault):
     end = proj.hook("SessionEnd", proj.payload("SessionEnd", session, reason="other"))
     assert goes_on(end, "SessionEnd")
     for result in (deny, allow, perm, secret, prompt, post, start, stop, again, end):
-        assert clean(result) and result.seconds < 5, (fault, result.stderr)
+        assert clean(result) and result.seconds < ANSWER_WITHIN_S, (fault, result.stderr)
     assert records(proj, session)[:len(before)] == before, "journaled lines were lost"
     bank = proj.cli("bank", "--session", session, "--note", "done")
     assert clean(bank), (fault, bank.stderr)
@@ -241,7 +241,7 @@ def test_an_unloadable_module_fails_gates_closed_and_the_rest_open(proj, damage)
         result = proj.hook(event, proj.payload(event, session, tool_name="Bash",
                                                tool_input={"command": "ls"}))
         assert goes_on(result, event) and clean(result), (damage, event, result.stderr)
-        assert result.stderr.count("\n") == 1 and result.seconds < 5
+        assert result.stderr.count("\n") == 1 and result.seconds < ANSWER_WITHIN_S
     cli = proj.cli("status")
     assert cli.code == 3 and clean(cli) and "notrest.py" in cli.stderr, cli.stderr
 
@@ -583,7 +583,7 @@ def test_a_payload_the_gate_cannot_trust_is_refused(proj, tmp_path):
             assert refused(result, event) and result.code == 0 and clean(result), (
                 case, event, result.stdout[:300], result.stderr)
             assert "gate-error" in reason(result), (case, reason(result))
-            assert result.seconds < 8
+            assert result.seconds < ANSWER_WITHIN_S
     assert not any(r.get("k") == "call" for r in records(proj, "bad-1")), \
         "an untrusted payload must not be journaled as a call"
 
@@ -639,7 +639,7 @@ def test_a_gate_stuck_on_a_lock_refuses_at_its_deadline(proj):
     finally:
         os.close(lock)
     assert refused(result, "PreToolUse") and "deadline" in reason(result)
-    assert result.seconds < 6
+    assert result.seconds < ANSWER_WITHIN_S
     permits = json.loads((proj.root / ".notrest" / "permits.json").read_text())
     assert len(permits["permits"]) == 1, "the permit was not used"
 
@@ -656,7 +656,8 @@ def test_session_end_never_waits_past_its_budget(proj):
                                                       reason="exit"))
     finally:
         os.close(lock)
-    assert goes_on(result, "SessionEnd") and result.seconds < 3
+    assert goes_on(result, "SessionEnd")
+    assert result.seconds < notrest.HOOK_EVENTS["SessionEnd"][1]
     assert records(proj, session)[-1]["k"] == "end", "the end itself is journaled"
 
 
@@ -708,7 +709,8 @@ def test_session_end_reads_a_huge_rollout_only_as_far_as_its_budget(proj):
                                            transcript_path=str(rollout)), "codex")
     result = proj.hook("SessionEnd", proj.payload("SessionEnd", session, "codex",
                                                   reason="other"), "codex")
-    assert goes_on(result, "SessionEnd") and result.seconds < 3, result.seconds
+    assert goes_on(result, "SessionEnd"), result.stderr
+    assert result.seconds < notrest.CODEX_SESSION_END_TIMEOUT, result.seconds
     exits = [r for r in records(proj, session) if r["k"] == "exits"]
     assert exits, "SessionEnd read none of the rollout"
     proj.hook("SessionStart", proj.payload("SessionStart", session, "codex",

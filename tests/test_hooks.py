@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import SAMPLES, sample
+from conftest import ANSWER_WITHIN_S, SAMPLES, sample
 import notrest
 
 # What Codex accepts per event (it rejects unknown keys: deny_unknown_fields).
@@ -199,7 +199,7 @@ def test_bad_input_never_breaks_a_hook(proj, event, kind):
     other answer); advisory hooks and Stop let the client go on."""
     result = proj.hook(event, None, raw=BAD_INPUTS[kind])
     assert result.code == 0
-    assert result.seconds < 2.0
+    assert result.seconds < ANSWER_WITHIN_S
     assert "Traceback" not in result.stderr
     answer = result.answer
     assert isinstance(answer, dict)
@@ -225,13 +225,13 @@ def test_a_10MB_payload_is_judged_not_waved_through(proj):
                             tool_input={"file_path": str(proj.root / "big.txt"),
                                         "content": big})
     result = proj.hook("PreToolUse", harmless)
-    assert result.code == 0 and result.seconds < 2.0
+    assert result.code == 0 and result.seconds < ANSWER_WITHIN_S
     assert result.answer.get("hookSpecificOutput", {}).get("permissionDecision") != "deny"
     tamper = proj.payload("PreToolUse", "big", tool_name="Write",
                           tool_input={"file_path": str(proj.root / ".notrest/laws.json"),
                                       "content": big})
     result = proj.hook("PreToolUse", tamper)
-    assert result.seconds < 2.0
+    assert result.seconds < ANSWER_WITHIN_S
     assert result.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 

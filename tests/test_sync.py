@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Project, read_results, simulate, step
+from conftest import ANSWER_WITHIN_S, REPO, Project, read_results, simulate, step
 import notrest
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -510,7 +510,7 @@ def test_offline_sync_fails_with_one_clear_line_and_loses_nothing(team):
     for event, payload in (("Stop", a.payload("Stop", "a2")),
                            ("SessionEnd", a.payload("SessionEnd", "a2", reason="exit"))):
         res = a.hook(event, payload)
-        assert res.code == 0 and res.seconds < 5, (event, res.stderr)
+        assert res.code == 0 and res.seconds < ANSWER_WITHIN_S, (event, res.stderr)
     res = a.sync()
     assert res.code == 1
     assert "sync failed (offline): cannot reach origin (%s)" % team.remote in res.stdout
