@@ -1732,7 +1732,7 @@ def _bech32_ok(token):
 
 _NAME_CHARS = _ALNUM + "_.-"
 _VALUE_STOP = frozenset(" \t\r\n\"'`,;)}]<>&|\\")
-_ASSIGN_OPS = (":=", "=>", "?=", "+=", "||=", "=", ":")
+_ASSIGN_OPS = (":::=", "::=", ":=", "=>", "??=", "?=", "+=", ".=", "||=", "=", ":")
 
 
 def _skip_blanks(text, pos, end=None):
@@ -1768,6 +1768,13 @@ def _assignment(text, i, j):
     xml = not op and text[k:k + 1] == ">" and start > 0 and text[start - 1] == "<"
     if xml:
         op = ">"
+    if not op and text[k:k + 1] == "," and start > 0 and text[start - 1] in "\"'" and \
+            text[k - 1:k] == text[start - 1]:
+        # setenv("NAME", "value"), getenv("api_token", "default"): a quoted name, a
+        # comma, a quoted value
+        q = _skip_blanks(text, k + 1)
+        if text[q:q + 1] in ("\"", "'"):
+            return (start, end) + _value_span(text, q) + (",",)
     if not op:
         if text.startswith("--", start) and spaced:
             return (start, end) + _value_span(text, k) + (" ",)
@@ -1905,13 +1912,20 @@ def _scan_words(text, low, table, out):
                     yaml and not quote and _prose_follows(text, v_end)):
                 continue
             cls = _secret_name(text[name_start:name_end])
-            verdict = cls and _judge_value(cls, value, quote, literal)
+            if cls and cls != "key" and _uuid(value):
+                verdict = "sure"      # api_token = <uuid>: Heroku, Snyk, many more
+            elif op == ",":           # setenv("NAME", "value"): a generated value only
+                verdict = cls and not _COMMA_VALUE_STOP.intersection(value) and \
+                    _judge_value("secret", value, quote, literal, strict_only=True)
+            else:
+                verdict = cls and _judge_value(cls, value, quote, literal)
             if verdict:
                 rule = rules["password" if cls == "password" else "secret"]
                 _found(out, v_start, v_start + len(value), rule, verdict == "sure",
                        text[name_start:name_end] + op.strip() + "\u2026")
 
 
+_COMMA_VALUE_STOP = frozenset(" \t\\")
 _STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "token", "api key",
                  "apikey", "api_key", "credential")
 
