@@ -583,6 +583,7 @@ SECRET_RULES = (
     ("pulumi-token", "Pulumi access token", "pul-", "h{40}", ""),
     # -- cloud and infrastructure
     ("aws-access-key-id", "AWS access key ID", "AKIA", "AN{16}", "ent=2.5"),
+    ("aws-access-key-id-a3t", "AWS access key ID", "A3T", "AN{17}", "ent=2.5"),
     ("aws-temporary-key-id", "AWS temporary access key ID", "ASIA", "AN{16}", "ent=2.5"),
     ("aws-bearer-key-id", "AWS STS service bearer key ID", "ABIA", "AN{16}", "ent=2.5"),
     ("aws-context-key-id", "AWS context-specific credential key ID", "ACCA", "AN{16}",
@@ -593,6 +594,8 @@ SECRET_RULES = (
      "b64{100,4096} eq{0,2}", ""),
     ("aws-bedrock-api-key", "Amazon Bedrock API key", "ABSK", "b64{109,269} eq{0,2}",
      "ent=3"),
+    ("aws-bedrock-short-lived-key", "Amazon Bedrock short-lived API key",
+     "bedrock-api-key-", "YmVkcm9jay5hbWF6b25hd3MuY29t b64{0,8192} eq{0,2}", ""),
     ("amazon-mws-token", "Amazon MWS auth token", "amzn.mws.", "UUID", ""),
     ("gcp-api-key", "Google API key", "AIza", "b64u{35}", "ent=3"),
     ("gcp-api-key-like", "Google API key", "AIza", "b64u{30,45}", "ent=3"),
@@ -620,8 +623,9 @@ SECRET_RULES = (
     ("vault-recovery-token", "HashiCorp Vault recovery token", "hvr.", "b64u{24,300}",
      "ent=3"),
     ("vault-legacy-token", "HashiCorp Vault token", "s.", "an{24}", "kw=vault ent=3.5"),
+    ("vault-legacy-token", "HashiCorp Vault token", "s.", "an{24}", "ent=3.5 mixed"),
     ("terraform-cloud-token", "Terraform Cloud API token", ".atlasv1.",
-     "an{14} ^ b64u{60,70}", "infix"),
+     "an{14} ^ b64ue{60,70}", "infix"),
     ("planetscale-token", "PlanetScale service token", "pscale_tkn_", "wde{32,64}", ""),
     ("planetscale-oauth-token", "PlanetScale OAuth token", "pscale_oauth_", "wde{32,64}",
      ""),
@@ -645,7 +649,7 @@ SECRET_RULES = (
     ("cloudflare-origin-ca-key", "Cloudflare Origin CA key", "v1.0-", "h{24} - h{146}",
      ""),
     ("databricks-token", "Databricks access token", "dapi", "h{32} - d{1} | h{32}", ""),
-    ("dynatrace-token", "Dynatrace API token", "dt0c01.", "AN{24} . AN{64}", ""),
+    ("dynatrace-token", "Dynatrace API token", "dt0c01.", "an{24} . an{64}", ""),
     ("grafana-cloud-token", "Grafana Cloud API token", "glc_", "b64{32,400} eq{0,3}",
      "ent=3"),
     ("grafana-service-account-token", "Grafana service account token", "glsa_",
@@ -655,7 +659,7 @@ SECRET_RULES = (
     ("new-relic-insert-key", "New Relic insert key", "NRII-", "b64u{32}", ""),
     ("new-relic-browser-key", "New Relic browser API key", "NRJS-", "h{19}", ""),
     ("sentry-org-token", "Sentry organization auth token", "sntrys_",
-     "b64{60,400} eq{0,2} _ b64{43}", ""),
+     "b64{30,400} eq{0,2} _ b64{43}", ""),
     ("sentry-user-token", "Sentry user auth token", "sntryu_", "h{64}", ""),
     ("alibaba-access-key-id", "Alibaba Cloud AccessKey ID", "LTAI", "an{20}", "ent=3"),
     ("tencent-secret-id", "Tencent Cloud SecretId", "AKID", "an{32}", "ent=3.5"),
@@ -705,16 +709,18 @@ SECRET_RULES = (
     ("nvidia-key", "NVIDIA API key", "nvapi-", "b64u{64}", "ent=3.5"),
     ("elevenlabs-key", "ElevenLabs API key", "sk_", "h{48}", ""),
     # -- SaaS, messaging, monitoring
-    ("slack-bot-token", "Slack bot token", "xoxb-", "b64u{20,250}", "ent=3"),
-    ("slack-user-token", "Slack user token", "xoxp-", "b64u{20,250}", "ent=3"),
-    ("slack-workspace-token", "Slack workspace access token", "xoxa-", "b64u{15,250}",
-     "ent=3"),
-    ("slack-refresh-token", "Slack refresh token", "xoxr-", "b64u{15,250}", "ent=3"),
-    ("slack-session-token", "Slack session token", "xoxs-", "b64u{20,250}", "ent=3"),
-    ("slack-legacy-token", "Slack legacy token", "xoxo-", "b64u{20,250}", "ent=3"),
+    ("slack-bot-token", "Slack bot token", "xoxb-", "b64u{20,250}", "ent=2"),
+    ("slack-user-token", "Slack user token", "xoxp-", "b64u{20,250}", "ent=2"),
+    ("slack-workspace-token", "Slack workspace access token", "xoxa-", "b64u{9,250}",
+     "ent=2"),
+    ("slack-refresh-token", "Slack refresh token", "xoxr-", "b64u{9,250}", "ent=2"),
+    ("slack-session-token", "Slack session token", "xoxs-", "b64u{14,250}", "ent=2"),
+    ("slack-legacy-token", "Slack legacy token", "xoxo-", "b64u{14,250}", "ent=2"),
     ("slack-client-token", "Slack client token", "xoxc-", "b64u{20,250}", "ent=3"),
     ("slack-config-token", "Slack configuration access token", "xoxe.xox",
      "a{1} - b64u{100,250}", ""),
+    ("slack-user-token", "Slack user token", "xoxe-",
+     "d{10,13} - d{10,13} - d{10,13} - b64u{28,34}", "ent=2"),
     ("slack-config-refresh", "Slack configuration refresh token", "xoxe-",
      "b64u{100,250}", ""),
     ("slack-app-token", "Slack app-level token", "xapp-", "b64u{20,250}", "ent=3"),
@@ -729,10 +735,15 @@ SECRET_RULES = (
     ("discordapp-webhook", "Discord webhook URL", "discordapp.com/api/webhooks/",
      "d{17,20} / b64u{60,68}", "infix"),
     ("teams-webhook", "Microsoft Teams webhook URL", ".webhook.office.com/webhookb2/",
-     "UUID @ UUID /IncomingWebhook/ hH{32} / UUID", "infix"),
+     "UUIDA @ UUIDA /IncomingWebhook/ an{32} / UUIDA", "infix"),
     ("telegram-bot-token", "Telegram bot token", ":AA", "d{8,10} ^ b64u{33}",
      "infix ent=3"),
     ("twilio-api-key", "Twilio API key", "SK", "hH{32}", "ent=3"),
+    ("sourcegraph-token", "Sourcegraph access token", "sgp_",
+     "hH{16} _ hH{40} | local_ hH{40} | hH{40}", ""),
+    ("openshift-user-token", "OpenShift user token", "sha256~", "b64u{43}", "ent=3"),
+    ("facebook-app-token", "Facebook app access token", "|", "d{15,16} ^ b64u{27,40}",
+     "infix kw=facebook ent=3"),
     ("sendgrid-api-key", "SendGrid API key", "SG.", "b64u{22} . b64u{43}", ""),
     ("mailchimp-api-key", "Mailchimp API key", "-us", "h{32} ^ d{1,2}", "infix"),
     ("brevo-api-key", "Brevo (Sendinblue) API key", "xkeysib-", "h{64} - an{16}", ""),
@@ -772,12 +783,15 @@ SECRET_RULES = (
     ("twitter-bearer-token", "Twitter (X) bearer token", "AAAAAAAAAAAAAAAAAAAAA",
      "an%{80,120}", "ent=4"),
     # -- payments
-    ("stripe-secret-key", "Stripe secret key", "sk_live_", "an{12,247}", "ent=3"),
-    ("stripe-test-secret-key", "Stripe test secret key", "sk_test_", "an{12,247}",
+    ("stripe-secret-key", "Stripe secret key", "sk_live_", "an{10,247}", "ent=3"),
+    ("stripe-test-secret-key", "Stripe test secret key", "sk_test_", "an{10,247}",
      "ent=3"),
-    ("stripe-restricted-key", "Stripe restricted key", "rk_live_", "an{12,247}", "ent=3"),
+    ("stripe-restricted-key", "Stripe restricted key", "rk_live_", "an{10,247}", "ent=3"),
     ("stripe-test-restricted-key", "Stripe test restricted key", "rk_test_",
      "an{12,247}", "ent=3"),
+    ("stripe-prod-secret-key", "Stripe secret key", "sk_prod_", "an{10,247}", "ent=3"),
+    ("stripe-prod-restricted-key", "Stripe restricted key", "rk_prod_", "an{10,247}",
+     "ent=3"),
     ("stripe-webhook-secret", "Stripe webhook signing secret", "whsec_", "b64{32,64}",
      "ent=3.5"),
     ("square-access-token", "Square access token", "sq0atp-", "b64u{22,60}", ""),
@@ -797,6 +811,8 @@ SECRET_RULES = (
     ("duffel-token", "Duffel live API token", "duffel_live_", "b64ue{43}", ""),
     ("duffel-test-token", "Duffel test API token", "duffel_test_", "b64ue{43}", ""),
     # -- generic formats
+    ("jwt-base64", "base64-encoded JSON Web Token", "ZXlK", "b64{40,8192} eq{0,2}",
+     "check=b64jwt need"),
     ("jwt", "JSON Web Token", "eyJ",
      "b64u{10,4096} . eyJ b64u{5,8192} . b64u{0,4096}", "check=jwt"),
 )
@@ -829,6 +845,8 @@ SECRET_KEYWORD_RULES = (
     ("discord-bot-token", "Discord bot token", "",
      "b64u{23,28} . b64u{6} . b64u{27,40}", "kw=discord"),
     ("discord-secret", "Discord client secret", "", "b64ue{32}", "kw=discord"),
+    ("discord-api-token", "Discord API token", "", "h{64}", "kw=discord"),
+    ("discord-client-id", "Discord client ID", "", "d{18}", "kw=discord tail=id"),
     ("droneci-token", "Drone CI access token", "", "al{32}", "kw=drone"),
     ("dropbox-long-lived-token", "Dropbox long-lived access token", "",
      "al{11} AAAAAAAAAA b64ue{43}", "kw=dropbox"),
@@ -855,7 +873,7 @@ SECRET_KEYWORD_RULES = (
      "kw=lob_|lob-|lobapi"),
     ("looker-secret", "Looker client secret", "", "an{24}", "kw=looker"),
     ("mailgun-api-key", "Mailgun API key", "",
-     "key- h{32} | h{32} - h{8} - h{8}", "kw=mailgun"),
+     "key- h{32} | pubkey- h{32} | h{32} - h{8} - h{8}", "kw=mailgun"),
     ("mattermost-token", "Mattermost access token", "", "al{26}", "kw=mattermost"),
     ("messagebird-key", "MessageBird API key", "", "an{25}",
      "kw=messagebird|message_bird"),
@@ -872,7 +890,8 @@ SECRET_KEYWORD_RULES = (
     ("sendbird-token", "Sendbird API token", "", "h{40}", "kw=sendbird"),
     ("sentry-token", "Sentry auth token", "", "h{64}", "kw=sentry"),
     ("snyk-token", "Snyk API token", "", "UUID", "kw=snyk"),
-    ("sonar-token", "SonarQube token", "", "b64ue{40}", "kw=sonar"),
+    ("sonar-token", "SonarQube token", "",
+     "squ_ b64ue{40} | sqp_ b64ue{40} | sqa_ b64ue{40} | b64ue{40}", "kw=sonar tail=login"),
     ("squarespace-token", "Squarespace access token", "", "UUID", "kw=squarespace"),
     ("sumologic-token", "Sumo Logic access key", "", "an{64}", "kw=sumo"),
     ("travis-token", "Travis CI access token", "", "an{22}", "kw=travis"),
@@ -903,6 +922,26 @@ SECRET_KEYWORD_RULES = (
     ("openweather-key", "OpenWeather API key", "", "h{32}", "kw=openweather|owm_"),
     ("zoom-secret", "Zoom client secret", "", "an{32}", "kw=zoom"),
     ("auth0-secret", "Auth0 client secret", "", "b64u{64}", "kw=auth0"),
+    # the client ids and keyed ids gitleaks reports: the vendor's name and the exact
+    # shape it issues (under a name ending in id too)
+    ("adobe-client-id", "Adobe client ID", "", "hH{32}", "kw=adobe tail=id"),
+    ("asana-client-id", "Asana client ID", "", "d{16}", "kw=asana tail=id"),
+    ("dropbox-api-token", "Dropbox API token", "", "al{15}", "kw=dropbox"),
+    ("linkedin-client-id", "LinkedIn client ID", "", "al{14}",
+     "kw=linkedin|linked_in|linked-in tail=id"),
+    ("looker-client-id", "Looker client ID", "", "al{20}", "kw=looker tail=id"),
+    ("messagebird-client-id", "MessageBird client ID", "", "UUID",
+     "kw=messagebird|message_bird|message-bird tail=id"),
+    ("meraki-api-key", "Cisco Meraki API key", "", "hH{40}", "kw=meraki"),
+    ("sidekiq-secret", "Sidekiq Enterprise credentials", "", "h{8} : h{8}",
+     "kw=contribsys ent=2"),
+    ("sumologic-access-id", "Sumo Logic access ID", "", "su an{12}", "kw=sumo tail=id"),
+    ("plaid-client-id", "Plaid client ID", "", "al{24}", "kw=plaid tail=id"),
+    ("confluent-access-token", "Confluent access token", "", "al{16}", "kw=confluent"),
+    ("airtable-api-key", "Airtable API key", "", "al{17}", "kw=airtable"),
+    ("privateai-token", "Private AI API token", "", "al{32}",
+     "kw=privateai|private_ai|private-ai"),
+    ("sendbird-access-id", "Sendbird application ID", "", "UUID", "kw=sendbird tail=id"),
     ("kubernetes-client-key", "Kubernetes client key", "", "b64{60,} eq{0,2}",
      "kw=client-key-data|client_key_data"),
     ("wireguard-private-key", "WireGuard private key", "", "b64{43} =",
@@ -982,7 +1021,8 @@ _SECRET_CLASSES = {
     "b32l": _LOWER + "234567", "bech": "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "eq": "=",
     "pct": _ALNUM + "%+/=", "an%": _ALNUM + "%", "az": _ALNUM + "_~.-",
 }
-_SHAPE_MACROS = {"UUID": "hH{8} - hH{4} - hH{4} - hH{4} - hH{12}"}
+_SHAPE_MACROS = {"UUID": "hH{8} - hH{4} - hH{4} - hH{4} - hH{12}",
+                 "UUIDA": "an{8} - an{4} - an{4} - an{4} - an{12}"}
 _RUN_MAX = 8192
 _BASE62 = _DIGITS + _UPPER + _LOWER
 _BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
@@ -1022,7 +1062,7 @@ class SecretRule:
 
     __slots__ = ("id", "name", "anchor", "shape", "options", "alternatives", "entropy",
                  "check", "keywords", "prev", "infix", "ci", "weak", "mixed",
-                 "priority", "regex")
+                 "priority", "regex", "need", "tails")
 
     def __init__(self, row, priority=300):
         self.id, self.name, self.anchor, self.shape, self.options = row
@@ -1034,6 +1074,8 @@ class SecretRule:
         self.prev = opts.get("prev", "")
         self.infix, self.ci = "infix" in opts, "ci" in opts
         self.weak, self.mixed = "weak" in opts, "mixed" in opts
+        self.need = "need" in opts
+        self.tails = frozenset(opts["tail"].split("|")) if opts.get("tail") else ()
         self.priority = priority
         self.alternatives = None
         self.regex = None
@@ -1205,43 +1247,44 @@ def _scanner_priority(row):
 # a text none of whose word heads is here is scanned without building the index.
 SECRET_HEADS = frozenset((
     b'1', b'4b1d', b'7z', b'7za', b'7zr', b'a3', b'aaaa', b'abia',
-    b'absk', b'acca', b'acce', b'acco', b'ado', b'age', b'aiza', b'akcp',
-    b'akia', b'akid', b'algo', b'amzn', b'apa9', b'api', b'aqvn', b'arti',
-    b'asan', b'asia', b'asse', b'atat', b'atbb', b'atla', b'auth', b'az',
-    b'azdo', b'basi', b'bcp', b'bear', b'begi', b'bint', b'bitb', b'bitt',
-    b'bkua', b'blue', b'buil', b'ccip', b'cf', b'cfpa', b'clie', b'cloj',
-    b'clou', b'cmvm', b'co', b'code', b'cohe', b'coin', b'conf', b'cont',
-    b'cran', b'curl', b'dapi', b'data', b'dckr', b'dd', b'deep', b'devo',
-    b'disc', b'dock', b'doo', b'dop', b'dor', b'dp', b'dron', b'drop',
-    b'dt0c', b'duff', b'eaaa', b'eaac', b'eaag', b'eaam', b'end', b'etsy',
-    b'eyjr', b'ezak', b'eztk', b'face', b'fast', b'fb', b'figd', b'fini',
-    b'finn', b'fio', b'flic', b'flws', b'fm1a', b'fm1r', b'fm2', b'fo1',
-    b'fres', b'fwog', b'gho', b'ghp', b'ghr', b'ghs', b'ghu', b'gith',
-    b'gitl', b'gitt', b'glag', b'glc', b'glcb', b'gldt', b'glff', b'glft',
-    b'glim', b'gloa', b'glpa', b'glpt', b'glrt', b'glsa', b'glso', b'goca',
-    b'gocs', b'gr13', b'gsk', b'hclo', b'helm', b'hero', b'hetz', b'hf',
-    b'hook', b'hrku', b'htpa', b'hubs', b'hvb', b'hvr', b'hvs', b'ico',
-    b'igqv', b'inte', b'iqoj', b'jfro', b'jira', b'krak', b'kty', b'kuco',
-    b'laun', b'ldap', b'lin', b'line', b'link', b'lino', b'lob', b'loba',
-    b'look', b'lsv2', b'ltai', b'mail', b'mari', b'matt', b'mess', b'mist',
-    b'mixp', b'mong', b'mysq', b'nerd', b'netl', b'new', b'newr', b'nexm',
-    b'npm', b'nr', b'nrak', b'nrii', b'nrjs', b'ntn', b'nvap', b'nyti',
-    b'okta', b'open', b'ops', b'oras', b'owm', b'p8e', b'page', b'pat',
-    b'pcsk', b'plai', b'pmak', b'pnu', b'podm', b'post', b'pplx', b'pres',
-    b'priv', b'psca', b'pul', b'putt', b'pypi', b'r8', b'rapi', b'rdme',
-    b'redi', b'rk', b'rnd', b'rpcc', b'ruby', b's', b'sat', b'sb',
-    b'sbp', b'secr', b'segm', b'send', b'sent', b'sg', b'shar', b'ship',
-    b'shpa', b'shpc', b'shpp', b'shps', b'sig', b'sk', b'skop', b'sl',
-    b'sm', b'smbc', b'sntr', b'snyk', b'sona', b'sq0a', b'sq0c', b'sqa',
-    b'sqlc', b'sqp', b'squ', b'squa', b'sshp', b'sumo', b't1', b'tfp',
-    b'tk', b'trav', b'trel', b'tske', b'twil', b'twit', b'unzi', b'v1',
-    b'verc', b'vona', b'vsts', b'vult', b'wand', b'webh', b'wget', b'whse',
-    b'xai', b'xapp', b'xkey', b'xoxa', b'xoxb', b'xoxc', b'xoxe', b'xoxo',
-    b'xoxp', b'xoxr', b'xoxs', b'xray', b'xsmt', b'ya29', b'yand', b'zend',
-    b'zip', b'zoom',
+    b'absk', b'acca', b'acce', b'acco', b'ado', b'adob', b'age', b'airt',
+    b'aiza', b'akcp', b'akia', b'akid', b'algo', b'amzn', b'apa9', b'api',
+    b'aqvn', b'arti', b'asan', b'asia', b'asse', b'atat', b'atbb', b'atla',
+    b'auth', b'az', b'azdo', b'basi', b'bcp', b'bear', b'bedr', b'begi',
+    b'bint', b'bitb', b'bitt', b'bkua', b'blue', b'buil', b'ccip', b'cf',
+    b'cfpa', b'clie', b'cloj', b'clou', b'cmvm', b'co', b'code', b'cohe',
+    b'coin', b'conf', b'cont', b'cran', b'curl', b'dapi', b'data', b'dckr',
+    b'dd', b'deep', b'devo', b'disc', b'dock', b'doo', b'dop', b'dor',
+    b'dp', b'dron', b'drop', b'dt0c', b'duff', b'eaaa', b'eaac', b'eaag',
+    b'eaam', b'end', b'etsy', b'eyjr', b'ezak', b'eztk', b'face', b'fast',
+    b'fb', b'figd', b'fini', b'finn', b'fio', b'flic', b'flws', b'fm1a',
+    b'fm1r', b'fm2', b'fo1', b'fres', b'fwog', b'gho', b'ghp', b'ghr',
+    b'ghs', b'ghu', b'gith', b'gitl', b'gitt', b'glag', b'glc', b'glcb',
+    b'gldt', b'glff', b'glft', b'glim', b'gloa', b'glpa', b'glpt', b'glrt',
+    b'glsa', b'glso', b'goca', b'gocs', b'gr13', b'gsk', b'hclo', b'helm',
+    b'hero', b'hetz', b'hf', b'hook', b'hrku', b'htpa', b'hubs', b'hvb',
+    b'hvr', b'hvs', b'ico', b'igqv', b'inte', b'iqoj', b'jfro', b'jira',
+    b'krak', b'kty', b'kuco', b'laun', b'ldap', b'lin', b'line', b'link',
+    b'lino', b'lob', b'loba', b'look', b'lsv2', b'ltai', b'mail', b'mari',
+    b'matt', b'mera', b'mess', b'mist', b'mixp', b'mong', b'mysq', b'nerd',
+    b'netl', b'new', b'newr', b'nexm', b'npm', b'nr', b'nrak', b'nrii',
+    b'nrjs', b'ntn', b'nvap', b'nyti', b'okta', b'open', b'ops', b'oras',
+    b'owm', b'p8e', b'page', b'pat', b'pcsk', b'plai', b'pmak', b'pnu',
+    b'podm', b'post', b'pplx', b'pres', b'priv', b'psca', b'pul', b'putt',
+    b'pypi', b'r8', b'rapi', b'rdme', b'redi', b'rk', b'rnd', b'rpcc',
+    b'ruby', b's', b'sat', b'sb', b'sbp', b'secr', b'segm', b'send',
+    b'sent', b'sg', b'sgp', b'sha2', b'shar', b'ship', b'shpa', b'shpc',
+    b'shpp', b'shps', b'sig', b'sk', b'skop', b'sl', b'sm', b'smbc',
+    b'sntr', b'snyk', b'sona', b'sq0a', b'sq0c', b'sqa', b'sqlc', b'sqp',
+    b'squ', b'squa', b'sshp', b'sumo', b't1', b'tfp', b'tk', b'trav',
+    b'trel', b'tske', b'twil', b'twit', b'unzi', b'v1', b'verc', b'vona',
+    b'vsts', b'vult', b'wand', b'webh', b'wget', b'whse', b'xai', b'xapp',
+    b'xkey', b'xoxa', b'xoxb', b'xoxc', b'xoxe', b'xoxo', b'xoxp', b'xoxr',
+    b'xoxs', b'xray', b'xsmt', b'ya29', b'yand', b'zend', b'zip', b'zoom',
+    b'zxlk',
 ))
-SECRET_PREFIXES = ((2, frozenset((b'aa', b'sk', b'us'))), (3, frozenset((b'aws', b'cio', b'eyj', b'ibm', b'mmk', b'oy2', b'pat'))), )
-SECRET_ALWAYS = (('anchor', 'q~'),)
+SECRET_PREFIXES = ((2, frozenset((b'aa', b'sk', b'us'))), (3, frozenset((b'a3t', b'aws', b'cio', b'eyj', b'ibm', b'mmk', b'oy2', b'pat'))), )
+SECRET_ALWAYS = (('anchor', 'q~'), ('anchor', '|'))
 # ---- end of generated ----
 
 
@@ -1661,13 +1704,14 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
     random = checked or _entropy(body[:256]) >= floor
     if not random and len(rule.anchor) < 4:
         return None          # a short anchor and a flat body: ordinary text
-    if rule.mixed and not (set(body) & _UPPER_DIGITS):
+    if rule.mixed and (not (set(body) & _UPPER_DIGITS) or _wordy(body)):
         return None
     if rule.keywords:
         line = low[max(0, low.rfind("\n", 0, start) + 1, start - 200):start]
         if not any(all(word in line for word in alt) for alt in rule.keywords):
             return None
-    sure = random and not _placeholder_value(body, anchored=True)
+    sure = random and not _placeholder_value(body, anchored=True) and (
+        checked or not rule.need)
     mask = ("\u2026" if start < pos else "") + rule.anchor + "\u2026"
     return SecretFinding(start, end, rule.id, rule.name, sure and not rule.weak, mask,
                    rule.priority)
@@ -1693,6 +1737,9 @@ def _check_digit(kind, token, body):
     if kind == "jwt":
         header = _b64_decode(token.split(".", 1)[0])
         return header is not None and header.lstrip().startswith(b"{") and b'"' in header
+    if kind == "b64jwt":           # base64 of a JWT: eyJ...eyJ...
+        decoded = _b64_decode(token)
+        return decoded is not None and decoded.startswith(b"eyJ") and b"." in decoded
     if kind == "basic":
         decoded = _b64_decode(body)
         return decoded is not None and b":" in decoded and all(
@@ -1961,10 +2008,11 @@ def _scan_keywords(text, low, table, word, out):
             continue
         name = low[name_start:name_end]
         parts = _name_parts(text[name_start:name_end])
-        if parts and parts[-1] in _BENIGN_TAILS:
-            continue
+        tail = parts[-1] if parts and parts[-1] in _BENIGN_TAILS else None
         value = text[v_start:v_end]
         for rule in rules:
+            if tail and tail not in rule.tails:
+                continue
             if not any(all(w in name for w in alt) for alt in rule.keywords):
                 continue
             for before, after in rule.parsed():
@@ -2470,7 +2518,7 @@ def scan_secrets(text, rules=None):
     rules: the project's extra rules (default: those activated for the estate).
     Each text is scanned once: the answer is kept for the next caller."""
     if not isinstance(text, str) or len(text) < 8 or (
-            len(text) < 20 and _ASSIGNING.isdisjoint(text)):
+            len(text) < 14 and _ASSIGNING.isdisjoint(text)):
         return ()             # too short for a token, no room for NAME=value
     extra = _ACTIVE_RULES[0] if rules is None else rules
     key = (text, extra)

@@ -39,7 +39,8 @@ def test_the_rule_table_is_data_and_parses():
         rid, name, anchor, shape, options = row
         assert notrest._is_slug(rid) and name.strip(), row
         rule = notrest.SecretRule(row)
-        known = {"ent", "check", "kw", "prev", "infix", "ci", "weak", "mixed"}
+        known = {"ent", "check", "kw", "prev", "infix", "ci", "weak", "mixed", "need",
+                 "tail"}
         assert {o.partition("=")[0] for o in options.split()} <= known, row
         if not anchor.startswith("@"):
             for before, after in rule.parsed():
@@ -53,13 +54,13 @@ def test_the_rule_table_is_data_and_parses():
 
 
 def test_no_format_is_shorter_than_the_short_text_fast_path():
-    """scan_secrets skips texts under 20 characters with no room for NAME=value."""
+    """scan_secrets skips texts under 14 characters with no room for NAME=value."""
     for row in notrest.SECRET_RULES:
         rule = notrest.SecretRule(row)
         for before, after in rule.parsed():
             size = len(rule.anchor) + sum(len(s) if isinstance(s, str) else s[1]
                                           for s in before + after)
-            assert size >= 20, row
+            assert size >= 14, row
 
 
 def test_the_corpus_is_broad_and_matches_its_recipes():
