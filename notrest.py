@@ -1433,8 +1433,27 @@ def _placeholder_value(value, anchored=False):
     low = value.lower()
     if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2:
         return True
+    if low[:1] == "[" and low[-1:] == "]" or _typed_run(low):
+        return True
     return any(mark in low for mark in (_ANCHORED_MARKS if anchored else
                                         _PLACEHOLDER_MARKS))
+
+
+_RUNS = "abcdefghijklmnopqrstuvwxyz 0123456789"
+
+
+def _typed_run(low, size=10):
+    """A run a person typed, not a generator drew: abcdefghij, klmnopqrstu (a fixture
+    such as 12345678-ABCD-... is still a token shape: it is left to the rules)."""
+    run = 1
+    for i in range(1, len(low)):
+        if ord(low[i]) == ord(low[i - 1]) + 1 and low[i].isalnum():
+            run += 1
+            if run >= size:
+                return True
+        else:
+            run = 1
+    return False
 
 
 def _code_reference(value, quoted, literal=False):
@@ -1448,7 +1467,7 @@ def _code_reference(value, quoted, literal=False):
     if "${" in value or "{{" in value or "$(" in value or "%(" in value:
         return True
     if quoted:
-        return False
+        return quoted == "`" and " " in value      # `etcdctl get /x`: a command
     if "(" in value or "[" in value:
         return True
     identifier = (value[0].isalpha() or value[0] == "_") and all(
@@ -1711,13 +1730,24 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
         if not any(all(word in line for word in alt) for alt in rule.keywords):
             return None
     sure = random and not _placeholder_value(body, anchored=True) and (
-        checked or not rule.need)
+        checked or not rule.need) and not _fake_tail(text, low, end) and not (
+        len(body) >= 16 and not body.isupper() and _wordy(body))
+    if rule.anchor[:1].isalpha() and low.startswith(_FILE_EXTENSIONS, end):
+        return None            # video_box.ico-7a38....png: a file name
     mask = ("\u2026" if start < pos else "") + rule.anchor + "\u2026"
     return SecretFinding(start, end, rule.id, rule.name, sure and not rule.weak, mask,
                    rule.priority)
 
 
 _UPPER_DIGITS = frozenset(_UPPER + _DIGITS)
+_FILE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".css",
+                    ".js", ".map", ".woff", ".html", ".json", ".txt")
+_FAKE_TAILS = ("####", "****", "xxxx", "...", "\u2026")
+
+
+def _fake_tail(text, low, end):
+    """What follows a token says it is cut or masked: xoxp-572...-####, ops_eyJ...."""
+    return low.startswith(_FAKE_TAILS, end)
 
 
 # ---- check digits ----------------------------------------------------------
@@ -1831,7 +1861,12 @@ def _assignment(text, i, j):
         k += 1
     if xml:
         close = text.find("<", k, k + 1024)
-        return start, end, k, close if close >= 0 else k, "", op
+        close = close if close >= 0 else k
+        while k < close and text[k] in " \t\r\n":
+            k += 1
+        while close > k and text[close - 1] in " \t\r\n":
+            close -= 1
+        return start, end, k, close, "", op
     return (start, end) + _value_span(text, k) + (op,)
 
 
@@ -1866,7 +1901,7 @@ def _env_style(text, name_start, name_end, value_start, op):
 
 def _judge_value(cls, value, quote, literal, strict_only=False):
     """"sure", "unsure" or None for a value assigned to a name of class cls."""
-    if len(value) < 3 or _code_reference(value, bool(quote), literal) or \
+    if len(value) < 3 or _code_reference(value, quote, literal) or \
             _benign_value(value) or _placeholder_value(value):
         return None
     if cls == "password":
@@ -1955,7 +1990,7 @@ def _scan_words(text, low, table, out):
             yaml = op == ":" and text[name_end:name_end + 1] not in ("\"", "'", "`")
             literal = _env_style(text, name_start, name_end, v_start, op) or yaml or \
                 op == ">"
-            if len(value) < 3 or _code_reference(value, bool(quote), literal) or (
+            if len(value) < 3 or _code_reference(value, quote, literal) or (
                     yaml and not quote and _prose_follows(text, v_end)):
                 continue
             cls = _secret_name(text[name_start:name_end])
@@ -2010,10 +2045,12 @@ def _scan_keywords(text, low, table, word, out):
         parts = _name_parts(text[name_start:name_end])
         tail = parts[-1] if parts and parts[-1] in _BENIGN_TAILS else None
         value = text[v_start:v_end]
+        if not value or not quote and _code_reference(value, False) and not _uuid(value):
+            continue
         for rule in rules:
             if tail and tail not in rule.tails:
                 continue
-            if not any(all(w in name for w in alt) for alt in rule.keywords):
+            if not any(all(_names(w, name, parts) for w in alt) for alt in rule.keywords):
                 continue
             for before, after in rule.parsed():
                 if _match_forward(value, 0, after) == len(value):
@@ -2022,6 +2059,15 @@ def _scan_keywords(text, low, table, word, out):
                     _found(out, v_start, v_end, rule, not _placeholder_value(value),
                            text[name_start:name_end] + op.strip() + "\u2026")
                     break
+
+
+def _names(word, name, parts):
+    """The keyword names the assignment: it is in the name, and a short one starts a
+    word of it (sumo_key, SumoAccessId; not sumOfExposures)."""
+    if word not in name:
+        return False
+    return len(word) >= 6 or not word.isalnum() or any(
+        part.startswith(word) for part in parts)
 
 
 def _scan_pem(text, low, table, out):
