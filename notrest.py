@@ -675,6 +675,10 @@ SECRET_RULES = (
     ("adobe-client-secret", "Adobe client secret", "p8e-", "an{32}", "ent=3"),
     ("tailscale-key", "Tailscale key", "tskey-", "b64u{30,120}", "ent=3.5"),
     ("age-secret-key", "age secret key", "AGE-SECRET-KEY-1", "bech{58}", "check=bech32"),
+    ("nostr-private-key", "Nostr private key (nsec)", "nsec1", "bechl{58}",
+     "check=bech32"),
+    ("private-key-base64", "base64-encoded private key", "LS0tLS1CRUdJTi",
+     "b64{60,65536} eq{0,2}", "check=b64pem need"),
     # -- AI
     ("anthropic-api-key", "Anthropic API key", "sk-ant-api03-", "b64u{80,120}", ""),
     ("anthropic-admin-key", "Anthropic admin API key", "sk-ant-admin01-", "b64u{80,120}",
@@ -744,6 +748,8 @@ SECRET_RULES = (
     ("openshift-user-token", "OpenShift user token", "sha256~", "b64u{43}", "ent=3"),
     ("facebook-app-token", "Facebook app access token", "|", "d{15,16} ^ b64u{27,40}",
      "infix kw=facebook ent=3"),
+    ("mailgun-key-like", "Mailgun API key", "key-", "h{32}", "kw=mailgun"),
+    ("mailgun-key-like", "Mailgun API key", "key-", "h{32}", "weak ent=3"),
     ("sendgrid-api-key", "SendGrid API key", "SG.", "b64u{22} . b64u{43}", ""),
     ("mailchimp-api-key", "Mailchimp API key", "-us", "h{32} ^ d{1,2}", "infix"),
     ("brevo-api-key", "Brevo (Sendinblue) API key", "xkeysib-", "h{64} - an{16}", ""),
@@ -804,6 +810,11 @@ SECRET_RULES = (
     ("flutterwave-test-secret", "Flutterwave test secret key", "FLWSECK_TEST-",
      "hH{32} -X | hH{12}", ""),
     ("flutterwave-secret", "Flutterwave secret key", "FLWSECK-", "hH{32} -X", ""),
+    ("flutterwave-encryption-key", "Flutterwave encryption key", "FLWSECK_TEST",
+     "hH{12}", ""),
+    ("flutterwave-public-key", "Flutterwave public key", "FLWPUBK_TEST-", "hH{32} -X",
+     ""),
+    ("flutterwave-public-key", "Flutterwave public key", "FLWPUBK-", "hH{32} -X", ""),
     ("shippo-token", "Shippo live API token", "shippo_live_", "hH{40}", ""),
     ("shippo-test-token", "Shippo test API token", "shippo_test_", "hH{40}", ""),
     ("easypost-key", "EasyPost API key", "EZAK", "an{54}", "ent=3"),
@@ -941,6 +952,7 @@ SECRET_KEYWORD_RULES = (
     ("airtable-api-key", "Airtable API key", "", "al{17}", "kw=airtable"),
     ("privateai-token", "Private AI API token", "", "al{32}",
      "kw=privateai|private_ai|private-ai"),
+    ("sourcegraph-token", "Sourcegraph access token", "", "hH{40}", "kw=sourcegraph"),
     ("sendbird-access-id", "Sendbird application ID", "", "UUID", "kw=sendbird tail=id"),
     ("kubernetes-client-key", "Kubernetes client key", "", "b64{60,} eq{0,2}",
      "kw=client-key-data|client_key_data"),
@@ -969,6 +981,10 @@ SECRET_SCANNER_RULES = (
     ("password", "password", "@words", "password", ""),
     ("secret", "secret value", "@words", "secret", ""),
     ("aws-secret-access-key-bare", "AWS secret access key", "@bare", "", ""),
+    ("bitcoin-wif-key", "Bitcoin private key (WIF)", "@bare", "wif", ""),
+    ("session-cookie", "session cookie", "@cookie", "", ""),
+    ("pgpass-password", "password in a .pgpass line", "@pgpass", "", ""),
+    ("http-header-secret", "secret HTTP header", "@words", "header", ""),
     ("env-value", "high-entropy environment value", "@env", "", "weak"),
     # command lines that carry a password: programs | a word that must follow | flags
     # (-p+ the value is glued to the flag, -p the next word or glued, --x= after "=",
@@ -1019,6 +1035,7 @@ _SECRET_CLASSES = {
     "b64u": _ALNUM + "_-", "b64ue": _ALNUM + "_-=", "w": _ALNUM + "_",
     "wd": _ALNUM + "_.-", "wde": _ALNUM + "_.=-", "b32": _UPPER + "234567",
     "b32l": _LOWER + "234567", "bech": "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "eq": "=",
+    "bechl": "qpzry9x8gf2tvdw0s3jn54khce6mua7l",
     "pct": _ALNUM + "%+/=", "an%": _ALNUM + "%", "az": _ALNUM + "_~.-",
 }
 _SHAPE_MACROS = {"UUID": "hH{8} - hH{4} - hH{4} - hH{4} - hH{12}",
@@ -1155,7 +1172,8 @@ class _SecretTable:
             self._scanners.setdefault(row[2][1:], []).append(row)
 
     def _index_scanners(self, split):
-        for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization"):
+        for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization",
+                     "cookie"):
             self._head(word, ("scan", word), split, whole=True)
         for row in self._scanners["cli"]:
             for program in row[3].split("|")[0].split():
@@ -1253,35 +1271,35 @@ SECRET_HEADS = frozenset((
     b'auth', b'az', b'azdo', b'basi', b'bcp', b'bear', b'bedr', b'begi',
     b'bint', b'bitb', b'bitt', b'bkua', b'blue', b'buil', b'ccip', b'cf',
     b'cfpa', b'clie', b'cloj', b'clou', b'cmvm', b'co', b'code', b'cohe',
-    b'coin', b'conf', b'cont', b'cran', b'curl', b'dapi', b'data', b'dckr',
-    b'dd', b'deep', b'devo', b'disc', b'dock', b'doo', b'dop', b'dor',
-    b'dp', b'dron', b'drop', b'dt0c', b'duff', b'eaaa', b'eaac', b'eaag',
-    b'eaam', b'end', b'etsy', b'eyjr', b'ezak', b'eztk', b'face', b'fast',
-    b'fb', b'figd', b'fini', b'finn', b'fio', b'flic', b'flws', b'fm1a',
-    b'fm1r', b'fm2', b'fo1', b'fres', b'fwog', b'gho', b'ghp', b'ghr',
-    b'ghs', b'ghu', b'gith', b'gitl', b'gitt', b'glag', b'glc', b'glcb',
-    b'gldt', b'glff', b'glft', b'glim', b'gloa', b'glpa', b'glpt', b'glrt',
-    b'glsa', b'glso', b'goca', b'gocs', b'gr13', b'gsk', b'hclo', b'helm',
-    b'hero', b'hetz', b'hf', b'hook', b'hrku', b'htpa', b'hubs', b'hvb',
-    b'hvr', b'hvs', b'ico', b'igqv', b'inte', b'iqoj', b'jfro', b'jira',
-    b'krak', b'kty', b'kuco', b'laun', b'ldap', b'lin', b'line', b'link',
-    b'lino', b'lob', b'loba', b'look', b'lsv2', b'ltai', b'mail', b'mari',
-    b'matt', b'mera', b'mess', b'mist', b'mixp', b'mong', b'mysq', b'nerd',
-    b'netl', b'new', b'newr', b'nexm', b'npm', b'nr', b'nrak', b'nrii',
-    b'nrjs', b'ntn', b'nvap', b'nyti', b'okta', b'open', b'ops', b'oras',
-    b'owm', b'p8e', b'page', b'pat', b'pcsk', b'plai', b'pmak', b'pnu',
-    b'podm', b'post', b'pplx', b'pres', b'priv', b'psca', b'pul', b'putt',
-    b'pypi', b'r8', b'rapi', b'rdme', b'redi', b'rk', b'rnd', b'rpcc',
-    b'ruby', b's', b'sat', b'sb', b'sbp', b'secr', b'segm', b'send',
-    b'sent', b'sg', b'sgp', b'sha2', b'shar', b'ship', b'shpa', b'shpc',
-    b'shpp', b'shps', b'sig', b'sk', b'skop', b'sl', b'sm', b'smbc',
-    b'sntr', b'snyk', b'sona', b'sq0a', b'sq0c', b'sqa', b'sqlc', b'sqp',
-    b'squ', b'squa', b'sshp', b'sumo', b't1', b'tfp', b'tk', b'trav',
-    b'trel', b'tske', b'twil', b'twit', b'unzi', b'v1', b'verc', b'vona',
-    b'vsts', b'vult', b'wand', b'webh', b'wget', b'whse', b'xai', b'xapp',
-    b'xkey', b'xoxa', b'xoxb', b'xoxc', b'xoxe', b'xoxo', b'xoxp', b'xoxr',
-    b'xoxs', b'xray', b'xsmt', b'ya29', b'yand', b'zend', b'zip', b'zoom',
-    b'zxlk',
+    b'coin', b'conf', b'cont', b'cook', b'cran', b'curl', b'dapi', b'data',
+    b'dckr', b'dd', b'deep', b'devo', b'disc', b'dock', b'doo', b'dop',
+    b'dor', b'dp', b'dron', b'drop', b'dt0c', b'duff', b'eaaa', b'eaac',
+    b'eaag', b'eaam', b'end', b'etsy', b'eyjr', b'ezak', b'eztk', b'face',
+    b'fast', b'fb', b'figd', b'fini', b'finn', b'fio', b'flic', b'flwp',
+    b'flws', b'fm1a', b'fm1r', b'fm2', b'fo1', b'fres', b'fwog', b'gho',
+    b'ghp', b'ghr', b'ghs', b'ghu', b'gith', b'gitl', b'gitt', b'glag',
+    b'glc', b'glcb', b'gldt', b'glff', b'glft', b'glim', b'gloa', b'glpa',
+    b'glpt', b'glrt', b'glsa', b'glso', b'goca', b'gocs', b'gr13', b'gsk',
+    b'hclo', b'helm', b'hero', b'hetz', b'hf', b'hook', b'hrku', b'htpa',
+    b'hubs', b'hvb', b'hvr', b'hvs', b'ico', b'igqv', b'inte', b'iqoj',
+    b'jfro', b'jira', b'key', b'krak', b'kty', b'kuco', b'laun', b'ldap',
+    b'lin', b'line', b'link', b'lino', b'lob', b'loba', b'look', b'ls0t',
+    b'lsv2', b'ltai', b'mail', b'mari', b'matt', b'mera', b'mess', b'mist',
+    b'mixp', b'mong', b'mysq', b'nerd', b'netl', b'new', b'newr', b'nexm',
+    b'npm', b'nr', b'nrak', b'nrii', b'nrjs', b'nsec', b'ntn', b'nvap',
+    b'nyti', b'okta', b'open', b'ops', b'oras', b'owm', b'p8e', b'page',
+    b'pat', b'pcsk', b'plai', b'pmak', b'pnu', b'podm', b'post', b'pplx',
+    b'pres', b'priv', b'psca', b'pul', b'putt', b'pypi', b'r8', b'rapi',
+    b'rdme', b'redi', b'rk', b'rnd', b'rpcc', b'ruby', b's', b'sat',
+    b'sb', b'sbp', b'secr', b'segm', b'send', b'sent', b'sg', b'sgp',
+    b'sha2', b'shar', b'ship', b'shpa', b'shpc', b'shpp', b'shps', b'sig',
+    b'sk', b'skop', b'sl', b'sm', b'smbc', b'sntr', b'snyk', b'sona',
+    b'sour', b'sq0a', b'sq0c', b'sqa', b'sqlc', b'sqp', b'squ', b'squa',
+    b'sshp', b'sumo', b't1', b'tfp', b'tk', b'trav', b'trel', b'tske',
+    b'twil', b'twit', b'unzi', b'v1', b'verc', b'vona', b'vsts', b'vult',
+    b'wand', b'webh', b'wget', b'whse', b'xai', b'xapp', b'xkey', b'xoxa',
+    b'xoxb', b'xoxc', b'xoxe', b'xoxo', b'xoxp', b'xoxr', b'xoxs', b'xray',
+    b'xsmt', b'ya29', b'yand', b'zend', b'zip', b'zoom', b'zxlk',
 ))
 SECRET_PREFIXES = ((2, frozenset((b'aa', b'sk', b'us'))), (3, frozenset((b'a3t', b'aws', b'cio', b'eyj', b'ibm', b'mmk', b'oy2', b'pat'))), )
 SECRET_ALWAYS = (('anchor', 'q~'), ('anchor', '|'))
@@ -1719,6 +1737,8 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
     # a distinctive prefix and a random body are a secret; a check digit that holds
     # makes even a flat body one (and one that fails leaves the judgement to entropy)
     checked = bool(rule.check) and _check_digit(rule.check, text[start:end], body)
+    if rule.check == "b64pem" and not checked:
+        return None            # a base64 certificate or public key: nothing secret
     floor = rule.entropy or (2.5 if len(body) >= 16 else 0.0)
     random = checked or _entropy(body[:256]) >= floor
     if not random and len(rule.anchor) < 4:
@@ -1767,6 +1787,9 @@ def _check_digit(kind, token, body):
     if kind == "jwt":
         header = _b64_decode(token.split(".", 1)[0])
         return header is not None and header.lstrip().startswith(b"{") and b'"' in header
+    if kind == "b64pem":           # base64 of -----BEGIN ... PRIVATE KEY-----
+        decoded = _b64_decode(token[:120])
+        return decoded is not None and b"PRIVATE KEY" in decoded
     if kind == "b64jwt":           # base64 of a JWT: eyJ...eyJ...
         decoded = _b64_decode(token)
         return decoded is not None and decoded.startswith(b"eyJ") and b"." in decoded
@@ -1838,7 +1861,11 @@ def _assignment(text, i, j):
         if text.startswith(candidate, k):
             op = candidate
             break
-    if op == "=" and text.startswith("==", k):
+    if op == "=" and text.startswith("==", k) or not op and text.startswith("!=", k):
+        # if password == "...": a comparison with a literal
+        q = _skip_blanks(text, k + 2 + (text[k + 2:k + 3] == "="))
+        if text[q:q + 1] in ("\"", "'"):
+            return (start, end) + _value_span(text, q) + ("==",)
         op = ""
     if op == ":" and text.startswith("://", k):
         op = ""
@@ -1987,6 +2014,10 @@ def _scan_words(text, low, table, out):
                 _scan_nearby(text, name_start, name_end, rules, out)
                 continue
             value = text[v_start:v_end].rstrip(".") if not quote else text[v_start:v_end]
+            if op == ":" and text[max(0, name_start - 12):name_start].endswith(
+                    _HEADER_FLAGS):
+                _header_value(text, name_start, name_end, v_start, value, rules, out)
+                continue
             yaml = op == ":" and text[name_end:name_end + 1] not in ("\"", "'", "`")
             literal = _env_style(text, name_start, name_end, v_start, op) or yaml or \
                 op == ">"
@@ -1996,6 +2027,9 @@ def _scan_words(text, low, table, out):
             cls = _secret_name(text[name_start:name_end])
             if cls and cls != "key" and _uuid(value):
                 verdict = "sure"      # api_token = <uuid>: Heroku, Snyk, many more
+            elif op == "==":          # if password == "...": a password, or a token
+                verdict = cls in ("password", "secret") and _judge_value(
+                    cls, value, quote, literal, strict_only=cls != "password")
             elif op == ",":           # setenv("NAME", "value"): a generated value only
                 verdict = cls and not _COMMA_VALUE_STOP.intersection(value) and \
                     _judge_value("secret", value, quote, literal, strict_only=True)
@@ -2008,6 +2042,19 @@ def _scan_words(text, low, table, out):
 
 
 _COMMA_VALUE_STOP = frozenset(" \t\\")
+_HEADER_FLAGS = ('-H "', "-H '", '--header "', "--header '", '--header="', "--header='",
+                 '-H"', "-H'")
+
+
+def _header_value(text, name_start, name_end, v_start, value, rules, out):
+    """curl -H "Token: <value>": the value of a header whose name promises a secret
+    is one (a header carries it to a server); sure when it is not flat."""
+    name = text[name_start:name_end]
+    if not _secret_name(name) or len(value) < 8 or _code_reference(value, True) or \
+            _placeholder_value(value):
+        return
+    _found(out, v_start, v_start + len(value), rules["header"],
+           _looks_random(value, False), name + ": \u2026")
 _STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "token", "api key",
                  "apikey", "api_key", "credential")
 
@@ -2245,6 +2292,12 @@ def _scan_bearer(text, low, table, out):
         size = _run_length(text, start, _B64_CHARS, 8, 4096)
         if size > 0 and _check_digit("basic", "", text[start:start + size]):
             _found(out, start, start + size, basic, True, "Basic \u2026")
+        elif size >= 16:       # no user:password inside, but credentials all the same
+            value = text[start:start + size]
+            if not (_wordy(value) or _placeholder_value(value) or
+                    _code_reference(value, True)):
+                _found(out, start, start + size, basic, _looks_random(value, True),
+                       "Basic \u2026")
     for pos in _find_all(low, "authorization"):
         k = pos + 13
         while k < len(text) and text[k] in "\"' \t":
@@ -2278,6 +2331,61 @@ def _credentials(text, pos, rule, mask, out, need_space):
     if _code_reference(value, True) or _placeholder_value(value) or _wordy(value):
         return
     _found(out, start, start + size, rule, _looks_random(value, True), mask)
+
+
+_COOKIE_NAME = _ALNUM + "_.-"
+_SESSION_NAMES = ("sess", "sid", "auth", "token", "jwt", "remember", "login",
+                  "identity", "csrf", "xsrf")
+
+
+def _scan_cookies(text, low, table, out):
+    """Cookie: / Set-Cookie: / --cookie "...": the values of session cookies."""
+    rule = table.scanner("cookie")[0]
+    size = len(text)
+    for pos in _find_all(low, "cookie"):
+        k = pos + 6
+        while k < size and text[k] in " \t:=\"'":
+            k += 1
+        if k == pos + 6 or text[pos + 6:k].strip(" \t") in ("", "=="):
+            continue           # cookies, cookie_jar: a word, no header
+        for _pair in range(32):
+            name_end = k + _run_length(text, k, _COOKIE_NAME, 0, 128)
+            if name_end == k or text[name_end:name_end + 1] != "=":
+                break
+            v_end = name_end + 1
+            while v_end < size and text[v_end] not in " \t\r\n;\"'`,":
+                v_end += 1
+            name, value = low[k:name_end], text[name_end + 1:v_end]
+            if any(word in name for word in _SESSION_NAMES) and len(value) >= 16 and \
+                    not _placeholder_value(value) and not _code_reference(value, True):
+                _found(out, name_end + 1, v_end, rule, _looks_random(value, False),
+                       text[k:name_end] + "=\u2026")
+            k = v_end
+            while k < size and text[k] in "; \t":
+                k += 1
+
+
+_PGPASS_MARKS = (":*:", ":5432:", ":6432:", "pgpass")
+
+
+def _scan_pgpass(text, low, table, out):
+    """host:port:database:user:password lines (~/.pgpass)."""
+    if not any(mark in low for mark in _PGPASS_MARKS):
+        return
+    rule = table.scanner("pgpass")[0]
+    pos = 0
+    for line in text.split("\n"):
+        start, pos = pos, pos + len(line) + 1
+        fields = line.strip().split(":")
+        if len(fields) < 5 or " " in line.strip() or not (
+                fields[1].isdigit() or fields[1] == "*"):
+            continue
+        password = ":".join(fields[4:]).rstrip("\r")
+        if len(password) < 4 or _placeholder_value(password) or \
+                _code_reference(password, True):
+            continue
+        at = start + line.index(line.strip()) + len(":".join(fields[:4])) + 1
+        _found(out, at, at + len(password), rule, True, ".pgpass \u2026")
 
 
 _COMMAND_END = frozenset("\n;|&")
@@ -2420,11 +2528,14 @@ def _scan_long_values(text, low, table, out):
         cursor = pos + len(token)
         if len(token) == 40 and not set(token) - _B64_SET and \
                 text[cursor:cursor + 1] != "=":
-            if _classes(token) >= 3 and _entropy(token) >= 4.0 and not _wordy(token):
-                sure = (("/" in token or "+" in token or aws) and _entropy(token) >= 4.2
-                        and not _placeholder_value(token, anchored=True))
-                _found(out, pos, cursor, bare, sure, "\u2026 (40 characters)")
+            score = _aws_secret_score(token, aws)
+            if score:
+                _found(out, pos, cursor, bare, score > 1, "\u2026 (40 characters)")
                 continue
+        if len(token) in (51, 52) and token[0] in "5KL" and _wif(token):
+            _found(out, pos, cursor, table.scanner("bare")[1], True,
+                   "\u2026 (WIF, %d characters)" % len(token))
+            continue
         quote = text[pos - 1:pos] if text[pos - 1:pos] in ("'", '"') else ""
         eq = pos - 1 - len(quote)
         if eq <= 0 or text[eq] != "=":
@@ -2442,6 +2553,49 @@ def _scan_long_values(text, low, table, out):
 
 
 _B64_SET = frozenset(_ALNUM + "+/")
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _aws_secret_score(token, aws):
+    """0 (no secret), 1 (likely: redact) or 2 (sure: refuse) for a bare 40-character
+    base64 run. Near an AWS word or key id, a random run is sure; alone, the mix
+    decides: a / or + with upper, lower and digits, or all three twice over with the
+    entropy of a generator. Base64 of text (printable bytes) and words are none."""
+    if _classes(token) < 3 or _wordy(token):
+        return 0
+    entropy = _entropy(token)
+    if entropy < 4.0:
+        return 0
+    decoded = _b64_decode(token)
+    if decoded is not None and all(32 <= b < 127 or b in (9, 10, 13) for b in decoded):
+        return 0               # base64 of text, not of random bytes
+    if _placeholder_value(token, anchored=True):
+        return 1
+    if aws or (("/" in token or "+" in token) and entropy >= 4.2):
+        return 2
+    counts = [sum(ch in group for ch in token) for group in (_LOWER, _UPPER, _DIGITS)]
+    return 2 if entropy >= 4.4 and min(counts) >= 2 else 1
+
+
+def _wif(token):
+    """A Bitcoin private key in wallet import format: base58 of 0x80, 32 bytes (and
+    0x01 when compressed), then the first 4 bytes of its double SHA-256."""
+    number = 0
+    for ch in token:
+        digit = _BASE58.find(ch)
+        if digit < 0:
+            return False
+        number = number * 58 + digit
+    size = 37 if len(token) == 51 else 38
+    try:
+        raw = number.to_bytes(size, "big")
+    except OverflowError:
+        return False
+    if raw[0] != 0x80 or (size == 38 and raw[33] != 1):
+        return False
+    import hashlib
+    check = hashlib.sha256(hashlib.sha256(raw[:-4]).digest()).digest()[:4]
+    return check == raw[-4:]
 
 
 def _scan_regexes(text, table, wanted, out):
@@ -2483,7 +2637,8 @@ def _scan_for_secrets(text, extra):
     for size, index in table.by_prefix.items():
         for head in {head[:size] for head in heads}.intersection(index):
             triggers.extend(index[head])
-    out, scanners, wanted = [], {_scan_words, _scan_urls, _scan_long_values}, set()
+    out, wanted = [], set()
+    scanners = {_scan_words, _scan_urls, _scan_long_values, _scan_pgpass}
     for kind, what in dict.fromkeys(triggers):
         if kind == "anchor":
             _scan_anchor(text, low, table, what, out)
@@ -2519,7 +2674,7 @@ def _scan_anchor(text, low, table, key, out):
 
 _SCANNERS = {"begin": _scan_pem, "end": _scan_pem, "putty": _scan_putty,
              "kty": _scan_jwk, "bearer": _scan_bearer, "basic": _scan_bearer,
-             "authorization": _scan_bearer}
+             "authorization": _scan_bearer, "cookie": _scan_cookies}
 
 
 def _merge(findings):
