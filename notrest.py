@@ -1173,7 +1173,7 @@ class _SecretTable:
 
     def _index_scanners(self, split):
         for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization",
-                     "cookie"):
+                     "cookie", "curl"):
             self._head(word, ("scan", word), split, whole=True)
         for row in self._scanners["cli"]:
             for program in row[3].split("|")[0].split():
@@ -1882,6 +1882,11 @@ def _assignment(text, i, j):
         q = _skip_blanks(text, k + 1)
         if text[q:q + 1] in ("\"", "'"):
             return (start, end) + _value_span(text, q) + (",",)
+    if not op and (text[start - 5:start].lower() in ("key=\"", "key='") or
+                   text[start - 6:start].lower() in ("name=\"", "name='")):
+        q = _skip_blanks(text, end + 1)
+        if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
+            return (start, end) + _value_span(text, q + 6) + ("=",)
     if not op:
         if text.startswith("--", start) and spaced:
             return (start, end) + _value_span(text, k) + (" ",)
@@ -1889,6 +1894,13 @@ def _assignment(text, i, j):
     k = _skip_blanks(text, k + len(op))
     if k < size and text[k] == "@" and text[k + 1:k + 2] in ("\"", "'"):
         k += 1
+    if op == "=" and text[start:end].lower() in ("key", "name") and \
+            text[k:k + 1] in ("\"", "'"):
+        # <add key="ClearTextPassword" value="..."/>: the key names the value
+        v_start, v_end, quote = _value_span(text, k)
+        q = _skip_blanks(text, v_end + 1)
+        if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
+            return (v_start, v_end) + _value_span(text, q + 6) + ("=",)
     if xml:
         close = text.find("<", k, k + 1024)
         close = close if close >= 0 else k
@@ -2345,11 +2357,14 @@ def _scan_cookies(text, low, table, out):
     """Cookie: / Set-Cookie: / --cookie "...": the values of session cookies."""
     rule = table.scanner("cookie")[0]
     size = len(text)
-    for pos in _find_all(low, "cookie"):
-        k = pos + 6
+    starts = [pos + 6 for pos in _find_all(low, "cookie")]
+    if "curl" in low:           # curl -b 'name=value; ...'
+        starts.extend(pos + 3 for pos in _find_all(text, " -b "))
+    for start in starts:
+        k = start
         while k < size and text[k] in " \t:=\"'":
             k += 1
-        if k == pos + 6 or text[pos + 6:k].strip(" \t") in ("", "=="):
+        if k == start or text[start:k].strip(" \t") in ("", "=="):
             continue           # cookies, cookie_jar: a word, no header
         for _pair in range(32):
             name_end = k + _run_length(text, k, _COOKIE_NAME, 0, 128)
@@ -2677,7 +2692,8 @@ def _scan_anchor(text, low, table, key, out):
 
 _SCANNERS = {"begin": _scan_pem, "end": _scan_pem, "putty": _scan_putty,
              "kty": _scan_jwk, "bearer": _scan_bearer, "basic": _scan_bearer,
-             "authorization": _scan_bearer, "cookie": _scan_cookies}
+             "authorization": _scan_bearer, "cookie": _scan_cookies,
+             "curl": _scan_cookies}
 
 
 def _merge(findings):
