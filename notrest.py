@@ -1428,7 +1428,7 @@ def _looks_random(value, strict):
     return (entropy >= 3.0 and classes >= 2) or (size >= 16 and entropy >= 3.3)
 
 
-_PLACEHOLDER_MARKS = ("example", "xxxxxx", "******", "changeme", "change_me",
+_PLACEHOLDER_MARKS = ("example", "xxxxxx", "******", "####", "changeme", "change_me",
                       "placeholder", "redacted", "dummy", "your_", "your-", "yourpass",
                       "<", ">", "{{", "${", "...", "\u2026", "todo", "fixme", "notset",
                       "not-set", "not_set")
@@ -1752,9 +1752,12 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
         line = low[max(0, low.rfind("\n", 0, start) + 1, start - 200):start]
         if not any(all(word in line for word in alt) for alt in rule.keywords):
             return None
+    if not checked and (low.startswith(_MASK_TAILS, end) or (
+            len(body) >= 16 and not body.isupper() and _wordy(body)) or any(
+            mark in body.lower() for mark in _FIXTURE_MARKS)):
+        return None            # masked (-####), made of words, or a stand-in: kept
     sure = random and not _placeholder_value(body, anchored=True) and (
-        checked or not rule.need) and not _fake_tail(text, low, end) and not (
-        len(body) >= 16 and not body.isupper() and _wordy(body))
+        checked or not rule.need) and not _fake_tail(text, low, end)
     if rule.anchor[:1].isalpha() and low.startswith(_FILE_EXTENSIONS, end):
         return None            # video_box.ico-7a38....png: a file name
     mask = ("\u2026" if start < pos else "") + rule.anchor + "\u2026"
@@ -1766,6 +1769,9 @@ _UPPER_DIGITS = frozenset(_UPPER + _DIGITS)
 _FILE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".css",
                     ".js", ".map", ".woff", ".html", ".json", ".txt")
 _FAKE_TAILS = ("####", "****", "xxxx", "...", "\u2026")
+_MASK_TAILS = ("####", "****", "xxxx")
+_FIXTURE_MARKS = ("xxxxxx", "******", "your_", "your-", "changeme", "placeholder",
+                  "redacted", "dummy", "_here", "-here")
 
 
 def _fake_tail(text, low, end):
@@ -2029,6 +2035,8 @@ def _scan_words(text, low, table, out):
                 _scan_nearby(text, name_start, name_end, rules, out)
                 continue
             value = text[v_start:v_end].rstrip(".") if not quote else text[v_start:v_end]
+            if not quote and text[v_start:v_end].endswith(("...", "\u2026")):
+                continue          # TOKEN=ops_eyJzaWdu...: a cut example
             if op == ":" and text[max(0, name_start - 12):name_start].endswith(
                     _HEADER_FLAGS):
                 _header_value(text, name_start, name_end, v_start, value, rules, out)
@@ -2564,7 +2572,8 @@ def _scan_long_values(text, low, table, out):
                 (_name_parts(name) or [""])[-1] in _BENIGN_TAILS:
             continue
         value = token.rstrip(".")
-        if _benign_value(value) or _wordy(value) or set(value) <= _HEX_SET or \
+        if token.endswith("...") or _benign_value(value) or _wordy(value) or set(value) <= _HEX_SET or \
+                _typed_run(value.lower()) or \
                 _entropy(value) < 4.0 or _classes(value) < 3:
             continue
         _found(out, pos, pos + len(value), env, False, name + "=\u2026")
@@ -2579,7 +2588,7 @@ def _aws_secret_score(token, aws):
     base64 run. Near an AWS word or key id, a random run is sure; alone, the mix
     decides: a / or + with upper, lower and digits, or all three twice over with the
     entropy of a generator. Base64 of text (printable bytes) and words are none."""
-    if _classes(token) < 3 or _wordy(token):
+    if _classes(token) < 3 or _wordy(token) or _typed_run(token.lower()):
         return 0
     entropy = _entropy(token)
     if entropy < 4.0:
