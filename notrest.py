@@ -2077,7 +2077,9 @@ def _header_value(text, name_start, name_end, v_start, value, rules, out):
             _placeholder_value(value):
         return
     _found(out, v_start, v_start + len(value), rules["header"],
-           _looks_random(value, False), name + ": \u2026")
+           not (value.isalpha() and (value.islower() or value.istitle())) and
+           _entropy(value) >= 2.5 and (_classes(value) >= 2 or len(value) >= 16),
+           name + ": \u2026")
 _STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "token", "api key",
                  "apikey", "api_key", "credential")
 

@@ -79,6 +79,19 @@ def test_the_corpus_is_broad_and_matches_its_recipes():
                  "redis://:", "mysql -h db -u root -p", "sshpass -p", "docker login -u",
                  "curl -u admin:", "AccountKey=", "&sig=", "aws_secret_access_key"):
         assert mark in values, mark
+    # every family issue #22 names
+    for mark in ("adobeClientId", "DISCORD_API_TOKEN", "xoxe-", "xoxs-", "xoxr-", "SG.",
+                 "MAILGUN_API_KEY", "webhook.office.com", "xai-", "r8_", "s.", "hvs.",
+                 "dt0c01.", "sha256~", "bedrock-api-key-", "FLWSECK_TEST", "FLWPUBK",
+                 "EAAA", "sq0atp-", "PuTTY-User-Key-File", "-----BEGIN RSA PRIVATE KEY"
+                 "-----\\n", "LS0tLS1CRUdJTi", "nsec1", "ZXlK", "Authorization: Basic",
+                 "X-Auth-Token:", "session=", "sessionid=", "connect.sid=", "db_pass =",
+                 'if password == "', "?api_key=", "secret_key_base:", "    password: ",
+                 ":5432:appdb:appuser:", "*:*:*:postgres:", "the secret half is",
+                 "ClearTextPassword", "A3T", "sgp_", "GetEnvOrDefault"):
+        assert mark in values, mark
+    kinds = {b["why"].split(":")[0] for b in BENIGN}
+    assert "gitleaks fp" in kinds
 
 
 # ---- refusing prompts ---------------------------------------------------------------
@@ -92,6 +105,63 @@ def test_every_format_in_the_corpus_is_refused_in_a_prompt():
 def test_no_benign_look_alike_is_refused():
     wrongly = [(b["text"][:60], sure(b["text"])) for b in BENIGN if refused(b["text"])]
     assert not wrongly, wrongly
+
+
+def test_no_benign_look_alike_is_redacted():
+    """A redacted SHA or UUID is lost evidence: benign text is kept as it is."""
+    wrongly = [(b["text"][:60], notrest.scan_secrets(b["text"])) for b in BENIGN
+               if notrest.redact_secrets(b["text"]) != b["text"]]
+    assert not wrongly, wrongly
+
+
+def _aws_key(seed, alnum):
+    maker = secret_corpus.Maker(seed)
+    while True:
+        value = maker.b64_of(30)
+        if alnum == ("/" not in value and "+" not in value):
+            return value
+
+
+def test_a_bare_aws_secret_key_is_refused_when_sure_and_redacted_when_likely():
+    """Three outcomes in one pass: next to a key id or an AWS word the 40-character
+    secret is certain; alone, its mix and entropy decide between refuse and redact;
+    the look-alikes are kept."""
+    key_id = "AKIA" + secret_corpus.Maker(9).chars("b32", 16)
+    for seed in range(12):
+        alnum, mixed = _aws_key(seed, True), _aws_key(seed, False)
+        for text in ("%s %s" % (key_id, alnum), "my aws secret: %s" % alnum,
+                     "aws_secret_access_key=%s" % alnum, "the secret half is %s" % mixed,
+                     "here: %s" % alnum):
+            assert refused(text), text
+            assert alnum not in notrest.redact_secrets(text) or mixed in text
+    # likely, not sure: letters and digits alone, with a flat mix (redact, keep going)
+    likely = "QwErTyUiOpAsDfGhJkLzXcVbNmQwErTyUiOpAs1D"      # one digit only
+    assert not refused("the value was " + likely)
+    assert likely not in notrest.redact_secrets("the value was " + likely)
+    # hard negatives: no finding at all
+    import base64
+    import hashlib
+    for text in (hashlib.sha1(b"x").hexdigest(), "c" + hashlib.sha1(b"y").hexdigest()[1:],
+                 base64.b64encode(b"Lorem ipsum dolor sit amet, consec").decode(),
+                 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn",
+                 "ThisIsAVeryLongIdentifierNameForTesting",
+                 "sha512-" + base64.b64encode(hashlib.sha512(b"z").digest()).decode()):
+        assert notrest.scan_secrets("value: " + text) == (), text
+
+
+def test_header_cookie_and_file_forms_are_refused_and_their_look_alikes_kept():
+    for text, value in (
+            ('curl -H "Token: 3fea6af1349166ea" https://x', "3fea6af1349166ea"),
+            ("Cookie: a=b; sessionid=q8w7e6r5t4y3u2i1o9p8a7s6d5f4g3h2", "q8w7e6r5t4y3u2i1"),
+            ("db.internal:5432:app:app:Tr0ub4dor&3x", "Tr0ub4dor&3x"),
+            ('if password == "Tr0ub4dor&3x":', "Tr0ub4dor&3x"),
+            ('<add key="ClearTextPassword" value="Tr0ub4dor&3x" />', "Tr0ub4dor&3x")):
+        assert refused(text), text
+        assert value not in notrest.redact_secrets(text), text
+    for text in ('curl -H "Accept: application/json" https://x', "Cookie: theme=dark",
+                 "localhost:5432:*:postgres:*", 'if password == "":',
+                 '<add key="ApiUrl" value="https://api.example.com" />'):
+        assert notrest.redact_secrets(text) == text, text
 
 
 def test_ordinary_20kb_code_prompts_are_neither_refused_nor_redacted():
@@ -379,6 +449,30 @@ def test_every_corpus_secret_is_refused_by_the_prompt_hook_of_both_clients(proj)
             missed.append((client, entry["id"]))
     assert not missed, missed
     assert_absent(proj, [e["needle"] for e in CORPUS])
+
+
+def test_benign_prompts_pass_the_hook_and_reach_the_journal_whole(proj):
+    """The look-alikes (SHAs, UUIDs, lock-file hashes, data URIs, gitleaks's own false
+    positives) are neither refused by the prompt hook nor redacted in the journal."""
+    entries = [b for b in BENIGN if len(b["text"]) <= 400]
+    jobs = []
+    for client in CLIENTS:
+        for i, entry in enumerate(entries):
+            payload = proj.payload("UserPromptSubmit", "b-%s-%d" % (client, i), client,
+                                   prompt=entry["text"])
+            jobs.append(lambda c=client, p=payload, e=entry: (
+                c, e, proj.hook("UserPromptSubmit", p, c)))
+    refused_ = [(c, e["text"][:60]) for c, e, result in run_all(jobs)
+                if result.answer.get("decision") == "block"]
+    assert not refused_, refused_
+    journal = [path for path in estate_files(proj) if path.suffix != ".py" and
+               not {"hooks", "pristine", "__pycache__"} & set(path.parts)]
+    redacted = [str(path) for path in journal if b"[REDACTED" in path.read_bytes()]
+    assert not redacted, redacted
+    data = b"".join(path.read_bytes() for path in journal)
+    missing = [e["text"][:60] for e in entries
+               if json.dumps(e["text"])[1:-1].encode() not in data]
+    assert not missing, missing
 
 
 def test_no_corpus_secret_reaches_the_estate_through_commands_outputs_errors_notes(proj):
