@@ -2401,18 +2401,20 @@ def _scan_pgpass(text, low, table, out):
     if not any(mark in low for mark in _PGPASS_MARKS):
         return
     rule = table.scanner("pgpass")[0]
-    pos = 0
-    for line in text.split("\n"):
-        start, pos = pos, pos + len(line) + 1
-        fields = line.strip().split(":")
-        if len(fields) < 5 or " " in line.strip() or not (
-                fields[1].isdigit() or fields[1] == "*"):
+    cursor = 0
+    for word in text.split():
+        start = text.find(word, cursor)
+        cursor = start + len(word)
+        if word.count(":") < 4 or "//" in word:
             continue
-        password = ":".join(fields[4:]).rstrip("\r")
+        fields = word.split(":")
+        if not fields[0] or not (fields[1].isdigit() or fields[1] == "*"):
+            continue
+        password = ":".join(fields[4:])
         if len(password) < 4 or _placeholder_value(password) or \
                 _code_reference(password, True):
             continue
-        at = start + line.index(line.strip()) + len(":".join(fields[:4])) + 1
+        at = start + len(":".join(fields[:4])) + 1
         _found(out, at, at + len(password), rule, True, ".pgpass \u2026")
 
 
