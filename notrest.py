@@ -622,7 +622,6 @@ SECRET_RULES = (
     ("vault-batch-token", "HashiCorp Vault batch token", "hvb.", "b64u{100,400}", ""),
     ("vault-recovery-token", "HashiCorp Vault recovery token", "hvr.", "b64u{24,300}",
      "ent=3"),
-    ("vault-legacy-token", "HashiCorp Vault token", "s.", "an{24}", "kw=vault ent=3.5"),
     ("vault-legacy-token", "HashiCorp Vault token", "s.", "an{24}", "ent=3.5 mixed"),
     ("terraform-cloud-token", "Terraform Cloud API token", ".atlasv1.",
      "an{14} ^ b64ue{60,70}", "infix"),
@@ -1841,6 +1840,7 @@ def _bech32_ok(token):
 
 _NAME_CHARS = _ALNUM + "_.-"
 _VALUE_STOP = frozenset(" \t\r\n\"'`,;)}]<>&|\\")
+_QUOTES = ("\"", "'")
 _ASSIGN_OPS = (":::=", "::=", ":=", "=>", "??=", "?=", "+=", ".=", "||=", "=", ":")
 
 
@@ -1888,8 +1888,9 @@ def _assignment(text, i, j):
         q = _skip_blanks(text, k + 1)
         if text[q:q + 1] in ("\"", "'"):
             return (start, end) + _value_span(text, q) + (",",)
-    if not op and (text[start - 5:start].lower() in ("key=\"", "key='") or
-                   text[start - 6:start].lower() in ("name=\"", "name='")):
+    if not op and text[start - 1:start] in _QUOTES and (
+            text[start - 5:start - 1].lower() == "key=" or
+            text[start - 6:start - 1].lower() == "name="):
         q = _skip_blanks(text, end + 1)
         if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
             return (start, end) + _value_span(text, q + 6) + ("=",)
@@ -2397,25 +2398,38 @@ _PGPASS_MARKS = (":*:", ":5432:", ":6432:", "pgpass")
 
 
 def _scan_pgpass(text, low, table, out):
-    """host:port:database:user:password lines (~/.pgpass)."""
+    """host:port:database:user:password entries (~/.pgpass): the words around a
+    :5432: or :*: field, and every word in the lines after a mention of pgpass."""
     if not any(mark in low for mark in _PGPASS_MARKS):
         return
     rule = table.scanner("pgpass")[0]
-    cursor = 0
-    for word in text.split():
-        start = text.find(word, cursor)
-        cursor = start + len(word)
-        if word.count(":") < 4 or "//" in word:
-            continue
-        fields = word.split(":")
-        if not fields[0] or not (fields[1].isdigit() or fields[1] == "*"):
-            continue
-        password = ":".join(fields[4:])
-        if len(password) < 4 or _placeholder_value(password) or \
-                _code_reference(password, True):
-            continue
-        at = start + len(":".join(fields[:4])) + 1
-        _found(out, at, at + len(password), rule, True, ".pgpass \u2026")
+    spans = []
+    for mark in _PGPASS_MARKS:
+        for pos in _find_all(low, mark):
+            if mark == "pgpass":
+                spans.append((pos, min(len(text), pos + 4096)))
+            else:
+                spans.append((max(0, pos - 256), pos + 1024))
+    seen = set()
+    for lo, hi in spans:
+        while lo > 0 and not text[lo - 1].isspace():
+            lo -= 1
+        cursor = lo
+        for word in text[lo:hi].split():
+            start = text.find(word, cursor)
+            cursor = start + len(word)
+            if start in seen or word.count(":") < 4 or "//" in word:
+                continue
+            seen.add(start)
+            fields = word.split(":")
+            if not fields[0] or not (fields[1].isdigit() or fields[1] == "*"):
+                continue
+            password = ":".join(fields[4:])
+            if len(password) < 4 or _placeholder_value(password) or \
+                    _code_reference(password, True):
+                continue
+            at = start + len(":".join(fields[:4])) + 1
+            _found(out, at, at + len(password), rule, True, ".pgpass \u2026")
 
 
 _COMMAND_END = frozenset("\n;|&")
