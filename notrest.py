@@ -1450,7 +1450,7 @@ def _placeholder_value(value, anchored=False):
     low = value.lower()
     if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2:
         return True
-    if low[:1] == "[" and low[-1:] == "]" or _typed_run(low):
+    if low[:1] == "[" and low[-1:] == "]":
         return True
     return any(mark in low for mark in (_ANCHORED_MARKS if anchored else
                                         _PLACEHOLDER_MARKS))
@@ -1736,9 +1736,8 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
     # a distinctive prefix and a random body are a secret; a check digit that holds
     # makes even a flat body one (and one that fails leaves the judgement to entropy)
     checked = bool(rule.check) and _check_digit(rule.check, text[start:end], body)
-    if not checked and len(rule.anchor) < 10 and (
-            len(set(body.lower())) <= 2 or _typed_run(body.lower())):
-        return None            # ghp_xxxx..., glc_1111...=, AIzaSyabcdefghij...: fixtures
+    if not checked and len(rule.anchor) < 10 and len(set(body.lower())) <= 2:
+        return None            # ghp_xxxx..., glc_1111...=: fixtures, nothing to hide
     if rule.check == "b64pem" and not checked:
         return None            # a base64 certificate or public key: nothing secret
     floor = rule.entropy or (2.5 if len(body) >= 16 else 0.0)
@@ -1756,7 +1755,8 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
             mark in body.lower() for mark in _FIXTURE_MARKS)):
         return None            # masked (-####), made of words, or a stand-in: kept
     sure = random and not _placeholder_value(body, anchored=True) and (
-        checked or not rule.need) and not _fake_tail(text, low, end)
+        checked or not rule.need) and not _fake_tail(text, low, end) and (
+        checked or not _typed_run(body.lower()))   # AIzaSyabcdefghij...: redact only
     if rule.anchor[:1].isalpha() and low.startswith(_FILE_EXTENSIONS, end):
         return None            # video_box.ico-7a38....png: a file name
     mask = ("\u2026" if start < pos else "") + rule.anchor + "\u2026"
@@ -1949,7 +1949,15 @@ def _env_style(text, name_start, name_end, value_start, op):
 
 
 def _judge_value(cls, value, quote, literal, strict_only=False):
-    """"sure", "unsure" or None for a value assigned to a name of class cls."""
+    """"sure", "unsure" or None for a value assigned to a name of class cls (a typed
+    run, abcdefghij, is redacted but not refused: it may be a fixture)."""
+    verdict = _judge_value_of(cls, value, quote, literal, strict_only)
+    if verdict == "sure" and _typed_run(value.lower()):
+        return None if strict_only else "unsure"
+    return verdict
+
+
+def _judge_value_of(cls, value, quote, literal, strict_only):
     if len(value) < 3 or _code_reference(value, quote, literal) or \
             _benign_value(value) or _placeholder_value(value):
         return None
