@@ -1445,13 +1445,14 @@ _PLACEHOLDER_WORDS = frozenset((
 
 def _placeholder_value(value, anchored=False):
     """A stand-in for a secret (changeme, <token>, xxxxxx, ${VAR}). anchored: the
-    value carries a vendor's prefix, and "EXAMPLE" in it no longer says anything
-    (a documentation key is refused like a real one)."""
+    value carries a vendor's prefix, and "example" inside it no longer says anything;
+    a key that ends in EXAMPLE (the vendors' documentation keys) is still one."""
     low = value.lower()
     if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2:
         return True
-    if low[:1] == "[" and low[-1:] == "]":
-        return True
+    if low[:1] == "[" and low[-1:] == "]" or low.endswith("example") or \
+            "examplekey" in low:
+        return True            # AKIAIOSFODNN7EXAMPLE: the vendors' documentation keys
     return any(mark in low for mark in (_ANCHORED_MARKS if anchored else
                                         _PLACEHOLDER_MARKS))
 
