@@ -1967,8 +1967,8 @@ def _judge_value_of(cls, value, quote, literal, strict_only):
                                 not value.isalpha()):
             return "sure"
         return None if strict_only else "unsure"
-    if _looks_random(value, True):
-        return "sure"
+    if _looks_random(value, True) and not (cls == "key" and set(value) <= _HEX_SET):
+        return "sure"          # a bare "key" holding hex may be a digest: redact only
     if not strict_only and _looks_random(value, False):
         return "unsure"
     return None
