@@ -1440,7 +1440,8 @@ _PLACEHOLDER_WORDS = frozenset((
     "str", "bytes", "int", "bool", "secretstr", "any", "text", "value", "default",
     "env", "foo", "bar", "baz", "abc", "abc123", "123456", "12345678", "letmein",
     "admin", "root", "guest", "user", "username", "demo", "sample", "secret123",
-    "password123", "mypassword", "mysecret", "s3cr3t", "p@ssw0rd", "pa55word"))
+    "password123", "mypassword", "mysecret", "s3cr3t", "p@ssw0rd", "pa55word",
+    "anonymous"))
 
 
 def _placeholder_value(value, anchored=False):
@@ -1448,7 +1449,8 @@ def _placeholder_value(value, anchored=False):
     value carries a vendor's prefix, and "example" inside it no longer says anything;
     a key that ends in EXAMPLE (the vendors' documentation keys) is still one."""
     low = value.lower()
-    if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2:
+    if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2 or \
+            low.strip("@.") in _PLACEHOLDER_WORDS:
         return True
     if low[:1] == "[" and low[-1:] == "]" or low.endswith("example") or \
             "examplekey" in low:
@@ -1964,8 +1966,10 @@ def _judge_value_of(cls, value, quote, literal, strict_only):
         return None
     if cls == "password":
         if len(value) >= 6 and (quote or literal or _classes(value) >= 2 or
-                                not value.isalpha()):
-            return "sure"
+                                not value.isalpha()) and not (
+                not any(ch.isdigit() for ch in value) and _wordy(value) or
+                " " in value):
+            return "sure"      # (geheim$parole, somepass: words in an example, redact)
         return None if strict_only else "unsure"
     if _looks_random(value, True) and not (cls == "key" and set(value) <= _HEX_SET):
         return "sure"          # a bare "key" holding hex may be a digest: redact only
@@ -2064,7 +2068,9 @@ def _scan_words(text, low, table, out):
                 verdict = cls in ("password", "secret") and _judge_value(
                     cls, value, quote, literal, strict_only=cls != "password")
             elif op == ",":           # setenv("NAME", "value"): a generated value only
-                verdict = cls and not _COMMA_VALUE_STOP.intersection(value) and \
+                name = text[name_start:name_end]
+                verdict = cls and not _COMMA_VALUE_STOP.intersection(value) and (
+                    name.islower() or name.isupper()) and not value.isalpha() and \
                     _judge_value("secret", value, quote, literal, strict_only=True)
             else:
                 verdict = cls and _judge_value(cls, value, quote, literal)
