@@ -1739,7 +1739,8 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
     # a distinctive prefix and a random body are a secret; a check digit that holds
     # makes even a flat body one (and one that fails leaves the judgement to entropy)
     checked = bool(rule.check) and _check_digit(rule.check, text[start:end], body)
-    if not checked and len(rule.anchor) < 10 and len(set(body.lower())) <= 2:
+    if not checked and len(rule.anchor) < 10 and len(set(body.lower())) <= 2 and \
+            set(body.lower()) <= _FILLER_CHARS:
         return None            # ghp_xxxx..., glc_1111...=: fixtures, nothing to hide
     if rule.check == "b64pem" and not checked:
         return None            # a base64 certificate or public key: nothing secret
@@ -1772,6 +1773,7 @@ _FILE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".
                     ".js", ".map", ".woff", ".html", ".json", ".txt")
 _FAKE_TAILS = ("####", "****", "xxxx", "...", "\u2026")
 _MASK_TAILS = ("####", "****", "xxxx")
+_FILLER_CHARS = frozenset("x*#01-_=.")
 _FIXTURE_MARKS = ("xxxxxx", "******", "your_", "your-", "changeme", "placeholder",
                   "redacted", "dummy", "_here", "-here")
 
