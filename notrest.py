@@ -590,6 +590,7 @@ SECRET_RULES = (
     ("pulumi-token", "Pulumi access token", "pul-", "h{40}", ""),
     # -- cloud and infrastructure
     ("aws-access-key-id", "AWS access key ID", "AKIA", "AN{16}", "ent=2.5"),
+    ("aws-access-key-id-a3t", "AWS access key ID", "A3T", "AN{17}", "ent=2.5"),
     ("aws-temporary-key-id", "AWS temporary access key ID", "ASIA", "AN{16}", "ent=2.5"),
     ("aws-bearer-key-id", "AWS STS service bearer key ID", "ABIA", "AN{16}", "ent=2.5"),
     ("aws-context-key-id", "AWS context-specific credential key ID", "ACCA", "AN{16}",
@@ -600,6 +601,8 @@ SECRET_RULES = (
      "b64{100,4096} eq{0,2}", ""),
     ("aws-bedrock-api-key", "Amazon Bedrock API key", "ABSK", "b64{109,269} eq{0,2}",
      "ent=3"),
+    ("aws-bedrock-short-lived-key", "Amazon Bedrock short-lived API key",
+     "bedrock-api-key-", "YmVkcm9jay5hbWF6b25hd3MuY29t b64{0,8192} eq{0,2}", ""),
     ("amazon-mws-token", "Amazon MWS auth token", "amzn.mws.", "UUID", ""),
     ("gcp-api-key", "Google API key", "AIza", "b64u{35}", "ent=3"),
     ("gcp-api-key-like", "Google API key", "AIza", "b64u{30,45}", "ent=3"),
@@ -626,9 +629,9 @@ SECRET_RULES = (
     ("vault-batch-token", "HashiCorp Vault batch token", "hvb.", "b64u{100,400}", ""),
     ("vault-recovery-token", "HashiCorp Vault recovery token", "hvr.", "b64u{24,300}",
      "ent=3"),
-    ("vault-legacy-token", "HashiCorp Vault token", "s.", "an{24}", "kw=vault ent=3.5"),
+    ("vault-legacy-token", "HashiCorp Vault token", "s.", "an{24}", "ent=3.5 mixed"),
     ("terraform-cloud-token", "Terraform Cloud API token", ".atlasv1.",
-     "an{14} ^ b64u{60,70}", "infix"),
+     "an{14} ^ b64ue{60,70}", "infix"),
     ("planetscale-token", "PlanetScale service token", "pscale_tkn_", "wde{32,64}", ""),
     ("planetscale-oauth-token", "PlanetScale OAuth token", "pscale_oauth_", "wde{32,64}",
      ""),
@@ -652,7 +655,7 @@ SECRET_RULES = (
     ("cloudflare-origin-ca-key", "Cloudflare Origin CA key", "v1.0-", "h{24} - h{146}",
      ""),
     ("databricks-token", "Databricks access token", "dapi", "h{32} - d{1} | h{32}", ""),
-    ("dynatrace-token", "Dynatrace API token", "dt0c01.", "AN{24} . AN{64}", ""),
+    ("dynatrace-token", "Dynatrace API token", "dt0c01.", "an{24} . an{64}", ""),
     ("grafana-cloud-token", "Grafana Cloud API token", "glc_", "b64{32,400} eq{0,3}",
      "ent=3"),
     ("grafana-service-account-token", "Grafana service account token", "glsa_",
@@ -662,7 +665,7 @@ SECRET_RULES = (
     ("new-relic-insert-key", "New Relic insert key", "NRII-", "b64u{32}", ""),
     ("new-relic-browser-key", "New Relic browser API key", "NRJS-", "h{19}", ""),
     ("sentry-org-token", "Sentry organization auth token", "sntrys_",
-     "b64{60,400} eq{0,2} _ b64{43}", ""),
+     "b64{30,400} eq{0,2} _ b64{43}", ""),
     ("sentry-user-token", "Sentry user auth token", "sntryu_", "h{64}", ""),
     ("alibaba-access-key-id", "Alibaba Cloud AccessKey ID", "LTAI", "an{20}", "ent=3"),
     ("tencent-secret-id", "Tencent Cloud SecretId", "AKID", "an{32}", "ent=3.5"),
@@ -678,6 +681,10 @@ SECRET_RULES = (
     ("adobe-client-secret", "Adobe client secret", "p8e-", "an{32}", "ent=3"),
     ("tailscale-key", "Tailscale key", "tskey-", "b64u{30,120}", "ent=3.5"),
     ("age-secret-key", "age secret key", "AGE-SECRET-KEY-1", "bech{58}", "check=bech32"),
+    ("nostr-private-key", "Nostr private key (nsec)", "nsec1", "bechl{58}",
+     "check=bech32"),
+    ("private-key-base64", "base64-encoded private key", "LS0tLS1CRUdJTi",
+     "b64{60,65536} eq{0,2}", "check=b64pem need"),
     # -- AI
     ("anthropic-api-key", "Anthropic API key", "sk-ant-api03-", "b64u{80,120}", ""),
     ("anthropic-admin-key", "Anthropic admin API key", "sk-ant-admin01-", "b64u{80,120}",
@@ -712,16 +719,18 @@ SECRET_RULES = (
     ("nvidia-key", "NVIDIA API key", "nvapi-", "b64u{64}", "ent=3.5"),
     ("elevenlabs-key", "ElevenLabs API key", "sk_", "h{48}", ""),
     # -- SaaS, messaging, monitoring
-    ("slack-bot-token", "Slack bot token", "xoxb-", "b64u{20,250}", "ent=3"),
-    ("slack-user-token", "Slack user token", "xoxp-", "b64u{20,250}", "ent=3"),
-    ("slack-workspace-token", "Slack workspace access token", "xoxa-", "b64u{15,250}",
-     "ent=3"),
-    ("slack-refresh-token", "Slack refresh token", "xoxr-", "b64u{15,250}", "ent=3"),
-    ("slack-session-token", "Slack session token", "xoxs-", "b64u{20,250}", "ent=3"),
-    ("slack-legacy-token", "Slack legacy token", "xoxo-", "b64u{20,250}", "ent=3"),
+    ("slack-bot-token", "Slack bot token", "xoxb-", "b64u{20,250}", "ent=2"),
+    ("slack-user-token", "Slack user token", "xoxp-", "b64u{20,250}", "ent=2"),
+    ("slack-workspace-token", "Slack workspace access token", "xoxa-", "b64u{9,250}",
+     "ent=2"),
+    ("slack-refresh-token", "Slack refresh token", "xoxr-", "b64u{9,250}", "ent=2"),
+    ("slack-session-token", "Slack session token", "xoxs-", "b64u{14,250}", "ent=2"),
+    ("slack-legacy-token", "Slack legacy token", "xoxo-", "b64u{14,250}", "ent=2"),
     ("slack-client-token", "Slack client token", "xoxc-", "b64u{20,250}", "ent=3"),
     ("slack-config-token", "Slack configuration access token", "xoxe.xox",
      "a{1} - b64u{100,250}", ""),
+    ("slack-user-token", "Slack user token", "xoxe-",
+     "d{10,13} - d{10,13} - d{10,13} - b64u{28,34}", "ent=2"),
     ("slack-config-refresh", "Slack configuration refresh token", "xoxe-",
      "b64u{100,250}", ""),
     ("slack-app-token", "Slack app-level token", "xapp-", "b64u{20,250}", "ent=3"),
@@ -736,10 +745,17 @@ SECRET_RULES = (
     ("discordapp-webhook", "Discord webhook URL", "discordapp.com/api/webhooks/",
      "d{17,20} / b64u{60,68}", "infix"),
     ("teams-webhook", "Microsoft Teams webhook URL", ".webhook.office.com/webhookb2/",
-     "UUID @ UUID /IncomingWebhook/ hH{32} / UUID", "infix"),
+     "UUIDA @ UUIDA /IncomingWebhook/ an{32} / UUIDA", "infix"),
     ("telegram-bot-token", "Telegram bot token", ":AA", "d{8,10} ^ b64u{33}",
      "infix ent=3"),
     ("twilio-api-key", "Twilio API key", "SK", "hH{32}", "ent=3"),
+    ("sourcegraph-token", "Sourcegraph access token", "sgp_",
+     "hH{16} _ hH{40} | local_ hH{40} | hH{40}", ""),
+    ("openshift-user-token", "OpenShift user token", "sha256~", "b64u{43}", "ent=3"),
+    ("facebook-app-token", "Facebook app access token", "|", "d{15,16} ^ b64u{27,40}",
+     "infix kw=facebook ent=3"),
+    ("mailgun-key-like", "Mailgun API key", "key-", "h{32}", "kw=mailgun"),
+    ("mailgun-key-like", "Mailgun API key", "key-", "h{32}", "weak ent=3"),
     ("sendgrid-api-key", "SendGrid API key", "SG.", "b64u{22} . b64u{43}", ""),
     ("mailchimp-api-key", "Mailchimp API key", "-us", "h{32} ^ d{1,2}", "infix"),
     ("brevo-api-key", "Brevo (Sendinblue) API key", "xkeysib-", "h{64} - an{16}", ""),
@@ -779,12 +795,15 @@ SECRET_RULES = (
     ("twitter-bearer-token", "Twitter (X) bearer token", "AAAAAAAAAAAAAAAAAAAAA",
      "an%{80,120}", "ent=4"),
     # -- payments
-    ("stripe-secret-key", "Stripe secret key", "sk_live_", "an{12,247}", "ent=3"),
-    ("stripe-test-secret-key", "Stripe test secret key", "sk_test_", "an{12,247}",
+    ("stripe-secret-key", "Stripe secret key", "sk_live_", "an{10,247}", "ent=3"),
+    ("stripe-test-secret-key", "Stripe test secret key", "sk_test_", "an{10,247}",
      "ent=3"),
-    ("stripe-restricted-key", "Stripe restricted key", "rk_live_", "an{12,247}", "ent=3"),
+    ("stripe-restricted-key", "Stripe restricted key", "rk_live_", "an{10,247}", "ent=3"),
     ("stripe-test-restricted-key", "Stripe test restricted key", "rk_test_",
      "an{12,247}", "ent=3"),
+    ("stripe-prod-secret-key", "Stripe secret key", "sk_prod_", "an{10,247}", "ent=3"),
+    ("stripe-prod-restricted-key", "Stripe restricted key", "rk_prod_", "an{10,247}",
+     "ent=3"),
     ("stripe-webhook-secret", "Stripe webhook signing secret", "whsec_", "b64{32,64}",
      "ent=3.5"),
     ("square-access-token", "Square access token", "sq0atp-", "b64u{22,60}", ""),
@@ -797,6 +816,11 @@ SECRET_RULES = (
     ("flutterwave-test-secret", "Flutterwave test secret key", "FLWSECK_TEST-",
      "hH{32} -X | hH{12}", ""),
     ("flutterwave-secret", "Flutterwave secret key", "FLWSECK-", "hH{32} -X", ""),
+    ("flutterwave-encryption-key", "Flutterwave encryption key", "FLWSECK_TEST",
+     "hH{12}", ""),
+    ("flutterwave-public-key", "Flutterwave public key", "FLWPUBK_TEST-", "hH{32} -X",
+     ""),
+    ("flutterwave-public-key", "Flutterwave public key", "FLWPUBK-", "hH{32} -X", ""),
     ("shippo-token", "Shippo live API token", "shippo_live_", "hH{40}", ""),
     ("shippo-test-token", "Shippo test API token", "shippo_test_", "hH{40}", ""),
     ("easypost-key", "EasyPost API key", "EZAK", "an{54}", "ent=3"),
@@ -804,6 +828,8 @@ SECRET_RULES = (
     ("duffel-token", "Duffel live API token", "duffel_live_", "b64ue{43}", ""),
     ("duffel-test-token", "Duffel test API token", "duffel_test_", "b64ue{43}", ""),
     # -- generic formats
+    ("jwt-base64", "base64-encoded JSON Web Token", "ZXlK", "b64{40,8192} eq{0,2}",
+     "check=b64jwt need"),
     ("jwt", "JSON Web Token", "eyJ",
      "b64u{10,4096} . eyJ b64u{5,8192} . b64u{0,4096}", "check=jwt"),
 )
@@ -836,6 +862,8 @@ SECRET_KEYWORD_RULES = (
     ("discord-bot-token", "Discord bot token", "",
      "b64u{23,28} . b64u{6} . b64u{27,40}", "kw=discord"),
     ("discord-secret", "Discord client secret", "", "b64ue{32}", "kw=discord"),
+    ("discord-api-token", "Discord API token", "", "h{64}", "kw=discord"),
+    ("discord-client-id", "Discord client ID", "", "d{18}", "kw=discord tail=id"),
     ("droneci-token", "Drone CI access token", "", "al{32}", "kw=drone"),
     ("dropbox-long-lived-token", "Dropbox long-lived access token", "",
      "al{11} AAAAAAAAAA b64ue{43}", "kw=dropbox"),
@@ -862,7 +890,7 @@ SECRET_KEYWORD_RULES = (
      "kw=lob_|lob-|lobapi"),
     ("looker-secret", "Looker client secret", "", "an{24}", "kw=looker"),
     ("mailgun-api-key", "Mailgun API key", "",
-     "key- h{32} | h{32} - h{8} - h{8}", "kw=mailgun"),
+     "key- h{32} | pubkey- h{32} | h{32} - h{8} - h{8}", "kw=mailgun"),
     ("mattermost-token", "Mattermost access token", "", "al{26}", "kw=mattermost"),
     ("messagebird-key", "MessageBird API key", "", "an{25}",
      "kw=messagebird|message_bird"),
@@ -879,7 +907,8 @@ SECRET_KEYWORD_RULES = (
     ("sendbird-token", "Sendbird API token", "", "h{40}", "kw=sendbird"),
     ("sentry-token", "Sentry auth token", "", "h{64}", "kw=sentry"),
     ("snyk-token", "Snyk API token", "", "UUID", "kw=snyk"),
-    ("sonar-token", "SonarQube token", "", "b64ue{40}", "kw=sonar"),
+    ("sonar-token", "SonarQube token", "",
+     "squ_ b64ue{40} | sqp_ b64ue{40} | sqa_ b64ue{40} | b64ue{40}", "kw=sonar tail=login"),
     ("squarespace-token", "Squarespace access token", "", "UUID", "kw=squarespace"),
     ("sumologic-token", "Sumo Logic access key", "", "an{64}", "kw=sumo"),
     ("travis-token", "Travis CI access token", "", "an{22}", "kw=travis"),
@@ -910,6 +939,27 @@ SECRET_KEYWORD_RULES = (
     ("openweather-key", "OpenWeather API key", "", "h{32}", "kw=openweather|owm_"),
     ("zoom-secret", "Zoom client secret", "", "an{32}", "kw=zoom"),
     ("auth0-secret", "Auth0 client secret", "", "b64u{64}", "kw=auth0"),
+    # the client ids and keyed ids gitleaks reports: the vendor's name and the exact
+    # shape it issues (under a name ending in id too)
+    ("adobe-client-id", "Adobe client ID", "", "hH{32}", "kw=adobe tail=id"),
+    ("asana-client-id", "Asana client ID", "", "d{16}", "kw=asana tail=id"),
+    ("dropbox-api-token", "Dropbox API token", "", "al{15}", "kw=dropbox"),
+    ("linkedin-client-id", "LinkedIn client ID", "", "al{14}",
+     "kw=linkedin|linked_in|linked-in tail=id"),
+    ("looker-client-id", "Looker client ID", "", "al{20}", "kw=looker tail=id"),
+    ("messagebird-client-id", "MessageBird client ID", "", "UUID",
+     "kw=messagebird|message_bird|message-bird tail=id"),
+    ("meraki-api-key", "Cisco Meraki API key", "", "hH{40}", "kw=meraki"),
+    ("sidekiq-secret", "Sidekiq Enterprise credentials", "", "h{8} : h{8}",
+     "kw=contribsys ent=2"),
+    ("sumologic-access-id", "Sumo Logic access ID", "", "su an{12}", "kw=sumo tail=id"),
+    ("plaid-client-id", "Plaid client ID", "", "al{24}", "kw=plaid tail=id"),
+    ("confluent-access-token", "Confluent access token", "", "al{16}", "kw=confluent"),
+    ("airtable-api-key", "Airtable API key", "", "al{17}", "kw=airtable"),
+    ("privateai-token", "Private AI API token", "", "al{32}",
+     "kw=privateai|private_ai|private-ai"),
+    ("sourcegraph-token", "Sourcegraph access token", "", "hH{40}", "kw=sourcegraph"),
+    ("sendbird-access-id", "Sendbird application ID", "", "UUID", "kw=sendbird tail=id"),
     ("kubernetes-client-key", "Kubernetes client key", "", "b64{60,} eq{0,2}",
      "kw=client-key-data|client_key_data"),
     ("wireguard-private-key", "WireGuard private key", "", "b64{43} =",
@@ -937,6 +987,10 @@ SECRET_SCANNER_RULES = (
     ("password", "password", "@words", "password", ""),
     ("secret", "secret value", "@words", "secret", ""),
     ("aws-secret-access-key-bare", "AWS secret access key", "@bare", "", ""),
+    ("bitcoin-wif-key", "Bitcoin private key (WIF)", "@bare", "wif", ""),
+    ("session-cookie", "session cookie", "@cookie", "", ""),
+    ("pgpass-password", "password in a .pgpass line", "@pgpass", "", ""),
+    ("http-header-secret", "secret HTTP header", "@words", "header", ""),
     ("env-value", "high-entropy environment value", "@env", "", "weak"),
     # command lines that carry a password: programs | a word that must follow | flags
     # (-p+ the value is glued to the flag, -p the next word or glued, --x= after "=",
@@ -987,9 +1041,11 @@ _SECRET_CLASSES = {
     "b64u": _ALNUM + "_-", "b64ue": _ALNUM + "_-=", "w": _ALNUM + "_",
     "wd": _ALNUM + "_.-", "wde": _ALNUM + "_.=-", "b32": _UPPER + "234567",
     "b32l": _LOWER + "234567", "bech": "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", "eq": "=",
+    "bechl": "qpzry9x8gf2tvdw0s3jn54khce6mua7l",
     "pct": _ALNUM + "%+/=", "an%": _ALNUM + "%", "az": _ALNUM + "_~.-",
 }
-_SHAPE_MACROS = {"UUID": "hH{8} - hH{4} - hH{4} - hH{4} - hH{12}"}
+_SHAPE_MACROS = {"UUID": "hH{8} - hH{4} - hH{4} - hH{4} - hH{12}",
+                 "UUIDA": "an{8} - an{4} - an{4} - an{4} - an{12}"}
 _RUN_MAX = 8192
 _BASE62 = _DIGITS + _UPPER + _LOWER
 _BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
@@ -1029,7 +1085,7 @@ class SecretRule:
 
     __slots__ = ("id", "name", "anchor", "shape", "options", "alternatives", "entropy",
                  "check", "keywords", "prev", "infix", "ci", "weak", "mixed",
-                 "priority", "regex")
+                 "priority", "regex", "need", "tails")
 
     def __init__(self, row, priority=300):
         self.id, self.name, self.anchor, self.shape, self.options = row
@@ -1041,6 +1097,8 @@ class SecretRule:
         self.prev = opts.get("prev", "")
         self.infix, self.ci = "infix" in opts, "ci" in opts
         self.weak, self.mixed = "weak" in opts, "mixed" in opts
+        self.need = "need" in opts
+        self.tails = frozenset(opts["tail"].split("|")) if opts.get("tail") else ()
         self.priority = priority
         self.alternatives = None
         self.regex = None
@@ -1120,7 +1178,8 @@ class _SecretTable:
             self._scanners.setdefault(row[2][1:], []).append(row)
 
     def _index_scanners(self, split):
-        for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization"):
+        for word in ("begin", "end", "putty", "kty", "bearer", "basic", "authorization",
+                     "cookie", "curl"):
             self._head(word, ("scan", word), split, whole=True)
         for row in self._scanners["cli"]:
             for program in row[3].split("|")[0].split():
@@ -1212,43 +1271,44 @@ def _scanner_priority(row):
 # a text none of whose word heads is here is scanned without building the index.
 SECRET_HEADS = frozenset((
     b'1', b'4b1d', b'7z', b'7za', b'7zr', b'a3', b'aaaa', b'abia',
-    b'absk', b'acca', b'acce', b'acco', b'ado', b'age', b'aiza', b'akcp',
-    b'akia', b'akid', b'algo', b'amzn', b'apa9', b'api', b'aqvn', b'arti',
-    b'asan', b'asia', b'asse', b'atat', b'atbb', b'atla', b'auth', b'az',
-    b'azdo', b'basi', b'bcp', b'bear', b'begi', b'bint', b'bitb', b'bitt',
-    b'bkua', b'blue', b'buil', b'ccip', b'cf', b'cfpa', b'clie', b'cloj',
-    b'clou', b'cmvm', b'co', b'code', b'cohe', b'coin', b'conf', b'cont',
-    b'cran', b'curl', b'dapi', b'data', b'dckr', b'dd', b'deep', b'devo',
-    b'disc', b'dock', b'doo', b'dop', b'dor', b'dp', b'dron', b'drop',
-    b'dt0c', b'duff', b'eaaa', b'eaac', b'eaag', b'eaam', b'end', b'etsy',
-    b'eyjr', b'ezak', b'eztk', b'face', b'fast', b'fb', b'figd', b'fini',
-    b'finn', b'fio', b'flic', b'flws', b'fm1a', b'fm1r', b'fm2', b'fo1',
-    b'fres', b'fwog', b'gho', b'ghp', b'ghr', b'ghs', b'ghu', b'gith',
-    b'gitl', b'gitt', b'glag', b'glc', b'glcb', b'gldt', b'glff', b'glft',
-    b'glim', b'gloa', b'glpa', b'glpt', b'glrt', b'glsa', b'glso', b'goca',
-    b'gocs', b'gr13', b'gsk', b'hclo', b'helm', b'hero', b'hetz', b'hf',
-    b'hook', b'hrku', b'htpa', b'hubs', b'hvb', b'hvr', b'hvs', b'ico',
-    b'igqv', b'inte', b'iqoj', b'jfro', b'jira', b'krak', b'kty', b'kuco',
-    b'laun', b'ldap', b'lin', b'line', b'link', b'lino', b'lob', b'loba',
-    b'look', b'lsv2', b'ltai', b'mail', b'mari', b'matt', b'mess', b'mist',
+    b'absk', b'acca', b'acce', b'acco', b'ado', b'adob', b'age', b'airt',
+    b'aiza', b'akcp', b'akia', b'akid', b'algo', b'amzn', b'apa9', b'api',
+    b'aqvn', b'arti', b'asan', b'asia', b'asse', b'atat', b'atbb', b'atla',
+    b'auth', b'az', b'azdo', b'basi', b'bcp', b'bear', b'bedr', b'begi',
+    b'bint', b'bitb', b'bitt', b'bkua', b'blue', b'buil', b'ccip', b'cf',
+    b'cfpa', b'clie', b'cloj', b'clou', b'cmvm', b'co', b'code', b'cohe',
+    b'coin', b'conf', b'cont', b'cook', b'cran', b'curl', b'dapi', b'data',
+    b'dckr', b'dd', b'deep', b'devo', b'disc', b'dock', b'doo', b'dop',
+    b'dor', b'dp', b'dron', b'drop', b'dt0c', b'duff', b'eaaa', b'eaac',
+    b'eaag', b'eaam', b'end', b'etsy', b'eyjr', b'ezak', b'eztk', b'face',
+    b'fast', b'fb', b'figd', b'fini', b'finn', b'fio', b'flic', b'flwp',
+    b'flws', b'fm1a', b'fm1r', b'fm2', b'fo1', b'fres', b'fwog', b'gho',
+    b'ghp', b'ghr', b'ghs', b'ghu', b'gith', b'gitl', b'gitt', b'glag',
+    b'glc', b'glcb', b'gldt', b'glff', b'glft', b'glim', b'gloa', b'glpa',
+    b'glpt', b'glrt', b'glsa', b'glso', b'goca', b'gocs', b'gr13', b'gsk',
+    b'hclo', b'helm', b'hero', b'hetz', b'hf', b'hook', b'hrku', b'htpa',
+    b'hubs', b'hvb', b'hvr', b'hvs', b'ico', b'igqv', b'inte', b'iqoj',
+    b'jfro', b'jira', b'key', b'krak', b'kty', b'kuco', b'laun', b'ldap',
+    b'lin', b'line', b'link', b'lino', b'lob', b'loba', b'look', b'ls0t',
+    b'lsv2', b'ltai', b'mail', b'mari', b'matt', b'mera', b'mess', b'mist',
     b'mixp', b'mong', b'mysq', b'nerd', b'netl', b'new', b'newr', b'nexm',
-    b'npm', b'nr', b'nrak', b'nrii', b'nrjs', b'ntn', b'nvap', b'nyti',
-    b'okta', b'open', b'ops', b'oras', b'owm', b'p8e', b'page', b'pat',
-    b'pcsk', b'plai', b'pmak', b'pnu', b'podm', b'post', b'pplx', b'pres',
-    b'priv', b'psca', b'pul', b'putt', b'pypi', b'r8', b'rapi', b'rdme',
-    b'redi', b'rk', b'rnd', b'rpcc', b'ruby', b's', b'sat', b'sb',
-    b'sbp', b'secr', b'segm', b'send', b'sent', b'sg', b'shar', b'ship',
-    b'shpa', b'shpc', b'shpp', b'shps', b'sig', b'sk', b'skop', b'sl',
-    b'sm', b'smbc', b'sntr', b'snyk', b'sona', b'sq0a', b'sq0c', b'sqa',
-    b'sqlc', b'sqp', b'squ', b'squa', b'sshp', b'sumo', b't1', b'tfp',
-    b'tk', b'trav', b'trel', b'tske', b'twil', b'twit', b'unzi', b'v1',
-    b'verc', b'vona', b'vsts', b'vult', b'wand', b'webh', b'wget', b'whse',
-    b'xai', b'xapp', b'xkey', b'xoxa', b'xoxb', b'xoxc', b'xoxe', b'xoxo',
-    b'xoxp', b'xoxr', b'xoxs', b'xray', b'xsmt', b'ya29', b'yand', b'zend',
-    b'zip', b'zoom',
+    b'npm', b'nr', b'nrak', b'nrii', b'nrjs', b'nsec', b'ntn', b'nvap',
+    b'nyti', b'okta', b'open', b'ops', b'oras', b'owm', b'p8e', b'page',
+    b'pat', b'pcsk', b'plai', b'pmak', b'pnu', b'podm', b'post', b'pplx',
+    b'pres', b'priv', b'psca', b'pul', b'putt', b'pypi', b'r8', b'rapi',
+    b'rdme', b'redi', b'rk', b'rnd', b'rpcc', b'ruby', b's', b'sat',
+    b'sb', b'sbp', b'secr', b'segm', b'send', b'sent', b'sg', b'sgp',
+    b'sha2', b'shar', b'ship', b'shpa', b'shpc', b'shpp', b'shps', b'sig',
+    b'sk', b'skop', b'sl', b'sm', b'smbc', b'sntr', b'snyk', b'sona',
+    b'sour', b'sq0a', b'sq0c', b'sqa', b'sqlc', b'sqp', b'squ', b'squa',
+    b'sshp', b'sumo', b't1', b'tfp', b'tk', b'trav', b'trel', b'tske',
+    b'twil', b'twit', b'unzi', b'v1', b'verc', b'vona', b'vsts', b'vult',
+    b'wand', b'webh', b'wget', b'whse', b'xai', b'xapp', b'xkey', b'xoxa',
+    b'xoxb', b'xoxc', b'xoxe', b'xoxo', b'xoxp', b'xoxr', b'xoxs', b'xray',
+    b'xsmt', b'ya29', b'yand', b'zend', b'zip', b'zoom', b'zxlk',
 ))
-SECRET_PREFIXES = ((2, frozenset((b'aa', b'sk', b'us'))), (3, frozenset((b'aws', b'cio', b'eyj', b'ibm', b'mmk', b'oy2', b'pat'))), )
-SECRET_ALWAYS = (('anchor', 'q~'),)
+SECRET_PREFIXES = ((2, frozenset((b'aa', b'sk', b'us'))), (3, frozenset((b'a3t', b'aws', b'cio', b'eyj', b'ibm', b'mmk', b'oy2', b'pat'))), )
+SECRET_ALWAYS = (('anchor', 'q~'), ('anchor', '|'))
 # ---- end of generated ----
 
 
@@ -1374,7 +1434,7 @@ def _looks_random(value, strict):
     return (entropy >= 3.0 and classes >= 2) or (size >= 16 and entropy >= 3.3)
 
 
-_PLACEHOLDER_MARKS = ("example", "xxxxxx", "******", "changeme", "change_me",
+_PLACEHOLDER_MARKS = ("example", "xxxxxx", "******", "####", "changeme", "change_me",
                       "placeholder", "redacted", "dummy", "your_", "your-", "yourpass",
                       "<", ">", "{{", "${", "...", "\u2026", "todo", "fixme", "notset",
                       "not-set", "not_set")
@@ -1387,18 +1447,40 @@ _PLACEHOLDER_WORDS = frozenset((
     "str", "bytes", "int", "bool", "secretstr", "any", "text", "value", "default",
     "env", "foo", "bar", "baz", "abc", "abc123", "123456", "12345678", "letmein",
     "admin", "root", "guest", "user", "username", "demo", "sample", "secret123",
-    "password123", "mypassword", "mysecret", "s3cr3t", "p@ssw0rd", "pa55word"))
+    "password123", "mypassword", "mysecret", "s3cr3t", "p@ssw0rd", "pa55word",
+    "anonymous"))
 
 
 def _placeholder_value(value, anchored=False):
     """A stand-in for a secret (changeme, <token>, xxxxxx, ${VAR}). anchored: the
-    value carries a vendor's prefix, and "EXAMPLE" in it no longer says anything
-    (a documentation key is refused like a real one)."""
+    value carries a vendor's prefix, and "example" inside it no longer says anything;
+    a key that ends in EXAMPLE (the vendors' documentation keys) is still one."""
     low = value.lower()
-    if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2:
+    if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2 or \
+            low.strip("@.") in _PLACEHOLDER_WORDS:
         return True
+    if low[:1] == "[" and low[-1:] == "]" or low.endswith("example") or \
+            "examplekey" in low:
+        return True            # AKIAIOSFODNN7EXAMPLE: the vendors' documentation keys
     return any(mark in low for mark in (_ANCHORED_MARKS if anchored else
                                         _PLACEHOLDER_MARKS))
+
+
+_RUNS = "abcdefghijklmnopqrstuvwxyz 0123456789"
+
+
+def _typed_run(low, size=10):
+    """A run a person typed, not a generator drew: abcdefghij, klmnopqrstu (a fixture
+    such as 12345678-ABCD-... is still a token shape: it is left to the rules)."""
+    run = 1
+    for i in range(1, len(low)):
+        if ord(low[i]) == ord(low[i - 1]) + 1 and low[i].isalnum():
+            run += 1
+            if run >= size:
+                return True
+        else:
+            run = 1
+    return False
 
 
 def _code_reference(value, quoted, literal=False):
@@ -1412,7 +1494,7 @@ def _code_reference(value, quoted, literal=False):
     if "${" in value or "{{" in value or "$(" in value or "%(" in value:
         return True
     if quoted:
-        return False
+        return quoted == "`" and " " in value      # `etcdctl get /x`: a command
     if "(" in value or "[" in value:
         return True
     identifier = (value[0].isalpha() or value[0] == "_") and all(
@@ -1664,23 +1746,48 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
     # a distinctive prefix and a random body are a secret; a check digit that holds
     # makes even a flat body one (and one that fails leaves the judgement to entropy)
     checked = bool(rule.check) and _check_digit(rule.check, text[start:end], body)
+    if not checked and len(rule.anchor) < 10 and len(set(body.lower())) <= 2 and \
+            set(body.lower()) <= _FILLER_CHARS:
+        return None            # ghp_xxxx..., glc_1111...=: fixtures, nothing to hide
+    if rule.check == "b64pem" and not checked:
+        return None            # a base64 certificate or public key: nothing secret
     floor = rule.entropy or (2.5 if len(body) >= 16 else 0.0)
     random = checked or _entropy(body[:256]) >= floor
     if not random and len(rule.anchor) < 4:
         return None          # a short anchor and a flat body: ordinary text
-    if rule.mixed and not (set(body) & _UPPER_DIGITS):
+    if rule.mixed and (not (set(body) & _UPPER_DIGITS) or _wordy(body)):
         return None
     if rule.keywords:
         line = low[max(0, low.rfind("\n", 0, start) + 1, start - 200):start]
         if not any(all(word in line for word in alt) for alt in rule.keywords):
             return None
-    sure = random and not _placeholder_value(body, anchored=True)
+    if not checked and (low.startswith(_MASK_TAILS, end) or (
+            len(body) >= 16 and not body.isupper() and _wordy(body)) or any(
+            mark in body.lower() for mark in _FIXTURE_MARKS)):
+        return None            # masked (-####), made of words, or a stand-in: kept
+    sure = random and not _placeholder_value(body, anchored=True) and (
+        checked or not rule.need) and not _fake_tail(text, low, end) and (
+        checked or not _typed_run(body.lower()))   # AIzaSyabcdefghij...: redact only
+    if rule.anchor[:1].isalpha() and low.startswith(_FILE_EXTENSIONS, end):
+        return None            # video_box.ico-7a38....png: a file name
     mask = ("\u2026" if start < pos else "") + rule.anchor + "\u2026"
     return SecretFinding(start, end, rule.id, rule.name, sure and not rule.weak, mask,
                    rule.priority)
 
 
 _UPPER_DIGITS = frozenset(_UPPER + _DIGITS)
+_FILE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".css",
+                    ".js", ".map", ".woff", ".html", ".json", ".txt")
+_FAKE_TAILS = ("####", "****", "xxxx", "...", "\u2026")
+_MASK_TAILS = ("####", "****", "xxxx")
+_FILLER_CHARS = frozenset("x*#01-_=.")
+_FIXTURE_MARKS = ("xxxxxx", "******", "your_", "your-", "changeme", "placeholder",
+                  "redacted", "dummy", "_here", "-here")
+
+
+def _fake_tail(text, low, end):
+    """What follows a token says it is cut or masked: xoxp-572...-####, ops_eyJ...."""
+    return low.startswith(_FAKE_TAILS, end)
 
 
 # ---- check digits ----------------------------------------------------------
@@ -1700,6 +1807,12 @@ def _check_digit(kind, token, body):
     if kind == "jwt":
         header = _b64_decode(token.split(".", 1)[0])
         return header is not None and header.lstrip().startswith(b"{") and b'"' in header
+    if kind == "b64pem":           # base64 of -----BEGIN ... PRIVATE KEY-----
+        decoded = _b64_decode(token[:120])
+        return decoded is not None and b"PRIVATE KEY" in decoded
+    if kind == "b64jwt":           # base64 of a JWT: eyJ...eyJ...
+        decoded = _b64_decode(token)
+        return decoded is not None and decoded.startswith(b"eyJ") and b"." in decoded
     if kind == "basic":
         decoded = _b64_decode(body)
         return decoded is not None and b":" in decoded and all(
@@ -1739,7 +1852,8 @@ def _bech32_ok(token):
 
 _NAME_CHARS = _ALNUM + "_.-"
 _VALUE_STOP = frozenset(" \t\r\n\"'`,;)}]<>&|\\")
-_ASSIGN_OPS = (":=", "=>", "?=", "+=", "||=", "=", ":")
+_QUOTES = ("\"", "'")
+_ASSIGN_OPS = (":::=", "::=", ":=", "=>", "??=", "?=", "+=", ".=", "||=", "=", ":")
 
 
 def _skip_blanks(text, pos, end=None):
@@ -1768,13 +1882,30 @@ def _assignment(text, i, j):
         if text.startswith(candidate, k):
             op = candidate
             break
-    if op == "=" and text.startswith("==", k):
+    if op == "=" and text.startswith("==", k) or not op and text.startswith("!=", k):
+        # if password == "...": a comparison with a literal
+        q = _skip_blanks(text, k + 2 + (text[k + 2:k + 3] == "="))
+        if text[q:q + 1] in ("\"", "'"):
+            return (start, end) + _value_span(text, q) + ("==",)
         op = ""
     if op == ":" and text.startswith("://", k):
         op = ""
     xml = not op and text[k:k + 1] == ">" and start > 0 and text[start - 1] == "<"
     if xml:
         op = ">"
+    if not op and text[k:k + 1] == "," and start > 0 and text[start - 1] in "\"'" and \
+            text[k - 1:k] == text[start - 1]:
+        # setenv("NAME", "value"), getenv("api_token", "default"): a quoted name, a
+        # comma, a quoted value
+        q = _skip_blanks(text, k + 1)
+        if text[q:q + 1] in ("\"", "'"):
+            return (start, end) + _value_span(text, q) + (",",)
+    if not op and text[start - 1:start] in _QUOTES and (
+            text[start - 5:start - 1].lower() == "key=" or
+            text[start - 6:start - 1].lower() == "name="):
+        q = _skip_blanks(text, end + 1)
+        if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
+            return (start, end) + _value_span(text, q + 6) + ("=",)
     if not op:
         if text.startswith("--", start) and spaced:
             return (start, end) + _value_span(text, k) + (" ",)
@@ -1782,9 +1913,21 @@ def _assignment(text, i, j):
     k = _skip_blanks(text, k + len(op))
     if k < size and text[k] == "@" and text[k + 1:k + 2] in ("\"", "'"):
         k += 1
+    if op == "=" and text[start:end].lower() in ("key", "name") and \
+            text[k:k + 1] in ("\"", "'"):
+        # <add key="ClearTextPassword" value="..."/>: the key names the value
+        v_start, v_end, quote = _value_span(text, k)
+        q = _skip_blanks(text, v_end + 1)
+        if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
+            return (v_start, v_end) + _value_span(text, q + 6) + ("=",)
     if xml:
         close = text.find("<", k, k + 1024)
-        return start, end, k, close if close >= 0 else k, "", op
+        close = close if close >= 0 else k
+        while k < close and text[k] in " \t\r\n":
+            k += 1
+        while close > k and text[close - 1] in " \t\r\n":
+            close -= 1
+        return start, end, k, close, "", op
     return (start, end) + _value_span(text, k) + (op,)
 
 
@@ -1818,17 +1961,27 @@ def _env_style(text, name_start, name_end, value_start, op):
 
 
 def _judge_value(cls, value, quote, literal, strict_only=False):
-    """"sure", "unsure" or None for a value assigned to a name of class cls."""
-    if len(value) < 3 or _code_reference(value, bool(quote), literal) or \
+    """"sure", "unsure" or None for a value assigned to a name of class cls (a typed
+    run, abcdefghij, is redacted but not refused: it may be a fixture)."""
+    verdict = _judge_value_of(cls, value, quote, literal, strict_only)
+    if verdict == "sure" and _typed_run(value.lower()):
+        return None if strict_only else "unsure"
+    return verdict
+
+
+def _judge_value_of(cls, value, quote, literal, strict_only):
+    if len(value) < 3 or _code_reference(value, quote, literal) or \
             _benign_value(value) or _placeholder_value(value):
         return None
     if cls == "password":
         if len(value) >= 6 and (quote or literal or _classes(value) >= 2 or
-                                not value.isalpha()):
-            return "sure"
+                                not value.isalpha()) and not (
+                not any(ch.isdigit() for ch in value) and _wordy(value) or
+                " " in value):
+            return "sure"      # (geheim$parole, somepass: words in an example, redact)
         return None if strict_only else "unsure"
-    if _looks_random(value, True):
-        return "sure"
+    if _looks_random(value, True) and not (cls == "key" and set(value) <= _HEX_SET):
+        return "sure"          # a bare "key" holding hex may be a digest: redact only
     if not strict_only and _looks_random(value, False):
         return "unsure"
     return None
@@ -1905,20 +2058,53 @@ def _scan_words(text, low, table, out):
                 _scan_nearby(text, name_start, name_end, rules, out)
                 continue
             value = text[v_start:v_end].rstrip(".") if not quote else text[v_start:v_end]
+            if not quote and text[v_start:v_end].endswith(("...", "\u2026")):
+                continue          # TOKEN=ops_eyJzaWdu...: a cut example
+            if op == ":" and text[max(0, name_start - 12):name_start].endswith(
+                    _HEADER_FLAGS):
+                _header_value(text, name_start, name_end, v_start, value, rules, out)
+                continue
             yaml = op == ":" and text[name_end:name_end + 1] not in ("\"", "'", "`")
             literal = _env_style(text, name_start, name_end, v_start, op) or yaml or \
                 op == ">"
-            if len(value) < 3 or _code_reference(value, bool(quote), literal) or (
+            if len(value) < 3 or _code_reference(value, quote, literal) or (
                     yaml and not quote and _prose_follows(text, v_end)):
                 continue
             cls = _secret_name(text[name_start:name_end])
-            verdict = cls and _judge_value(cls, value, quote, literal)
+            if cls and cls != "key" and _uuid(value):
+                verdict = "sure"      # api_token = <uuid>: Heroku, Snyk, many more
+            elif op == "==":          # if password == "...": a password, or a token
+                verdict = cls in ("password", "secret") and _judge_value(
+                    cls, value, quote, literal, strict_only=cls != "password")
+            elif op == ",":           # setenv("NAME", "value"): a generated value only
+                name = text[name_start:name_end]
+                verdict = cls and not _COMMA_VALUE_STOP.intersection(value) and (
+                    name.islower() or name.isupper()) and not value.isalpha() and \
+                    _judge_value("secret", value, quote, literal, strict_only=True)
+            else:
+                verdict = cls and _judge_value(cls, value, quote, literal)
             if verdict:
                 rule = rules["password" if cls == "password" else "secret"]
                 _found(out, v_start, v_start + len(value), rule, verdict == "sure",
                        text[name_start:name_end] + op.strip() + "\u2026")
 
 
+_COMMA_VALUE_STOP = frozenset(" \t\\")
+_HEADER_FLAGS = ('-H "', "-H '", '--header "', "--header '", '--header="', "--header='",
+                 '-H"', "-H'")
+
+
+def _header_value(text, name_start, name_end, v_start, value, rules, out):
+    """curl -H "Token: <value>": the value of a header whose name promises a secret
+    is one (a header carries it to a server); sure when it is not flat."""
+    name = text[name_start:name_end]
+    if not _secret_name(name) or len(value) < 8 or _code_reference(value, True) or \
+            _placeholder_value(value):
+        return
+    _found(out, v_start, v_start + len(value), rules["header"],
+           not (value.isalpha() and (value.islower() or value.istitle())) and
+           _entropy(value) >= 2.5 and (_classes(value) >= 2 or len(value) >= 16),
+           name + ": \u2026")
 _STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "token", "api key",
                  "apikey", "api_key", "credential")
 
@@ -1954,11 +2140,14 @@ def _scan_keywords(text, low, table, word, out):
             continue
         name = low[name_start:name_end]
         parts = _name_parts(text[name_start:name_end])
-        if parts and parts[-1] in _BENIGN_TAILS:
-            continue
+        tail = parts[-1] if parts and parts[-1] in _BENIGN_TAILS else None
         value = text[v_start:v_end]
+        if not value or not quote and _code_reference(value, False) and not _uuid(value):
+            continue
         for rule in rules:
-            if not any(all(w in name for w in alt) for alt in rule.keywords):
+            if tail and tail not in rule.tails:
+                continue
+            if not any(all(_names(w, name, parts) for w in alt) for alt in rule.keywords):
                 continue
             for before, after in rule.parsed():
                 if _match_forward(value, 0, after) == len(value):
@@ -1967,6 +2156,15 @@ def _scan_keywords(text, low, table, word, out):
                     _found(out, v_start, v_end, rule, not _placeholder_value(value),
                            text[name_start:name_end] + op.strip() + "\u2026")
                     break
+
+
+def _names(word, name, parts):
+    """The keyword names the assignment: it is in the name, and a short one starts a
+    word of it (sumo_key, SumoAccessId; not sumOfExposures)."""
+    if word not in name:
+        return False
+    return len(word) >= 6 or not word.isalnum() or any(
+        part.startswith(word) for part in parts)
 
 
 def _scan_pem(text, low, table, out):
@@ -2144,6 +2342,12 @@ def _scan_bearer(text, low, table, out):
         size = _run_length(text, start, _B64_CHARS, 8, 4096)
         if size > 0 and _check_digit("basic", "", text[start:start + size]):
             _found(out, start, start + size, basic, True, "Basic \u2026")
+        elif size >= 16:       # no user:password inside, but credentials all the same
+            value = text[start:start + size]
+            if not (_wordy(value) or _placeholder_value(value) or
+                    _code_reference(value, True)):
+                _found(out, start, start + size, basic, _looks_random(value, True),
+                       "Basic \u2026")
     for pos in _find_all(low, "authorization"):
         k = pos + 13
         while k < len(text) and text[k] in "\"' \t":
@@ -2177,6 +2381,79 @@ def _credentials(text, pos, rule, mask, out, need_space):
     if _code_reference(value, True) or _placeholder_value(value) or _wordy(value):
         return
     _found(out, start, start + size, rule, _looks_random(value, True), mask)
+
+
+_COOKIE_NAME = _ALNUM + "_.-"
+_SESSION_NAMES = ("sess", "sid", "auth", "token", "jwt", "remember", "login",
+                  "identity", "csrf", "xsrf")
+
+
+def _scan_cookies(text, low, table, out):
+    """Cookie: / Set-Cookie: / --cookie "...": the values of session cookies."""
+    rule = table.scanner("cookie")[0]
+    size = len(text)
+    starts = [pos + 6 for pos in _find_all(low, "cookie")]
+    if "curl" in low:           # curl -b 'name=value; ...'
+        starts.extend(pos + 3 for pos in _find_all(text, " -b "))
+    for start in starts:
+        k = start
+        while k < size and text[k] in " \t:=\"'":
+            k += 1
+        if k == start or text[start:k].strip(" \t") in ("", "=="):
+            continue           # cookies, cookie_jar: a word, no header
+        for _pair in range(32):
+            name_end = k + _run_length(text, k, _COOKIE_NAME, 0, 128)
+            if name_end == k or text[name_end:name_end + 1] != "=":
+                break
+            v_end = name_end + 1
+            while v_end < size and text[v_end] not in " \t\r\n;\"'`,":
+                v_end += 1
+            name, value = low[k:name_end], text[name_end + 1:v_end]
+            if any(word in name for word in _SESSION_NAMES) and len(value) >= 16 and \
+                    not _placeholder_value(value) and not _code_reference(value, True):
+                _found(out, name_end + 1, v_end, rule, _looks_random(value, False),
+                       text[k:name_end] + "=\u2026")
+            k = v_end
+            while k < size and text[k] in "; \t":
+                k += 1
+
+
+_PGPASS_MARKS = (":*:", ":5432:", ":6432:", "pgpass")
+
+
+def _scan_pgpass(text, low, table, out):
+    """host:port:database:user:password entries (~/.pgpass): the words around a
+    :5432: or :*: field, and every word in the lines after a mention of pgpass."""
+    if not any(mark in low for mark in _PGPASS_MARKS):
+        return
+    rule = table.scanner("pgpass")[0]
+    spans = []
+    for mark in _PGPASS_MARKS:
+        for pos in _find_all(low, mark):
+            if mark == "pgpass":
+                spans.append((pos, min(len(text), pos + 4096)))
+            else:
+                spans.append((max(0, pos - 256), pos + 1024))
+    seen = set()
+    for lo, hi in spans:
+        while lo > 0 and not text[lo - 1].isspace():
+            lo -= 1
+        cursor = lo
+        for word in text[lo:hi].split():
+            start = text.find(word, cursor)
+            cursor = start + len(word)
+            if start in seen or word.count(":") < 4 or "//" in word:
+                continue
+            seen.add(start)
+            fields = word.split(":")
+            if not fields[0] or not (fields[1].isdigit() or fields[1] == "*"):
+                continue
+            password = ":".join(fields[4:])
+            if len(password) < 4 or _placeholder_value(password) or \
+                    _code_reference(password, True):
+                continue
+            at = start + len(":".join(fields[:4])) + 1
+            _found(out, at, at + len(password), rule, True, ".pgpass \u2026")
 
 
 _COMMAND_END = frozenset("\n;|&")
@@ -2319,11 +2596,14 @@ def _scan_long_values(text, low, table, out):
         cursor = pos + len(token)
         if len(token) == 40 and not set(token) - _B64_SET and \
                 text[cursor:cursor + 1] != "=":
-            if _classes(token) >= 3 and _entropy(token) >= 4.0 and not _wordy(token):
-                sure = (("/" in token or "+" in token or aws) and _entropy(token) >= 4.2
-                        and not _placeholder_value(token, anchored=True))
-                _found(out, pos, cursor, bare, sure, "\u2026 (40 characters)")
+            score = _aws_secret_score(token, aws)
+            if score:
+                _found(out, pos, cursor, bare, score > 1, "\u2026 (40 characters)")
                 continue
+        if len(token) in (51, 52) and token[0] in "5KL" and _wif(token):
+            _found(out, pos, cursor, table.scanner("bare")[1], True,
+                   "\u2026 (WIF, %d characters)" % len(token))
+            continue
         quote = text[pos - 1:pos] if text[pos - 1:pos] in ("'", '"') else ""
         eq = pos - 1 - len(quote)
         if eq <= 0 or text[eq] != "=":
@@ -2334,13 +2614,57 @@ def _scan_long_values(text, low, table, out):
                 (_name_parts(name) or [""])[-1] in _BENIGN_TAILS:
             continue
         value = token.rstrip(".")
-        if _benign_value(value) or _wordy(value) or set(value) <= _HEX_SET or \
+        if token.endswith("...") or _benign_value(value) or _wordy(value) or set(value) <= _HEX_SET or \
+                _typed_run(value.lower()) or \
                 _entropy(value) < 4.0 or _classes(value) < 3:
             continue
         _found(out, pos, pos + len(value), env, False, name + "=\u2026")
 
 
 _B64_SET = frozenset(_ALNUM + "+/")
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _aws_secret_score(token, aws):
+    """0 (no secret), 1 (likely: redact) or 2 (sure: refuse) for a bare 40-character
+    base64 run. Near an AWS word or key id, a random run is sure; alone, the mix
+    decides: a / or + with upper, lower and digits, or all three twice over with the
+    entropy of a generator. Base64 of text (printable bytes) and words are none."""
+    if _classes(token) < 3 or _wordy(token) or _typed_run(token.lower()):
+        return 0
+    entropy = _entropy(token)
+    if entropy < 4.0:
+        return 0
+    decoded = _b64_decode(token)
+    if decoded is not None and all(32 <= b < 127 or b in (9, 10, 13) for b in decoded):
+        return 0               # base64 of text, not of random bytes
+    if _placeholder_value(token, anchored=True):
+        return 1
+    if aws or (("/" in token or "+" in token) and entropy >= 4.2):
+        return 2
+    counts = [sum(ch in group for ch in token) for group in (_LOWER, _UPPER, _DIGITS)]
+    return 2 if entropy >= 4.4 and min(counts) >= 2 else 1
+
+
+def _wif(token):
+    """A Bitcoin private key in wallet import format: base58 of 0x80, 32 bytes (and
+    0x01 when compressed), then the first 4 bytes of its double SHA-256."""
+    number = 0
+    for ch in token:
+        digit = _BASE58.find(ch)
+        if digit < 0:
+            return False
+        number = number * 58 + digit
+    size = 37 if len(token) == 51 else 38
+    try:
+        raw = number.to_bytes(size, "big")
+    except OverflowError:
+        return False
+    if raw[0] != 0x80 or (size == 38 and raw[33] != 1):
+        return False
+    import hashlib
+    check = hashlib.sha256(hashlib.sha256(raw[:-4]).digest()).digest()[:4]
+    return check == raw[-4:]
 
 
 def _scan_regexes(text, table, wanted, out):
@@ -2382,7 +2706,8 @@ def _scan_for_secrets(text, extra):
     for size, index in table.by_prefix.items():
         for head in {head[:size] for head in heads}.intersection(index):
             triggers.extend(index[head])
-    out, scanners, wanted = [], {_scan_words, _scan_urls, _scan_long_values}, set()
+    out, wanted = [], set()
+    scanners = {_scan_words, _scan_urls, _scan_long_values, _scan_pgpass}
     for kind, what in dict.fromkeys(triggers):
         if kind == "anchor":
             _scan_anchor(text, low, table, what, out)
@@ -2418,7 +2743,8 @@ def _scan_anchor(text, low, table, key, out):
 
 _SCANNERS = {"begin": _scan_pem, "end": _scan_pem, "putty": _scan_putty,
              "kty": _scan_jwk, "bearer": _scan_bearer, "basic": _scan_bearer,
-             "authorization": _scan_bearer}
+             "authorization": _scan_bearer, "cookie": _scan_cookies,
+             "curl": _scan_cookies}
 
 
 def _merge(findings):
@@ -2463,7 +2789,7 @@ def scan_secrets(text, rules=None):
     rules: the project's extra rules (default: those activated for the estate).
     Each text is scanned once: the answer is kept for the next caller."""
     if not isinstance(text, str) or len(text) < 8 or (
-            len(text) < 20 and _ASSIGNING.isdisjoint(text)):
+            len(text) < 14 and _ASSIGNING.isdisjoint(text)):
         return ()             # too short for a token, no room for NAME=value
     extra = _ACTIVE_RULES[0] if rules is None else rules
     key = (text, extra)

@@ -60,11 +60,13 @@ def score(nr):
             across.append(entry)
     benign = secret_corpus.benign()
     benign_refused = [b for b in benign if nr.find_secrets(b["text"], True)]
+    benign_redacted = [b for b in benign if nr.redact_secrets(b["text"]) != b["text"]]
     prompts = secret_corpus.code_prompts()
     prompts_refused = [n for n, p in prompts if nr.find_secrets(p, True)]
     return {"corpus": len(corpus), "refused": len(refused), "kept_out": len(kept_out),
             "across_cut": len(across), "benign": len(benign),
-            "benign_refused": len(benign_refused), "prompts": len(prompts),
+            "benign_refused": len(benign_refused),
+            "benign_redacted": len(benign_redacted), "prompts": len(prompts),
             "prompts_refused": len(prompts_refused),
             "missed": [e["id"] for e in corpus if e not in refused],
             "false": [b["text"][:50] for b in benign_refused]}
@@ -126,6 +128,8 @@ def main(argv=None):
         result["across_cut"], result["corpus"]))
     print("benign look-alikes refused                      %s" % pct(
         result["benign_refused"], result["benign"]))
+    print("benign look-alikes redacted                     %s" % pct(
+        result["benign_redacted"], result["benign"]))
     print("ordinary 20 KB code prompts refused             %s" % pct(
         result["prompts_refused"], result["prompts"]))
     with tempfile.TemporaryDirectory() as scratch:

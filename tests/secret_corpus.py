@@ -521,6 +521,170 @@ def recipes(m):
     add("netrc-password", "password in .netrc", "db", _password(m),
         "machine api.example.com login bot password {v}")
     add("pgpassword", "PGPASSWORD=", "db", _password(m), "PGPASSWORD={v} psql -h db app")
+    _issue22(m, add)
+    return out
+
+
+def _issue22(m, add):
+    """The families issue #22 names as missed, and the rest of gitleaks's default
+    rules (facts from its rule list and examples: prefixes, charsets, lengths, the
+    contexts its examples use), each in the context a person pastes it in."""
+    c = m.chars
+    hexa = lambda n: c("hex", n)
+    # vendor ids and keys named by the vendor (the assignment forms gitleaks's
+    # examples use: fooToken = "...", FOO_TOKEN ::= "...", setProperty("FOO_TOKEN", ..))
+    keyed = (("adobe-client-id", "Adobe client ID", 'adobeClientId = "{v}"', hexa(32)),
+             ("asana-client-id", "Asana client ID", "ASANA_CLIENT_ID={v}", c("d", 16)),
+             ("discord-client-id", "Discord client ID", 'discord_client_id: "{v}"',
+              "1" + c("d", 17)),
+             ("discord-api-token", "Discord API token", "DISCORD_API_TOKEN={v}", hexa(64)),
+             ("dropbox-api-token", "Dropbox API token", "dropboxToken := `{v}`",
+              c("al", 15)),
+             ("linkedin-client-id", "LinkedIn client ID", "linkedin_client_id = '{v}'",
+              c("al", 14)),
+             ("looker-client-id", "Looker client ID", 'LOOKER_CLIENT_ID ::= "{v}"',
+              c("al", 20)),
+             ("messagebird-client-id", "MessageBird client ID",
+              "<MessageBirdToken>\n    {v}\n</MessageBirdToken>", m.uuid()),
+             ("meraki-api-key", "Cisco Meraki API key", 'merakiKey = "{v}"', hexa(40)),
+             ("sidekiq-secret", "Sidekiq Enterprise credentials",
+              "BUNDLE_ENTERPRISE__CONTRIBSYS__COM: {v}", hexa(8) + ":" + hexa(8)),
+             ("sumologic-access-id", "Sumo Logic access ID",
+              'sumologic.accessId = "{v}"', "su" + c("an", 12)),
+             ("plaid-client-id", "Plaid client ID", "PLAID_CLIENT_ID={v}", c("al", 24)),
+             ("confluent-access-token", "Confluent access token",
+              'System.setProperty("CONFLUENT_TOKEN", "{v}")', c("al", 16)),
+             ("airtable-api-key", "Airtable API key", "AIRTABLE_API_KEY = {v}",
+              c("al", 17)),
+             ("privateai-token", "Private AI API token", '"private_ai_token": "{v}"',
+              c("al", 32)),
+             ("sendbird-access-id", "Sendbird application ID",
+              "SENDBIRD_APP_ID={v}", m.uuid().upper()),
+             ("sourcegraph-keyed", "Sourcegraph access token", "sourcegraph: {v}",
+              hexa(20) + c("HEX", 20)),
+             ("snyk-token-xml", "Snyk API token", "<snykToken>\n    {v}\n</snykToken>",
+              m.uuid()),
+             ("generic-getenv-default", "token as a getenv default",
+              ' utils.GetEnvOrDefault("api_token", "{v}")', m.uuid()))
+    for rid, name, context, value in keyed:
+        add(rid, name, "keyed", value, context)
+    # anchored formats
+    b32 = lambda n: c("b32", n)
+    add("aws-access-key-id-a3t", "AWS access key ID (A3T)", "cloud",
+        "A3T" + c("AN", 1) + b32(16))
+    add("aws-bedrock-short-lived-key", "Amazon Bedrock short-lived API key", "cloud",
+        "bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t" + m.b64_of(150).rstrip("="),
+        "export AWS_BEARER_TOKEN_BEDROCK={v}")
+    add("vault-legacy-token-bare", "HashiCorp Vault service token (s.)", "cloud",
+        "s." + c("an", 22) + c("d", 2), "X-Vault-Token header was {v};")
+    add("sourcegraph-token", "Sourcegraph access token", "vcs", "sgp_" + hexa(40))
+    add("sourcegraph-token-local", "Sourcegraph local access token", "vcs",
+        "sgp_local_" + hexa(40))
+    add("openshift-user-token", "OpenShift user token", "cloud",
+        "sha256~" + c("b64u", 43), "oc login --token={v} --server=https://api.c:6443")
+    add("facebook-app-token", "Facebook app access token", "saas",
+        c("d", 15) + "|" + c("b64u", 27), '{"facebook access_token":"{v}"}')
+    add("stripe-prod-key", "Stripe secret key (prod)", "payments",
+        "sk_prod_" + c("an", 24))
+    add("stripe-short-restricted-key", "Stripe restricted key (short)", "payments",
+        "rk_live_" + c("an", 12))
+    add("slack-user-token-xoxe", "Slack user token (xoxe)", "saas",
+        "xoxe-" + c("d", 11) + "-" + c("d", 13) + "-" + c("d", 11) + "-"
+        + c("an", 30))
+    add("slack-legacy-token", "Slack legacy token", "saas",
+        "xoxs-" + c("d", 10) + "-" + c("d", 10) + "-" + c("d", 12) + "-" + hexa(16))
+    add("slack-legacy-workspace-token", "Slack legacy workspace token", "saas",
+        "xoxa-2-" + c("an", 20))
+    add("slack-short-refresh-token", "Slack refresh token (short)", "saas",
+        "xoxr-" + c("an", 10))
+    add("teams-webhook-lower", "Microsoft Teams webhook URL (any hex case)", "saas",
+        "https://contoso.webhook.office.com/webhookb2/" + m.uuid(True) + "@" + m.uuid()
+        + "/IncomingWebhook/" + c("an", 32) + "/" + m.uuid())
+    add("dynatrace-token-lower", "Dynatrace API token", "monitoring",
+        "dt0c01." + c("al", 24) + "." + c("al", 64))
+    add("flutterwave-encryption-key", "Flutterwave encryption key", "payments",
+        "FLWSECK_TEST" + hexa(12))
+    add("flutterwave-public-key", "Flutterwave public key", "payments",
+        "FLWPUBK_TEST-" + hexa(32) + "-X")
+    add("terraform-cloud-token-eq", "Terraform Cloud API token (= in body)", "cloud",
+        c("al", 14) + ".atlasv1." + c("al", 30) + "=" + c("b64u", 36))
+    add("jwt-base64", "base64-wrapped JSON Web Token", "tokens",
+        base64.b64encode(m.jwt().encode()).decode(), "auth: {v}")
+    add("nostr-nsec", "Nostr private key", "keys",
+        bech32_encode("nsec", [m.rng.randrange(32) for _ in range(52)]),
+        "my nostr key: {v}")
+    add("bitcoin-wif", "Bitcoin private key (WIF, compressed)", "keys", _wif(m),
+        "import this into the wallet: {v}")
+    add("bitcoin-wif-uncompressed", "Bitcoin private key (WIF)", "keys",
+        _wif(m, compressed=False))
+    pem = m.pem("OPENSSH PRIVATE KEY", 8)
+    add("ssh-key-base64", "base64 of an OpenSSH private key", "keys",
+        base64.b64encode((pem + "\n").encode()).decode(), "SSH_PRIVATE_KEY_B64={v}")
+    rsa = m.pem("RSA PRIVATE KEY", 10)
+    add("pem-in-json-string", "RSA key in a JSON string (escaped newlines)", "keys",
+        rsa.replace("\n", "\\n"), '{"ssh": {"key": "{v}", "user": "deploy"}}')
+    # headers, cookies, keyed generic secrets, files
+    add("curl-token-header", "curl -H Token:", "tokens", hexa(16),
+        'curl -XPOST http://localhost:8080/api/tasks -H "Token: {v}" -d "content=hi"')
+    add("curl-api-token-header", "curl --header Api-Token:", "tokens", c("an", 11),
+        'curl -X POST --header "Api-Token: {v}" https://api.example.com')
+    add("x-auth-token", "X-Auth-Token: header", "tokens", hexa(32),
+        "GET /v2/servers HTTP/1.1\nHost: api.example.com\nX-Auth-Token: {v}\n")
+    add("basic-auth-opaque", "Authorization: Basic (no user:password inside)", "tokens",
+        m.b64_of(45), 'curl -k --header "Authorization: Basic {v}" https://api')
+    add("session-cookie", "session cookie", "tokens", c("b64u", 40),
+        "curl -b 'theme=dark; session={v}' https://app.example.com/me")
+    add("session-cookie-header", "Cookie: sessionid=", "tokens", c("al", 32),
+        "Cookie: csrftoken=abc; sessionid={v}")
+    add("set-cookie-connect-sid", "Set-Cookie: connect.sid", "tokens",
+        "s%3A" + c("b64u", 32) + "." + c("b64u", 43),
+        "Set-Cookie: connect.sid={v}; Path=/; HttpOnly")
+    add("db-pass-assignment", "db_pass = in code", "db", _password(m),
+        'db_pass = "{v}"')
+    add("password-comparison", "if password == ...", "db", _password(m),
+        'if password == "{v}":\n    grant()')
+    add("url-query-api-key", "?api_key= in a URL", "generic", c("an", 32),
+        "GET https://api.example.com/v1/forecast?api_key={v}&units=metric")
+    add("url-query-access-token", "&access_token= in a URL", "generic", c("b64u", 48),
+        "https://graph.example.com/me?fields=id&access_token={v}")
+    add("rails-secret-key-base", "Rails secret_key_base", "generic", hexa(128),
+        "production:\n  secret_key_base: {v}\n")
+    add("yaml-password-block", "password: in a YAML block", "db", _password(m),
+        "spring:\n  datasource:\n    url: jdbc:postgresql://db/app\n"
+        "    username: app\n    password: {v}\n    driver: org.postgresql.Driver\n")
+    add("pgpass-line", ".pgpass line", "db", _password(m),
+        "db.internal:5432:appdb:appuser:{v}")
+    add("pgpass-wildcard", ".pgpass line (wildcards)", "db", _password(m),
+        "*:*:*:postgres:{v}")
+    add("nuget-cleartext-password", "NuGet ClearTextPassword", "registry",
+        _password(m), '<add key="ClearTextPassword" value="{v}" />')
+    add("aws-secret-bare-alnum", "AWS secret access key (bare, letters and digits)",
+        "cloud", _aws_alnum(m), "the secret half is {v}")
+    add("aws-secret-next-to-key-id", "AWS secret access key next to its key id",
+        "cloud", _aws_alnum(m), "AKIA" + b32(16) + " {v}")
+    add("aws-credentials-file", "AWS credentials file", "cloud", m.b64_of(30),
+        "[default]\naws_access_key_id = AKIA" + b32(16)
+        + "\naws_secret_access_key = {v}\n")
+
+
+def _aws_alnum(m):
+    """A 40-character AWS secret key without / or + (about one in four of them)."""
+    while True:
+        value = m.b64_of(30)
+        if "/" not in value and "+" not in value:
+            return value
+
+
+def _wif(m, compressed=True):
+    """A Bitcoin private key in wallet import format (base58check of 0x80 | key)."""
+    import hashlib
+    raw = b"\x80" + m.rng.randbytes(32) + (b"\x01" if compressed else b"")
+    raw += hashlib.sha256(hashlib.sha256(raw).digest()).digest()[:4]
+    number, out = int.from_bytes(raw, "big"), ""
+    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    while number:
+        number, rest = divmod(number, 58)
+        out = alphabet[rest] + out
     return out
 
 

@@ -70,7 +70,7 @@ def test_check_evaluates_one_law(proj):
     assert proj.cli("check", "no-destroy", "--command", "rm -rf ~").code == 1
     assert proj.cli("check", "no-destroy", "--command", "rm -rf build").code == 0
     assert proj.cli("check", "secret-in-prompt", "--prompt",
-                    "key AKIAIOSFODNN7EXAMPLE").code == 1
+                    "key AKIAQX7TZ3MPLW4KJ2VA").code == 1
     assert proj.cli("check", "protect-harness").code == 0
     session = busy_session(proj, "chk-1")
     broken = proj.cli("check", "bank-before-stop", "--session", session)

@@ -39,7 +39,8 @@ def test_the_rule_table_is_data_and_parses():
         rid, name, anchor, shape, options = row
         assert notrest._is_slug(rid) and name.strip(), row
         rule = notrest.SecretRule(row)
-        known = {"ent", "check", "kw", "prev", "infix", "ci", "weak", "mixed"}
+        known = {"ent", "check", "kw", "prev", "infix", "ci", "weak", "mixed", "need",
+                 "tail"}
         assert {o.partition("=")[0] for o in options.split()} <= known, row
         if not anchor.startswith("@"):
             for before, after in rule.parsed():
@@ -53,13 +54,13 @@ def test_the_rule_table_is_data_and_parses():
 
 
 def test_no_format_is_shorter_than_the_short_text_fast_path():
-    """scan_secrets skips texts under 20 characters with no room for NAME=value."""
+    """scan_secrets skips texts under 14 characters with no room for NAME=value."""
     for row in notrest.SECRET_RULES:
         rule = notrest.SecretRule(row)
         for before, after in rule.parsed():
             size = len(rule.anchor) + sum(len(s) if isinstance(s, str) else s[1]
                                           for s in before + after)
-            assert size >= 20, row
+            assert size >= 14, row
 
 
 def test_the_corpus_is_broad_and_matches_its_recipes():
@@ -78,6 +79,19 @@ def test_the_corpus_is_broad_and_matches_its_recipes():
                  "redis://:", "mysql -h db -u root -p", "sshpass -p", "docker login -u",
                  "curl -u admin:", "AccountKey=", "&sig=", "aws_secret_access_key"):
         assert mark in values, mark
+    # every family issue #22 names
+    for mark in ("adobeClientId", "DISCORD_API_TOKEN", "xoxe-", "xoxs-", "xoxr-", "SG.",
+                 "MAILGUN_API_KEY", "webhook.office.com", "xai-", "r8_", "s.", "hvs.",
+                 "dt0c01.", "sha256~", "bedrock-api-key-", "FLWSECK_TEST", "FLWPUBK",
+                 "EAAA", "sq0atp-", "PuTTY-User-Key-File", "-----BEGIN RSA PRIVATE KEY"
+                 "-----\\n", "LS0tLS1CRUdJTi", "nsec1", "ZXlK", "Authorization: Basic",
+                 "X-Auth-Token:", "session=", "sessionid=", "connect.sid=", "db_pass =",
+                 'if password == "', "?api_key=", "secret_key_base:", "    password: ",
+                 ":5432:appdb:appuser:", "*:*:*:postgres:", "the secret half is",
+                 "ClearTextPassword", "A3T", "sgp_", "GetEnvOrDefault"):
+        assert mark in values, mark
+    kinds = {b["why"].split(":")[0] for b in BENIGN}
+    assert "gitleaks fp" in kinds
 
 
 # ---- refusing prompts ---------------------------------------------------------------
@@ -93,6 +107,63 @@ def test_no_benign_look_alike_is_refused():
     assert not wrongly, wrongly
 
 
+def test_no_benign_look_alike_is_redacted():
+    """A redacted SHA or UUID is lost evidence: benign text is kept as it is."""
+    wrongly = [(b["text"][:60], notrest.scan_secrets(b["text"])) for b in BENIGN
+               if notrest.redact_secrets(b["text"]) != b["text"]]
+    assert not wrongly, wrongly
+
+
+def _aws_key(seed, alnum):
+    maker = secret_corpus.Maker(seed)
+    while True:
+        value = maker.b64_of(30)
+        if alnum == ("/" not in value and "+" not in value):
+            return value
+
+
+def test_a_bare_aws_secret_key_is_refused_when_sure_and_redacted_when_likely():
+    """Three outcomes in one pass: next to a key id or an AWS word the 40-character
+    secret is certain; alone, its mix and entropy decide between refuse and redact;
+    the look-alikes are kept."""
+    key_id = "AKIA" + secret_corpus.Maker(9).chars("b32", 16)
+    for seed in range(12):
+        alnum, mixed = _aws_key(seed, True), _aws_key(seed, False)
+        for text in ("%s %s" % (key_id, alnum), "my aws secret: %s" % alnum,
+                     "aws_secret_access_key=%s" % alnum, "the secret half is %s" % mixed,
+                     "here: %s" % alnum):
+            assert refused(text), text
+            assert alnum not in notrest.redact_secrets(text) or mixed in text
+    # likely, not sure: letters and digits alone, with a flat mix (redact, keep going)
+    likely = "QwErTyUiOpAsDfGhJkLzXcVbNmQwErTyUiOpAs1D"      # one digit only
+    assert not refused("the value was " + likely)
+    assert likely not in notrest.redact_secrets("the value was " + likely)
+    # hard negatives: no finding at all
+    import base64
+    import hashlib
+    for text in (hashlib.sha1(b"x").hexdigest(), "c" + hashlib.sha1(b"y").hexdigest()[1:],
+                 base64.b64encode(b"Lorem ipsum dolor sit amet, consec").decode(),
+                 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn",
+                 "ThisIsAVeryLongIdentifierNameForTesting",
+                 "sha512-" + base64.b64encode(hashlib.sha512(b"z").digest()).decode()):
+        assert notrest.scan_secrets("value: " + text) == (), text
+
+
+def test_header_cookie_and_file_forms_are_refused_and_their_look_alikes_kept():
+    for text, value in (
+            ('curl -H "Token: 3fea6af1349166ea" https://x', "3fea6af1349166ea"),
+            ("Cookie: a=b; sessionid=q8w7e6r5t4y3u2i1o9p8a7s6d5f4g3h2", "q8w7e6r5t4y3u2i1"),
+            ("db.internal:5432:app:app:Tr0ub4dor&3x", "Tr0ub4dor&3x"),
+            ('if password == "Tr0ub4dor&3x":', "Tr0ub4dor&3x"),
+            ('<add key="ClearTextPassword" value="Tr0ub4dor&3x" />', "Tr0ub4dor&3x")):
+        assert refused(text), text
+        assert value not in notrest.redact_secrets(text), text
+    for text in ('curl -H "Accept: application/json" https://x', "Cookie: theme=dark",
+                 "localhost:5432:*:postgres:*", 'if password == "":',
+                 '<add key="ApiUrl" value="https://api.example.com" />'):
+        assert notrest.redact_secrets(text) == text, text
+
+
 def test_ordinary_20kb_code_prompts_are_neither_refused_nor_redacted():
     prompts = secret_corpus.code_prompts()
     assert len(prompts) >= 19
@@ -100,6 +171,34 @@ def test_ordinary_20kb_code_prompts_are_neither_refused_nor_redacted():
         assert not refused(prompt), (name, sure(prompt))
         assert notrest.redact_secrets(prompt) == prompt, (
             name, notrest.scan_secrets(prompt))
+
+
+STDLIB_MODULES = ("ftplib", "urllib/request", "smtplib", "imaplib", "poplib",
+                  "http/client", "http/cookies", "http/cookiejar", "netrc", "getpass",
+                  "hashlib", "hmac", "secrets", "ssl", "base64", "uuid", "json/decoder",
+                  "email/utils", "logging/handlers", "xmlrpc/client", "configparser",
+                  "urllib/parse", "http/server", "mailbox", "zipfile", "tarfile",
+                  "subprocess", "shutil")
+
+
+def test_20kb_chunks_of_the_standard_library_are_not_refused():
+    """Library code that talks about passwords and keys (ftplib's anonymous@,
+    urllib's doc example geheim$parole, __all__ lists of *Password* names) holds no
+    secret a person pasted: no chunk is refused."""
+    import os
+    lib = os.path.dirname(os.__file__)
+    wrongly = []
+    for module in STDLIB_MODULES:
+        path = os.path.join(lib, module + ".py")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        for offset in range(0, len(text), 20480):
+            prompt = "Please review this:\n```\n%s\n```\n" % text[offset:offset + 20480]
+            if refused(prompt):
+                wrongly.append((module, offset, sure(prompt)))
+    assert not wrongly, wrongly
 
 
 def test_code_references_digests_and_ids_are_left_alone():
@@ -155,12 +254,25 @@ def test_check_digits_decide_what_is_sure():
     assert not sure(fake) and notrest.redact_secrets(fake) != fake
 
 
+def test_typed_fixtures_behind_a_prefix_are_redacted_not_refused():
+    """gitleaks counts these as false positives; a typed run cannot prove a fixture, so
+    they are redacted (nothing lost) and not refused."""
+    for text in ("AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
+                 "sk-ant-api03-abc123xyz-456de-klMnopqrstuvwx-3456yza789bcde-1234fghijklmnopAA",
+                 "token ghp_abcdefghijklmnopqrstuvwxyz0123456789"):
+        assert not refused(text), text
+        assert notrest.redact_secrets(text) != text, text
+
+
 def test_placeholders_are_not_refused_but_documentation_keys_are():
     for text in ("ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "OPENAI_API_KEY=sk-your-key-here",
                  "password=changeme", '"api_key": "<YOUR_API_KEY>"'):
         assert not refused(text), text
-    assert refused("AKIAIOSFODNN7EXAMPLE")
-    assert refused("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    # the documentation keys (gitleaks allows them too): redacted, never refused
+    for text in ("AKIAIOSFODNN7EXAMPLE",
+                 "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"):
+        assert not refused(text) and notrest.redact_secrets(text) != text, text
+    assert refused("AKIA" + "IOSFODNN7EXAMPL3")
 
 
 # ---- redaction ----------------------------------------------------------------------
@@ -378,6 +490,30 @@ def test_every_corpus_secret_is_refused_by_the_prompt_hook_of_both_clients(proj)
             missed.append((client, entry["id"]))
     assert not missed, missed
     assert_absent(proj, [e["needle"] for e in CORPUS])
+
+
+def test_benign_prompts_pass_the_hook_and_reach_the_journal_whole(proj):
+    """The look-alikes (SHAs, UUIDs, lock-file hashes, data URIs, gitleaks's own false
+    positives) are neither refused by the prompt hook nor redacted in the journal."""
+    entries = [b for b in BENIGN if len(b["text"]) <= 400]
+    jobs = []
+    for client in CLIENTS:
+        for i, entry in enumerate(entries):
+            payload = proj.payload("UserPromptSubmit", "b-%s-%d" % (client, i), client,
+                                   prompt=entry["text"])
+            jobs.append(lambda c=client, p=payload, e=entry: (
+                c, e, proj.hook("UserPromptSubmit", p, c)))
+    refused_ = [(c, e["text"][:60]) for c, e, result in run_all(jobs)
+                if result.answer.get("decision") == "block"]
+    assert not refused_, refused_
+    journal = [path for path in estate_files(proj) if path.suffix != ".py" and
+               not {"hooks", "pristine", "__pycache__"} & set(path.parts)]
+    redacted = [str(path) for path in journal if b"[REDACTED" in path.read_bytes()]
+    assert not redacted, redacted
+    data = b"".join(path.read_bytes() for path in journal)
+    missing = [e["text"][:60] for e in entries
+               if json.dumps(e["text"])[1:-1].encode() not in data]
+    assert not missing, missing
 
 
 def test_no_corpus_secret_reaches_the_estate_through_commands_outputs_errors_notes(proj):
