@@ -9426,6 +9426,11 @@ LAW_SEVERITY = {"no-destroy": 5, "no-force-push": 4, "protect-secrets": 4,
                 "bank-before-stop": 1}
 RUNNING_MAX = 4
 OUTSIDE_NOTES_MAX = 3
+# Unfinished work is a debt (issue #23 item 5): see # ---- debts below.
+DEBTS_PER_SESSION = 4   # kept in a session's index entry
+DEBTS_SHOWN = 5         # in a packet
+OWED_MAX = 16           # debts a session was told of (its start records' owed)
+SETTLED_MAX = 16        # debts a session settled
 
 
 def new_session_record(session):
@@ -9442,7 +9447,7 @@ def new_session_record(session):
             "compactions": 0,
             "compact_pending": False, "last_prompt": "", "opened": [], "closed": [],
             "hook_ms": {}, "transcript": "", "transcript_offset": 0, "machine": None,
-            "packet_hash": "", "died_t": None}
+            "packet_hash": "", "died_t": None, "owed": {}, "settled": []}
 
 
 _STAMPED = {"t": "?num"}
@@ -9462,7 +9467,8 @@ SESSION_RECORD_SHAPE = {
     "hook_ms": ["map", ["tuple", ["int", "num", "num"]]], "transcript": "str",
     "transcript_offset": "int", "outside": "int", "outside_notes": ["list", _STAMPED],
     "running": ["list", _STAMPED], "alert": "int", "alert_t": "?num", "denials": "int",
-    "packet_hash": "str", "died_t": "?num"}
+    "packet_hash": "str", "died_t": "?num", "owed": ["map", "str"],
+    "settled": ["list", "str"]}
 INDEX_ENTRY_SHAPE = {"!session": "str", "client": "?str", "started": "?num",
                      "updated": "?num", "ended": "?num", "note": "?str", "pid": "?int",
                      "pid_start": "?int", "pid_ns": "?str"}
@@ -9480,7 +9486,7 @@ JOURNAL_FIELDS = {
     "close": ["opt", ["list", "str"]], "agent": "?str", "agent_type": "?str",
     "message": "?str", "phase": "?str", "cursor": "?int", "reason": "?str",
     "items": ["opt", ["list", {"what": "?str", "error": "?str"}]], "packet": "?str",
-    "inside": "?bool", "tty": "?str"}
+    "inside": "?bool", "tty": "?str", "owed": ["opt", ["map", "str"]]}
 # the fields of JOURNAL_FIELDS with a scalar shape: {field: the exact types that fit}
 _JOURNAL_EXACT = {key: _EXACT_TYPES[shape] for key, shape in JOURNAL_FIELDS.items()
                   if shape.__class__ is str and shape in _EXACT_TYPES}
@@ -9557,6 +9563,22 @@ def _note_success(rec, what, t):
     for failure in rec["failed"]:
         if failure.get("what") == what and failure.get("fixed") is None:
             failure["fixed"] = t
+    for denial in rec["denied"]:
+        if denial.get("what") == what and not denial.get("resolved"):
+            denial["resolved"] = t
+    _settle(rec, what)
+
+
+def _settle(rec, what):
+    """A command run to the end (exit 0) settles the debts of earlier sessions
+    that this session was told of (its start records' owed) and that name it."""
+    if not rec["owed"]:
+        return
+    key = command_key(what)
+    for debt_id, owed_key in list(rec["owed"].items()):
+        if owed_key == key:
+            del rec["owed"][debt_id]
+            _push(rec["settled"], debt_id, SETTLED_MAX)
 
 
 def _finish_call(rec, what, tool):
@@ -9581,6 +9603,9 @@ def _fold_start(rec, ev, t):
     rec["died_t"] = None
     if ev.get("packet") is not None:
         rec["packet_hash"] = ev["packet"] or rec["packet_hash"]
+    for debt_id, key in (ev.get("owed") or {}).items():
+        if len(rec["owed"]) < OWED_MAX and debt_id not in rec["settled"]:
+            rec["owed"][debt_id] = key
     if ev.get("source") == "compact":
         rec["compactions"] += 1
         rec["compact_pending"] = False
@@ -9663,7 +9688,9 @@ def _fold_stop(rec, ev, t):
 def _fold_check(rec, ev, t):
     rec["checks"][ev.get("law", "?")] = {
         "ok": ev.get("ok"), "code": ev.get("code"), "tail": ev.get("tail", ""),
-        "cmd": ev.get("cmd", ""), "changes": ev.get("changes", 0)}
+        "cmd": ev.get("cmd", ""), "changes": ev.get("changes", 0), "t": t}
+    if ev.get("ok") is True and ev.get("cmd"):
+        _settle(rec, ev["cmd"])
 
 
 def _fold_note(rec, ev, t):
@@ -9908,7 +9935,122 @@ def _index_entry(rec):
         entry["pid_ns"] = rec["client_ns"]
     if rec.get("machine"):
         entry["machine"] = rec["machine"]  # it came in through `notrest sync`
+    debts = session_debts(rec)
+    if debts:
+        entry["debts"] = debts
+    if rec.get("settled"):
+        entry["settled"] = list(rec["settled"])
     return entry
+
+
+# ---- debts: unfinished work stays in view ---------------------------------
+# What a session left undone stays in every later packet until a later session
+# runs the same command to the end (exit 0) or a person acks it (`notrest ack`):
+# a call that never finished (a died or ended session's running call), a test
+# run or a law's check that failed and was not fixed in the session, a denied
+# call the session never ran after all. Derived from the records alone, so
+# `notrest rebuild` gives the same: a session's index entry carries its own
+# debts ({id, kind, what, t}); the SessionStart that shows debts journals them in
+# its start record (owed {id: command key}), and the session's fold settles one
+# when a command with that key exits 0 (settled [id], in its index entry too).
+# A debt is open while no index entry settled it and no person acked it
+# (acks.json: its session acked after it, or the debt's own id).
+
+_CHECK_WORDS = ("test", "pytest", "check", "lint", "jest", "vitest", "mocha", "tox",
+                "nox", "mypy", "ruff", "flake8", "pylint", "eslint", "tsc", "rspec",
+                "ctest", "verify", "bench", "load")
+
+
+def command_key(what):
+    """The key by which two runs are "the same thing": the command, whitespace
+    folded."""
+    return _crc_fast(" ".join(str(what or "").split()))
+
+
+def debt_id(session, kind, what):
+    return "d" + _crc_fast("%s\0%s\0%s" % (session, kind, command_key(what)))[:7]
+
+
+def _looks_like_check(what):
+    words = str(what or "").replace("/", " ").replace(":", " ").replace("-", " ").split()
+    return any(w.lower().strip(".;&|'\"") in _CHECK_WORDS for w in words[:12])
+
+
+def session_debts(rec):
+    """The debts one session leaves (see above), gravest first, bounded."""
+    session, debts = rec["session"], []
+    for call in rec["running"][::-1]:
+        what = call.get("what") or ""
+        if what:
+            debts.append({"id": debt_id(session, "unfinished", what),
+                          "kind": "unfinished", "what": clip(what, 300), "t": call.get(
+                              "t")})
+    for failure in rec["failed"][::-1]:
+        what = failure.get("what") or ""
+        if what and failure.get("fixed") is None and (failure.get("tests") or
+                                                      _looks_like_check(what)):
+            debts.append({"id": debt_id(session, "failed", what), "kind": "failed",
+                          "what": clip(what, 300), "t": failure.get("t"),
+                          "exit": failure.get("exit")})
+    for law, check in sorted(rec["checks"].items()):
+        if isinstance(check, dict) and check.get("ok") is False and check.get("cmd"):
+            debts.append({"id": debt_id(session, "check", check["cmd"]),
+                          "kind": "check", "what": clip(check["cmd"], 300),
+                          "t": check.get("t"), "law": law})
+    for denial in sorted(rec["denied"], key=lambda d: -(d.get("severity") or 0)):
+        what = denial.get("what") or ""
+        if what and denial.get("action") == "deny" and not denial.get("resolved"):
+            debts.append({"id": debt_id(session, "denied", what), "kind": "denied",
+                          "what": clip(what, 300), "t": denial.get("t"),
+                          "law": denial.get("law")})
+    seen, out = set(), []
+    for debt in debts:
+        if debt["id"] not in seen:
+            seen.add(debt["id"])
+            out.append(debt)
+    return out[:DEBTS_PER_SESSION]
+
+
+def _debt_ok(debt):
+    return type(debt) is dict and type(debt.get("id")) is str and type(debt.get(
+        "what")) is str and debt.get("kind") in ("unfinished", "failed", "check",
+                                                 "denied") and (debt.get("t") is None or
+                                                                type(debt["t"]) in (
+                                                                    int, float))
+
+
+def open_debts(entries, acks, debt_acks, now, skip=(), live_settled=(), states=None):
+    """The debts no later session settled and no person acked, oldest first: each
+    a copy of the debt with its session, client and the session's state. A live
+    session's running calls are not debts yet; nor are those of a session that
+    was not ended when it last synced (it may still run on its machine)."""
+    settled = set(live_settled)
+    for entry in entries:
+        done = entry.get("settled")
+        if type(done) is list:
+            settled.update(d for d in done if type(d) is str)
+    out, states = [], {} if states is None else states
+    for entry in entries:
+        debts = entry.get("debts")
+        if type(debts) is not list or not debts or entry.get("session") in skip:
+            continue
+        sid = entry["session"]
+        acked = acks.get(sid) if isinstance(acks.get(sid), (int, float)) else None
+        for debt in debts:
+            if not _debt_ok(debt) or debt["id"] in settled or debt["id"] in debt_acks:
+                continue
+            if acked is not None and acked >= (debt.get("t") or 0):
+                continue
+            if debt["kind"] == "unfinished":
+                if sid not in states:
+                    states[sid] = _entry_state(entry, now)
+                if states[sid] in ("live", "elsewhere"):
+                    continue
+            out.append(dict(debt, session=sid, client=entry.get("client") or "",
+                            state=states.get(sid) or ("ended" if entry.get("ended")
+                                                      else "died")))
+    out.sort(key=lambda d: (d.get("t") or 0, d["id"]))
+    return out
 
 
 def read_index(estate):
@@ -10534,9 +10676,11 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         entries = load_index(estate)
         others = [e for e in entries if e.get("session") not in skip]
         choice = choose_sessions(estate, others, now)
-    summaries = {}
+    summaries, live_settled = {}, list(own["settled"]) if own else []
     for entry, state in choice["read"]:
         rec = _session_for_packet(estate, entry, state, now)
+        if state == "live":
+            live_settled += rec["settled"]
         summaries[entry["session"]] = session_summary(
             rec, state, estate.root, home, choice["unseen"], now,
             brief=entry["session"] in choice["live"])
@@ -10575,6 +10719,12 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         "unjudged": audit_findings(estate)[-AUDIT_SHOWN:],
         "person_notes": person_notes_since(estate, max([_started(e) for e in others] or [
             0])),
+        "debts": [dict(d, key=command_key(d["what"]), what=show_command(
+            d["what"], estate.root, home)) for d in
+                  open_debts(entries, load_acks(estate), load_acks(estate, "debts"), now,
+                             skip, live_settled)],
+        "shown": {"banked": [choice["banked"]] if choice["banked"] else [],
+                  "since": list(choice["since"]), "alerts": list(choice["alerts"])},
     }
 
 
@@ -10785,13 +10935,14 @@ def finalise_dead(estate, entries, now):
     return done
 
 
-def load_acks(estate):
-    """{session: time a person acknowledged its alerts} (`notrest ack`)."""
+def load_acks(estate, field="acked"):
+    """{session: time a person acknowledged its alerts and debts} (`notrest ack`);
+    field "debts": {debt id: time a person acked that one debt}."""
     try:
         data = read_json_file(estate.path("acks.json"), "acknowledgements")
     except NotrestError:
         return {}
-    acked = data.get("acked") if isinstance(data, dict) else None
+    acked = data.get(field) if isinstance(data, dict) else None
     return {k: v for k, v in acked.items() if isinstance(v, (int, float))} if \
         isinstance(acked, dict) else {}
 
@@ -11143,8 +11294,35 @@ def _packet_git(snapshot, add, cli):
             git["commit"] or "(none)", (" " + _q(git["subject"], 100)) if git["subject"]
             else ""), 2)
 
-PACKET_SECTIONS = (_packet_own_and_banked, _packet_since, _packet_alerts, _packet_notes,
-                   _packet_live, _packet_threads, _packet_git)
+def _packet_debts(snapshot, add, cli):
+    """Unfinished work of earlier sessions (see # ---- debts), once each: not again
+    for a session whose own lines above already show it."""
+    shown = snapshot.get("shown") or {}
+    lines_of = set(shown.get("banked") or []) | set(shown.get("since") or [])
+    debts = [d for d in snapshot.get("debts") or [] if not (
+        d["session"] in lines_of or d["kind"] == "denied" and d["session"] in set(
+            shown.get("alerts") or []))]
+    for debt in debts[-DEBTS_SHOWN:]:
+        add("> still owed %s from session %s (%s%s, %s): %s %s" % (
+            debt["id"], short_id(debt["session"]), one_line(debt.get("client") or "?",
+                                                           10),
+            "" if debt.get("state") != "died" else ", died", iso_time(debt.get("t")),
+            _DEBT_WORDS[debt["kind"]] + (" (%s)" % one_line(debt["law"], 40) if debt.get(
+                "law") else "") + (" (exit %s)" % debt["exit"] if isinstance(debt.get(
+                    "exit"), int) else "") + ":", _q(debt["what"], 160)), 1)
+    if len(debts) > DEBTS_SHOWN:
+        add("(%d older debt(s) not shown: `%s status`)" % (len(debts) - DEBTS_SHOWN, cli),
+            2)
+    if snapshot.get("debts"):
+        add("(owed work stays in every packet until a session runs that command to the "
+            "end with exit 0, or a person acks it: `%s ack ID`)" % cli, 1)
+
+
+_DEBT_WORDS = {"unfinished": "never finished", "failed": "failed, not fixed",
+               "check": "check failed, not fixed", "denied": "denied, not resolved"}
+
+PACKET_SECTIONS = (_packet_own_and_banked, _packet_since, _packet_debts, _packet_alerts,
+                   _packet_notes, _packet_live, _packet_threads, _packet_git)
 
 
 def _fit_budget(lines, budget):
@@ -11566,11 +11744,13 @@ def _cold_session_start(estate, event, env, call):
     best_effort(register_session, estate, session, event.client, pid, pid_start,
                 now, ns)
     _export_session_id(env, session)
+    owed = {}
     packet, digest = start_packet(estate, session, now, call.config, git,
-                                  source=event.source, client=event.client)
+                                  source=event.source, client=event.client, owed=owed)
     call.journal_record(k="start", source=event.source, pid=pid, pid_start=pid_start,
                         pid_ns=ns, transcript=event.transcript or "",
-                        model=str(event.raw.get("model") or ""), packet=digest)
+                        model=str(event.raw.get("model") or ""), packet=digest,
+                        **({"owed": owed} if owed else {}))
     best_effort(consume_pending, estate, event, now)
     best_effort(start_sync_quietly, estate, call.config, event.kind)  # never awaited
     return render_answer(event, Verdict("allow", message=notice),
@@ -11656,22 +11836,24 @@ def _prompt_journal(estate, event, base, stamp, now, book, config):
     rec = current_session_record(estate, session)
     if not rec.get("compact_pending"):
         return None
+    owed = {}
     context, digest = start_packet(estate, session, now, config, source="compact",
-                                   client=event.client, book=book)
+                                   client=event.client, book=book, owed=owed)
     try_append(journal, dict(base, k="start", source="compact",
                              pid=rec.get("client_pid"), pid_start=rec.get("client_start"),
-                             via="UserPromptSubmit", packet=digest))
+                             via="UserPromptSubmit", packet=digest,
+                             **({"owed": owed} if owed else {})))
     return context or None
 
 
 def start_packet(estate, session, now, config, git=None, source="startup", client="",
-                 book=None):
+                 book=None, owed=None):
     """(packet, its news hash) from whatever the estate lets us read (see
     session_packet); when even that fails, the laws alone and a line that says
     why."""
     try:
         return session_packet(estate, session, source, client, now, config, git=git,
-                              book=book)
+                              book=book, owed=owed)
     except Exception as exc:  # a packet with the laws beats no packet
         estate_note("the start packet could not read the estate (%s: %s)" % (
             type(exc).__name__, clip(str(exc), 200)))
@@ -11801,7 +11983,8 @@ def _export_session_id(env, session):
         pass
 
 
-def session_packet(estate, session, source, client, now, config, git=None, book=None):
+def session_packet(estate, session, source, client, now, config, git=None, book=None,
+                   owed=None):
     """(packet text, its news hash) for a session that starts, resumes, was
     compacted or cleared; ("", "") for a resume with no news since the packet the
     session last received: its history still holds that one, and Claude keeps a
@@ -11810,6 +11993,8 @@ def session_packet(estate, session, source, client, now, config, git=None, book=
     the git line."""
     snapshot = gather_snapshot(estate, session, now, book=book, config=config, git=git,
                                source=source, client=client)
+    if owed is not None:  # journaled in the start record: what this session may settle
+        owed.update((d["id"], d["key"]) for d in snapshot["debts"][-OWED_MAX:])
     text = build_packet(snapshot, _packet_budget(config))
     digest = packet_news(text)
     if source == "resume" and current_session_record(estate, session)[
@@ -13972,7 +14157,7 @@ ESTATE_ENTRIES = {
     "sessions": "a folder", "learned": "a folder", "compiled": "a folder",
     "hooks": "a folder", "__pycache__": "a folder", "acks.json": "a file",
     ".acks.lock": "a file", "view.html": "a file", "sync": "a folder"}
-ACKS_SHAPE = {"schema_version": "int", "acked": ["map", "num"]}
+ACKS_SHAPE = {"schema_version": "int", "acked": ["map", "num"], "debts": ["map", "num"]}
 ACKS_FIX = "move it aside (`mv %s %s.bad`): the alerts it acknowledged show again " \
     "until a person runs `notrest ack`"
 ESTATE_FOLDERS = {"journal": ".jsonl", "sessions": ".json", "learned": ".json"}
@@ -23110,9 +23295,12 @@ def build_parser():
               "threads, laws")
     cmd.add_argument("--json", action="store_true")
     cmd = add("ack", "(for people) mark the alerts `status` lists as seen: they leave "
-              "the packet once a packet has shown them")
-    cmd.add_argument("sessions", nargs="*", metavar="SESSION", help="the sessions to "
-                     "acknowledge (a short id will do; default: every one listed)")
+              "the packet once a packet has shown them; a debt (work a session left "
+              "unfinished, `still owed ID` in the packet) is acked by its id or its "
+              "session")
+    cmd.add_argument("sessions", nargs="*", metavar="SESSION", help="the sessions or "
+                     "debt ids to acknowledge (a short id will do; default: every "
+                     "alert listed, no debt)")
     cmd = add("audit", "name every tool call in this project's client transcripts that ran "
               "with no gate decision: exit 0 none, 1 some")
     cmd.add_argument("--json", action="store_true")
@@ -23812,12 +24000,17 @@ def cmd_ack(args):
     estate = _estate(args, must_exist=True)
     require_a_person("ack", estate)
     alerts = unseen_alerts(estate)
-    wanted = [find_session(estate, s) for s in args.sessions]
-    chosen = [a for a in alerts if not wanted or a["session"] in wanted]
-    if wanted and not chosen:
-        raise NotrestError("no unseen alert in %s" % ", ".join(args.sessions), "",
-                           "`notrest status` lists them", code=2)
     now = time.time()
+    debts = open_debts(load_index(estate), load_acks(estate), load_acks(estate, "debts"),
+                       now)
+    debt_ids = {d["id"] for d in debts}
+    wanted = [find_session(estate, s) for s in args.sessions if s not in debt_ids]
+    chosen = [a for a in alerts if not args.sessions or a["session"] in wanted]
+    chosen_debts = [d for d in debts if args.sessions and (
+        d["id"] in args.sessions or d["session"] in wanted)]
+    if args.sessions and not chosen and not chosen_debts:
+        raise NotrestError("no unseen alert or open debt in %s" % ", ".join(
+            args.sessions), "", "`notrest status` lists them", code=2)
     path = estate.path("acks.json")
     with _Lock(estate.path(".acks.lock")):
         problem = acks_problem(estate)
@@ -23828,12 +24021,16 @@ def cmd_ack(args):
                                    ACKS_FIX % (_quote_arg(path), _quote_arg(path)))
             sys.stderr.write("notrest: %s was damaged (%s); kept it as %s and started "
                              "it afresh\n" % (path, problem, aside))
-        acked = load_acks(estate)
+        acked, debts_acked = load_acks(estate), load_acks(estate, "debts")
         for alert in chosen:
             acked[alert["session"]] = round(max(now, alert["t"] or 0), 3)
+        for debt in chosen_debts:
+            debts_acked[debt["id"]] = round(now, 3)
         keep = sorted(acked, key=lambda s: -acked[s])[:INDEX_MAX_SESSIONS]
+        keep_debts = sorted(debts_acked, key=lambda d: -debts_acked[d])[:INDEX_MAX_SESSIONS]
         write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
-                                        "acked": {s: acked[s] for s in keep}}))
+                                        "acked": {s: acked[s] for s in keep},
+                                        "debts": {d: debts_acked[d] for d in keep_debts}}))
     if not wanted:
         cleared = ack_audit(estate)
         if cleared:
@@ -23842,6 +24039,13 @@ def cmd_ack(args):
     for alert in chosen:
         sys.stdout.write("seen: %s %s\n" % (short_id(alert["session"]),
                                              "; ".join(alert["what"])))
+    for debt in chosen_debts:
+        sys.stdout.write("acked debt %s of %s: %s %s\n" % (
+            debt["id"], short_id(debt["session"]), _DEBT_WORDS[debt["kind"]],
+            _q(debt["what"], 120)))
+    if not args.sessions and debts:
+        sys.stdout.write("%d debt(s) stay open (ack one by its id: %s)\n" % (
+            len(debts), ", ".join(d["id"] for d in debts[:6])))
     sys.stdout.write("%d alert(s) marked seen by %s; each leaves the packet once a "
                      "packet has shown it\n" % (len(chosen), env_user() or "you"))
     return 0
