@@ -9566,10 +9566,10 @@ def _note_success(rec, what, t):
     for denial in rec["denied"]:
         if denial.get("what") == what and not denial.get("resolved"):
             denial["resolved"] = t
-    _settle(rec, what)
+    _settle_debts(rec, what)
 
 
-def _settle(rec, what):
+def _settle_debts(rec, what):
     """A command run to the end (exit 0) settles the debts of earlier sessions
     that this session was told of (its start records' owed) and that name it."""
     if not rec["owed"]:
@@ -9690,7 +9690,7 @@ def _fold_check(rec, ev, t):
         "ok": ev.get("ok"), "code": ev.get("code"), "tail": ev.get("tail", ""),
         "cmd": ev.get("cmd", ""), "changes": ev.get("changes", 0), "t": t}
     if ev.get("ok") is True and ev.get("cmd"):
-        _settle(rec, ev["cmd"])
+        _settle_debts(rec, ev["cmd"])
 
 
 def _fold_note(rec, ev, t):
