@@ -9471,7 +9471,9 @@ SESSION_RECORD_SHAPE = {
     "settled": ["list", "str"]}
 INDEX_ENTRY_SHAPE = {"!session": "str", "client": "?str", "started": "?num",
                      "updated": "?num", "ended": "?num", "note": "?str", "pid": "?int",
-                     "pid_start": "?int", "pid_ns": "?str"}
+                     "pid_start": "?int", "pid_ns": "?str", "debts": ["opt", ["list", {
+                         "!id": "str", "!kind": "str", "!what": "str", "t": "?num"}]],
+                     "settled": ["opt", ["list", "str"]]}
 THREAD_SHAPE = {"!id": "str", "kind": "?str", "text": "?str", "status": "?str",
                 "session": "?str", "t": "?num", "law": "?str"}
 # The fields of journal records that folds and readers use, whatever the kind.
@@ -23923,7 +23925,9 @@ def cmd_status(args):
               "total": len(entries), "truncated": len(entries) > len(sessions),
               "last_bank": banked, "unseen_alerts": alerts, "open_threads": threads,
               "laws": [law.id for law in book.active()], "law_problems": book.problems,
-              "sync": last_sync(estate)}
+              "sync": last_sync(estate),
+              "debts": open_debts(entries, load_acks(estate), load_acks(estate, "debts"),
+                                  now)}
     if args.json:
         _print_json(status)
         return 0
@@ -23941,6 +23945,13 @@ def cmd_status(args):
     for alert in alerts:
         out.append("  %s %s %s: %s" % (short_id(alert["session"]), alert["client"] or "?",
                                        iso_time(alert["t"]), "; ".join(alert["what"])))
+    out.append("work still owed: %d%s" % (len(status["debts"]), " (a session runs it to "
+                                          "exit 0, or `notrest ack ID`)" if status[
+                                              "debts"] else ""))
+    for debt in status["debts"]:
+        out.append("  %s from %s %s: %s `%s`" % (
+            debt["id"], short_id(debt["session"]), iso_time(debt.get("t")),
+            _DEBT_WORDS[debt["kind"]], one_line(debt["what"], 100)))
     out.append("open threads: %d" % len(threads))
     for thread in sorted(threads, key=_thread_order):
         out.append("  %s: %s" % (thread["id"], one_line(thread.get("text"), 120)))

@@ -101,6 +101,8 @@ def test_what_a_died_session_left_unfinished_stays_until_run_or_acked(proj, tmp_
     # a person acks the other one by its id: gone from the next packet
     debt = bench_line[0].split()[3]
     assert debt.startswith("d"), bench_line
+    status = proj.cli("status").stdout
+    assert "work still owed: 1" in status and debt in status, status
     refused = proj.cli("ack", debt, CLAUDECODE="1")
     assert refused.code != 0
     acked = proj.cli("ack", debt)
