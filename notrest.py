@@ -10094,7 +10094,8 @@ def _index_entry_ok(entry):
 
 _INDEX_TYPES = {"started": _NUMBER_TYPES, "updated": _NUMBER_TYPES,
                 "ended": _NUMBER_TYPES, "pid": (int,), "pid_start": (int,),
-                "client": (str,), "note": (str,), "pid_ns": (str,)}
+                "client": (str,), "note": (str,), "pid_ns": (str,), "debts": (list,),
+                "settled": (list,)}
 
 
 def load_index(estate):
@@ -14125,8 +14126,8 @@ def run_doctor(estate, now=None):
     findings += missing_skills
     findings += _doctor_law_layers(estate, book, clients, skill_texts, fix_install)
     findings += compiled_findings(estate)
-    findings += integrity_findings(estate) + hardening_findings(estate, config) + \
-        canary_findings(estate, config)
+    findings += integrity_findings(estate) + laws_last_good_findings(estate) + \
+        hardening_findings(estate, config) + canary_findings(estate, config)
     findings += audit_doctor_findings(estate)
     findings += linked_harness_findings(estate)
     findings += sync_findings(estate)
@@ -14158,7 +14159,12 @@ ESTATE_ENTRIES = {
     ".permits.lock": "a file", ".threads.lock": "a file", "journal": "a folder",
     "sessions": "a folder", "learned": "a folder", "compiled": "a folder",
     "hooks": "a folder", "__pycache__": "a folder", "acks.json": "a file",
-    ".acks.lock": "a file", "view.html": "a file", "sync": "a folder"}
+    ".acks.lock": "a file", "view.html": "a file", "sync": "a folder",
+    "person-notes.jsonl": "a file", "audit.json": "a file", ".audit.lock": "a file"}
+PERSON_NOTE_SHAPE = {"!k": "str", "t": "?num", "by": "?str", "note": "?str",
+                     "next": "?str"}
+AUDIT_SHAPE = {"schema_version": "int", "cursors": ["map", "int"],
+               "findings": ["list", "any"]}
 ACKS_SHAPE = {"schema_version": "int", "acked": ["map", "num"], "debts": ["map", "num"]}
 ACKS_FIX = "move it aside (`mv %s %s.bad`): the alerts it acknowledged show again " \
     "until a person runs `notrest ack`"
@@ -14284,10 +14290,18 @@ def integrity_findings(estate, env=None, now=None):
     store = project_store(estate.root, env)
     manifest = load_manifest(store)
     if manifest is None:
-        return [Finding(False, "no harness manifest readable at %s" % store,
-                        "run install again (it records the manifest and a pristine "
+        path = os.path.join(store, MANIFEST_NAME)
+        problem = stored_file_state(path, {"!files": ["map", "any"]}, "manifest") if \
+            os.path.lexists(path) else "absent"
+        return [Finding(False, "no harness manifest readable at %s (%s): nothing checks "
+                        "the harness against what was installed" % (
+                            path, problem or "unreadable"),
+                        "%srun install again (it records the manifest and a pristine "
                         "copy); a hardened client's shell cannot read that folder by "
-                        "design: run doctor in your own terminal")]
+                        "design: run doctor in your own terminal" % (
+                            "move it aside (`mv %s %s.bad`), then " % (
+                                _quote_arg(path), _quote_arg(path))
+                            if os.path.lexists(path) else ""))]
     drift = verify_harness(estate, env, full=True)
     python = load_config(estate).get("python") or sys.executable
     tag = _cache_tag_of(python) if os.access(python, os.X_OK) else None
@@ -14633,12 +14647,52 @@ def _shape_findings(estate):
     for slug in _listing(estate.path("compiled"), ""):
         add(_json_finding(estate.path("compiled", slug, "meta.json"), "compiled tool",
                           COMPILED_META_SHAPE))
-    paths = [estate.path("threads.jsonl")] + [estate.path("journal", name) for name in
-                                              _listing(estate.path("journal"), ".jsonl")]
+    add(_json_finding(estate.path("audit.json"), "audit state", AUDIT_SHAPE))
+    paths = [estate.path("threads.jsonl"), estate.path("person-notes.jsonl")] + [
+        estate.path("journal", name) for name in _listing(estate.path("journal"),
+                                                           ".jsonl")]
     for path in paths:
         findings += _lines_findings(path, THREAD_SHAPE if path.endswith(
-            "threads.jsonl") else None)
+            "threads.jsonl") else PERSON_NOTE_SHAPE if path.endswith(
+                "person-notes.jsonl") else None)
     return findings
+
+
+def stored_file_state(path, shape=None, what="file"):
+    """What is wrong with a JSON file notrest keeps outside the estate (the
+    manifest, the last good laws), or None when it is absent or fine: what stands
+    there, whether it reads, whether it is JSON of the shape."""
+    try:
+        doc = read_json_file(path, what, LAWS_FILE_CAP)
+    except NotrestError as exc:
+        return exc.what
+    if doc is None:
+        return None
+    return shape_problem(doc, shape, os.path.basename(path)) if shape else None
+
+
+def laws_last_good_findings(estate):
+    """The last good copy of laws.json (see # ---- laws.json, last known good): a
+    damaged copy would leave a broken laws.json nothing good to fall back on."""
+    path = laws_last_good_path(estate)
+    if not os.path.lexists(path):
+        return []
+    problem = stored_file_state(path, {"laws": ["list", "any"]}, "last good laws")
+    if problem is None:
+        try:
+            doc = read_json_file(path, "last good laws", LAWS_FILE_CAP)
+        except NotrestError as exc:
+            problem = exc.what
+        else:
+            problem = "it is %s, not an object" % _json_kind(doc) if not isinstance(
+                doc, dict) else "; ".join(build_lawbook(doc).problems[:2]) or None
+    if problem is None:
+        return []
+    return [Finding(False, "the last good copy of laws.json, %s: %s: were laws.json to "
+                    "break, the gate would have no good version of it to enforce" % (
+                        path, problem),
+                    "remove it (`rm -rf %s`): the next SessionStart copies laws.json "
+                    "there again while laws.json reads clean" % _quote_arg(path))]
 
 
 def acks_problem(estate):
