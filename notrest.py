@@ -10938,16 +10938,36 @@ def finalise_dead(estate, entries, now):
     return done
 
 
-def load_acks(estate, field="acked"):
-    """{session: time a person acknowledged its alerts and debts} (`notrest ack`);
-    field "debts": {debt id: time a person acked that one debt}."""
+def load_acks(estate, field="acked", synced=True):
+    """{session: time a person acknowledged its alerts} (`notrest ack`); field
+    "debts": {debt id: time a person acked that one debt}. synced: with the acks
+    people made on other machines (`notrest sync`, .notrest/sync/acks.json), the
+    newest per item winning; without, this machine's people's own."""
+    out = _acks_of(_json_or_none(estate.path("acks.json"), "acknowledgements"), field)
+    if synced and os.path.exists(estate.path(SYNC_FOLDER, SYNCED_ACKS)):
+        data = _json_or_none(estate.path(SYNC_FOLDER, SYNCED_ACKS), "synced acks")
+        machines = data.get("machines") if isinstance(data, dict) else None
+        for other in (machines.values() if isinstance(machines, dict) else ()):
+            for key, t in _acks_of(other, field).items():
+                if t > (out.get(key) or 0):
+                    out[key] = t
+    return out
+
+
+SYNCED_ACKS = "acks.json"  # in .notrest/sync/: {"machines": {id: {acked, debts}}}
+
+
+def _json_or_none(path, what):
     try:
-        data = read_json_file(estate.path("acks.json"), "acknowledgements")
+        return read_json_file(path, what)
     except NotrestError:
-        return {}
+        return None
+
+
+def _acks_of(data, field):
     acked = data.get(field) if isinstance(data, dict) else None
-    return {k: v for k, v in acked.items() if isinstance(v, (int, float))} if \
-        isinstance(acked, dict) else {}
+    return {k: v for k, v in acked.items() if isinstance(k, str) and isinstance(
+        v, (int, float)) and not isinstance(v, bool)} if isinstance(acked, dict) else {}
 
 
 def show_path(path, root, home):
@@ -20392,13 +20412,19 @@ def remove_project_store(root, env=None):
 #   journals/<shard>/<session>.jsonl     raw (redacted) journals, only with --journals
 #   prune.json                           {"sessions_before": epoch, "machine": id},
 #                                        set by a person
+#   acks/<machine id>.json               the acks people made on that machine
+#                                        ({acked, debts}, from its acks.json)
 # What came in has no authority (issue #28): a record or tool that claims this
 # machine's id is refused, no remote tool takes a name starting with notrest, a
 # prune in the future is refused and one in the past removes only the pruner's own
 # records, a thread event applies only to a thread its pusher opened (the pusher:
 # the committer notrest@<id>.invalid of the newest commit that touched the path),
 # other events and every lesson wait in .notrest/sync/proposals.jsonl, which the
-# packet shows as quoted data, like every remote string (labels included).
+# packet shows as quoted data, like every remote string (labels included). An acks
+# file applies only when pushed by the machine it names, with no ack dated in the
+# future; it lands in .notrest/sync/acks.json (never re-exported: each machine
+# sends only its own people's acks), and the newest ack per item wins. An ack only
+# takes an alert or a debt out of the packet, as one made here would.
 # Merging is by value, file by file: the union of both sides; where both hold a
 # session, the higher (seq, updated, blob id) wins, so every clone converges on the
 # same tree in any order. A session belongs to the machine that has its journal:
@@ -20975,7 +21001,31 @@ def scan_local(estate, state, me, journals, cutoff, now):
         state.changed = True
     _scan_threads(estate, state, me, out)
     _scan_compiled(estate, state, me, out)
+    _scan_acks(estate, state, me, out)
     return out
+
+
+def acks_path(machine_id):
+    return "acks/%s.json" % machine_id
+
+
+def _scan_acks(estate, state, me, out):
+    """The acks this machine's people made (acks.json; never those that came in),
+    as one file of this machine's on the ref: acks/<machine id>.json."""
+    path = acks_path(me["id"])
+    key = _stat_key(estate.path("acks.json"))
+    item = state.get(path)
+    if not key[1] or (item and item[0] == key):
+        return
+    acked, debts = load_acks(estate, synced=False), load_acks(estate, "debts",
+                                                               synced=False)
+    if not acked and not debts:
+        state.put(path, key, None)
+        return
+    data = json_pretty({"schema_version": SCHEMA_VERSION, "machine": me["id"],
+                        "acked": acked, "debts": debts}).encode()
+    state.put(path, key, blob_id(data))
+    out[path] = data
 
 
 def _stat_key(path):
@@ -21102,6 +21152,8 @@ def choose_winners(git, pending, incoming, fresh):
             mine = record_key(body.get(blob, b""), blob)
             other = record_key(body.get(theirs, b""), theirs)
             (send.__setitem__(path, blob) if mine > other else lost.append(path))
+        elif path.startswith("acks/"):
+            send[path] = blob  # only this machine writes its acks file
         elif path.startswith("journals/"):
             mine = (len(body.get(blob, b"")), blob)
             other = (len(body.get(theirs, b"")), theirs)
@@ -21125,7 +21177,7 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
         "journals/")})
     bodies = {sha: item[2] for sha, item in git.cat(blobs).items() if item and
               item[1] == "blob" and len(item[2]) <= SYNC_BLOB_MAX} if blobs else {}
-    records, events, tools, proposals = [], [], {}, []
+    records, events, tools, proposals, acks_in = [], [], {}, [], {}
     for path in sorted(incoming):
         blob = incoming[path]
         parts = path.split("/")
@@ -21165,6 +21217,16 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
                 events.append(event)
         elif parts[0] == "compiled" and len(parts) == 3 and blob:
             tools.setdefault(parts[1], {})[parts[2]] = bodies.get(blob)
+        elif parts[0] == "acks" and len(parts) == 2 and blob:
+            came = _acks_in(path, bodies.get(blob), me, senders.get(path) or "")
+            if isinstance(came, str):
+                report["came_in"]["refused"].append("%s: %s" % (path, came))
+            else:
+                acks_in[came[0]] = came[1]
+    if acks_in and not dry_run:
+        _save_synced_acks(estate, acks_in)
+    report["came_in"]["acks"] = sum(len(a["acked"]) + len(a["debts"]) for a in
+                                    acks_in.values())
     for path, rec in records:
         report["came_in"]["sessions"].append({"session": rec["session"],
                                               "machine": machine_name(rec["machine"])})
@@ -21178,6 +21240,44 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
     report["came_in"]["proposals"] += _add_proposals(estate, proposals, dry_run)
     for slug, files in sorted(tools.items()):
         _import_compiled(estate, slug, files, report, dry_run, me)
+
+
+def _acks_in(path, data, me, sender, now=None):
+    """(machine id, {acked, debts}) of another machine's acks file, or why it is
+    refused: it must be pushed by the machine it names (the one whose person ran
+    `notrest ack` there), never claim this machine, and no ack may be dated in the
+    future (it would hide alerts that have not happened yet). An ack only takes an
+    alert or a debt out of the packet, as an ack made here would: no gate reads it."""
+    name = path.split("/")[1][:-5]
+    if not machine_id_ok(name):
+        return "not a machine's acks file"
+    if name == me["id"]:
+        return "it claims this machine's id"
+    if sender != name:
+        return "it was not pushed by the machine it names"
+    try:
+        doc = json_loads((data or b"").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return "not JSON"
+    if not isinstance(doc, dict) or shape_problem(doc, ACKS_SHAPE, "acks"):
+        return "not the shape of acks"
+    limit = (time.time() if now is None else now) + 300
+    acked, debts = _acks_of(doc, "acked"), _acks_of(doc, "debts")
+    if any(t > limit for t in list(acked.values()) + list(debts.values())):
+        return "an ack in it is dated in the future"
+    return name, {"acked": acked, "debts": debts}
+
+
+def _save_synced_acks(estate, came):
+    """Keep each machine's acks as they came in (its whole file: the newest)."""
+    path = estate.path(SYNC_FOLDER, SYNCED_ACKS)
+    data = _json_or_none(path, "synced acks")
+    machines = data.get("machines") if isinstance(data, dict) and isinstance(
+        data.get("machines"), dict) else {}
+    machines.update(came)
+    _ensure_dir(os.path.dirname(path))
+    write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
+                                    "machines": machines}), durable=False)
 
 
 def remote_label(value):
@@ -21211,7 +21311,7 @@ def _senders(git, seen, tip, incoming):
     and lesson events, prune.json), as this side sees it: the committer of the newest
     commit since the last sync that touched the path (notrest@<id>.invalid). One
     git call, only when such paths came in."""
-    if not tip or not any(p.startswith(("threads/", "lessons/", "prune.json")) or (
+    if not tip or not any(p.startswith(("threads/", "lessons/", "prune.json", "acks/")) or (
             p.startswith("sessions/") and b is None) for p, b in incoming.items()):
         return {}
     args = ["log", "--format=%x01%ce", "--name-only", "--no-renames", tip]
@@ -21219,7 +21319,7 @@ def _senders(git, seen, tip, incoming):
         code, _out, _err = git.run(["merge-base", "--is-ancestor", seen, tip])
         if code == 0:
             args.append("^" + seen)
-    out = git.must(args + ["--", "threads", "lessons", "prune.json"])
+    out = git.must(args + ["--", "threads", "lessons", "prune.json", "acks"])
     senders, who = {}, ""
     for line in out.decode("utf-8", "replace").splitlines():
         if line.startswith("\x01"):
@@ -21482,9 +21582,10 @@ def new_sync_report(remote, ref, me, dry_run):
     return {"remote": remote, "ref": ref, "machine": machine_name(me), "dry_run": dry_run,
             "outcome": "ok", "message": "", "pushed": False, "commit": "", "tries": 0,
             "came_in": {"sessions": [], "threads": 0, "lessons": 0, "compiled": [],
-                        "removed": 0, "skipped": [], "refused": [], "proposals": 0},
+                        "removed": 0, "skipped": [], "refused": [], "proposals": 0,
+                        "acks": 0},
             "went_out": {"sessions": 0, "threads": 0, "lessons": 0, "compiled": 0,
-                         "journals": 0, "pruned": 0},
+                         "journals": 0, "pruned": 0, "acks": 0},
             "git_calls": 0}
 
 
@@ -21861,7 +21962,7 @@ def _count_out(report, send):
     slugs = set()
     for path in send:
         head = path.split("/", 1)[0]
-        if head in ("sessions", "threads", "lessons", "journals"):
+        if head in ("sessions", "threads", "lessons", "journals", "acks"):
             went[head] += 1
         elif head == "compiled":
             slugs.add(path.split("/")[1])
@@ -21962,12 +22063,15 @@ def print_sync_report(report, out):
     if came["proposals"]:
         parts.append("%d proposal(s) that a person decides (not applied)" %
                      came["proposals"])
+    if came.get("acks"):
+        parts.append("%d ack(s) made by people on other machines" % came["acks"])
     lines.append("came in: %s" % ", ".join(parts))
     parts = ["%d session(s)" % went["sessions"]]
-    for key in ("threads", "lessons", "compiled", "journals"):
-        if went[key]:
-            parts.append("%d %s" % (went[key], key if key != "compiled" else
-                                    "compiled tool(s)"))
+    for key in ("threads", "lessons", "compiled", "journals", "acks"):
+        if went.get(key):
+            parts.append("%d %s" % (went[key], key if key not in ("compiled", "acks") else
+                                    "compiled tool(s)" if key == "compiled" else
+                                    "file of this machine's acks"))
     if went["pruned"]:
         parts.append("%d session(s) pruned" % went["pruned"])
     lines.append("%s: %s" % ("would go out" if report["dry_run"] else "went out",
@@ -24086,7 +24190,8 @@ def cmd_ack(args):
                                    ACKS_FIX % (_quote_arg(path), _quote_arg(path)))
             sys.stderr.write("notrest: %s was damaged (%s); kept it as %s and started "
                              "it afresh\n" % (path, problem, aside))
-        acked, debts_acked = load_acks(estate), load_acks(estate, "debts")
+        acked = load_acks(estate, synced=False)
+        debts_acked = load_acks(estate, "debts", synced=False)
         for alert in chosen:
             acked[alert["session"]] = round(max(now, alert["t"] or 0), 3)
         for debt in chosen_debts:
