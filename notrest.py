@@ -9426,6 +9426,7 @@ LAW_SEVERITY = {"no-destroy": 5, "no-force-push": 4, "protect-secrets": 4,
                 "bank-before-stop": 1}
 RUNNING_MAX = 4
 OUTSIDE_NOTES_MAX = 3
+PACKET_CTX_MAX = 300    # line hashes of the packet a session's context holds
 # Unfinished work is a debt (issue #23 item 5): see # ---- debts below.
 DEBTS_PER_SESSION = 4   # kept in a session's index entry
 DEBTS_SHOWN = 5         # in a packet
@@ -9447,7 +9448,8 @@ def new_session_record(session):
             "compactions": 0,
             "compact_pending": False, "last_prompt": "", "opened": [], "closed": [],
             "hook_ms": {}, "transcript": "", "transcript_offset": 0, "machine": None,
-            "packet_hash": "", "died_t": None, "owed": {}, "settled": []}
+            "packet_hash": "", "died_t": None, "owed": {}, "settled": [],
+            "packet_ctx": [], "packet_ctx_compacted": False}
 
 
 _STAMPED = {"t": "?num"}
@@ -9468,7 +9470,8 @@ SESSION_RECORD_SHAPE = {
     "transcript_offset": "int", "outside": "int", "outside_notes": ["list", _STAMPED],
     "running": ["list", _STAMPED], "alert": "int", "alert_t": "?num", "denials": "int",
     "packet_hash": "str", "died_t": "?num", "owed": ["map", "str"],
-    "settled": ["list", "str"]}
+    "settled": ["list", "str"], "packet_ctx": ["list", "str"],
+    "packet_ctx_compacted": "bool"}
 INDEX_ENTRY_SHAPE = {"!session": "str", "client": "?str", "started": "?num",
                      "updated": "?num", "ended": "?num", "note": "?str", "pid": "?int",
                      "pid_start": "?int", "pid_ns": "?str", "debts": ["opt", ["list", {
@@ -9488,7 +9491,8 @@ JOURNAL_FIELDS = {
     "close": ["opt", ["list", "str"]], "agent": "?str", "agent_type": "?str",
     "message": "?str", "phase": "?str", "cursor": "?int", "reason": "?str",
     "items": ["opt", ["list", {"what": "?str", "error": "?str"}]], "packet": "?str",
-    "inside": "?bool", "tty": "?str", "owed": ["opt", ["map", "str"]]}
+    "inside": "?bool", "tty": "?str", "owed": ["opt", ["map", "str"]],
+    "lines": ["opt", ["list", "str"]], "diff": "?bool"}
 # the fields of JOURNAL_FIELDS with a scalar shape: {field: the exact types that fit}
 _JOURNAL_EXACT = {key: _EXACT_TYPES[shape] for key, shape in JOURNAL_FIELDS.items()
                   if shape.__class__ is str and shape in _EXACT_TYPES}
@@ -9608,9 +9612,25 @@ def _fold_start(rec, ev, t):
     for debt_id, key in (ev.get("owed") or {}).items():
         if len(rec["owed"]) < OWED_MAX and debt_id not in rec["settled"]:
             rec["owed"][debt_id] = key
+    _fold_packet_context(rec, ev)
     if ev.get("source") == "compact":
         rec["compactions"] += 1
         rec["compact_pending"] = False
+
+
+def _fold_packet_context(rec, ev):
+    """The packet lines the session's context holds (see packet_update): a start
+    that gave a whole packet begins them anew, an update adds to them."""
+    lines = ev.get("lines")
+    if lines is None:
+        return
+    if ev.get("diff"):
+        rec["packet_ctx"] = (rec["packet_ctx"] + [h for h in lines if h not in rec[
+            "packet_ctx"]])[-PACKET_CTX_MAX:]
+    else:
+        rec["packet_ctx"] = list(lines)[-PACKET_CTX_MAX:]
+        rec["packet_ctx_compacted"] = ev.get("source") == "compact" or bool(
+            rec["packet_ctx_compacted"] and ev.get("source") == "resume")
 
 
 def _fold_prompt(rec, ev, t):
@@ -9730,6 +9750,8 @@ def _fold_compact(rec, ev, t):
     # compaction starts the wait for a packet, a compact start ends it
     if ev.get("phase") == "pre":
         rec["compact_pending"] = True
+        rec["packet_ctx"] = []  # the context that held the packet is being replaced
+        rec["packet_ctx_compacted"] = True
 
 
 def _fold_exits(rec, ev, t):
@@ -11767,13 +11789,14 @@ def _cold_session_start(estate, event, env, call):
     best_effort(register_session, estate, session, event.client, pid, pid_start,
                 now, ns)
     _export_session_id(env, session)
-    owed = {}
+    owed, ctx = {}, {}
     packet, digest = start_packet(estate, session, now, call.config, git,
-                                  source=event.source, client=event.client, owed=owed)
+                                  source=event.source, client=event.client, owed=owed,
+                                  ctx=ctx)
     call.journal_record(k="start", source=event.source, pid=pid, pid_start=pid_start,
                         pid_ns=ns, transcript=event.transcript or "",
                         model=str(event.raw.get("model") or ""), packet=digest,
-                        **({"owed": owed} if owed else {}))
+                        **dict(ctx, **({"owed": owed} if owed else {})))
     best_effort(consume_pending, estate, event, now)
     best_effort(start_sync_quietly, estate, call.config, event.kind)  # never awaited
     return render_answer(event, Verdict("allow", message=notice),
@@ -11859,24 +11882,24 @@ def _prompt_journal(estate, event, base, stamp, now, book, config):
     rec = current_session_record(estate, session)
     if not rec.get("compact_pending"):
         return None
-    owed = {}
+    owed, ctx = {}, {}
     context, digest = start_packet(estate, session, now, config, source="compact",
-                                   client=event.client, book=book, owed=owed)
+                                   client=event.client, book=book, owed=owed, ctx=ctx)
     try_append(journal, dict(base, k="start", source="compact",
                              pid=rec.get("client_pid"), pid_start=rec.get("client_start"),
                              via="UserPromptSubmit", packet=digest,
-                             **({"owed": owed} if owed else {})))
+                             **dict(ctx, **({"owed": owed} if owed else {}))))
     return context or None
 
 
 def start_packet(estate, session, now, config, git=None, source="startup", client="",
-                 book=None, owed=None):
+                 book=None, owed=None, ctx=None):
     """(packet, its news hash) from whatever the estate lets us read (see
     session_packet); when even that fails, the laws alone and a line that says
     why."""
     try:
         return session_packet(estate, session, source, client, now, config, git=git,
-                              book=book, owed=owed)
+                              book=book, owed=owed, ctx=ctx)
     except Exception as exc:  # a packet with the laws beats no packet
         estate_note("the start packet could not read the estate (%s: %s)" % (
             type(exc).__name__, clip(str(exc), 200)))
@@ -12007,7 +12030,7 @@ def _export_session_id(env, session):
 
 
 def session_packet(estate, session, source, client, now, config, git=None, book=None,
-                   owed=None):
+                   owed=None, ctx=None):
     """(packet text, its news hash) for a session that starts, resumes, was
     compacted or cleared; ("", "") for a resume with no news since the packet the
     session last received: its history still holds that one, and Claude keeps a
@@ -12020,10 +12043,70 @@ def session_packet(estate, session, source, client, now, config, git=None, book=
         owed.update((d["id"], d["key"]) for d in snapshot["debts"][-OWED_MAX:])
     text = build_packet(snapshot, _packet_budget(config))
     digest = packet_news(text)
-    if source == "resume" and current_session_record(estate, session)[
-            "packet_hash"] == digest:
+    rec = current_session_record(estate, session) if source in (
+        "resume", "compact") else None
+    held = rec["packet_ctx"] if rec and (source == "resume" or rec[
+        "packet_ctx_compacted"]) else []
+    if held:  # one packet per context: only what changed since the one it holds
+        update, given = packet_update(text, set(held))
+        if ctx is not None:
+            ctx.update(lines=given, diff=True)
+        return update, digest if update else ""
+    if source == "resume" and rec["packet_hash"] == digest:
         return "", ""
+    if ctx is not None:
+        ctx.update(lines=packet_line_hashes(text), diff=False)
     return text, digest
+
+
+def _packet_news_lines(text):
+    """(line, is news, its hash) for each line of a packet: news is all but the
+    session's own section and the git line (both change with its own work; see
+    packet_news). A data line's hash includes the session it is under (its id, not
+    its heading, whose times move), so one text under two sessions is two lines."""
+    out, own, group = [], False, ""
+    for line in text.splitlines():
+        if line.startswith("### "):
+            own = line.startswith("### this session so far (")
+            group = line.split(" ", 2)[1] if " " in line[4:] else line
+        elif not line.startswith(("> ", "! ")):
+            own, group = False, ""
+        out.append((line, not own and not line.startswith("> git: "), _crc_fast(
+            group + "\n" + line)))
+    return out
+
+
+def packet_line_hashes(text):
+    return [digest for _line, news, digest in _packet_news_lines(text) if news][
+        -PACKET_CTX_MAX:]
+
+
+def packet_update(text, held):
+    """(the lines of a packet that the session's context does not hold yet, under
+    the headings they belong to, with a first line that says so; "" when there are
+    none, and their hashes). The laws, the harness lines and the closing bank
+    lines the context already holds are not repeated."""
+    lines = _packet_news_lines(text)
+    new = [i for i, (_line, news, digest) in enumerate(lines) if news and digest not in
+           held and i > 0]
+    if not new:
+        return "", []
+    keep, heading, section = set(new), None, None
+    for i, (line, _news, _digest) in enumerate(lines):
+        if line.startswith("## "):
+            section, heading = i, None
+        elif line.startswith("### "):
+            heading = i
+        elif line.startswith(("> ", "! ")) and heading is not None and i in keep:
+            keep.add(heading)
+        if i in keep and section is not None:
+            keep.add(section)
+    first = lines[0][0].rstrip(".")
+    out = ["%s: what changed since the packet this session already holds in its "
+           "context (%d line(s) of it are not repeated; `notrest packet` prints it "
+           "whole)." % (first, len(lines) - len(keep) - 1)]
+    out += [lines[i][0] for i in sorted(keep)]
+    return "\n".join(out) + "\n", [lines[i][2] for i in sorted(keep)]
 
 
 def packet_news(text):
