@@ -9977,8 +9977,9 @@ def _index_entry(rec):
 # debts ({id, kind, what, t}); the SessionStart that shows debts journals them in
 # its start record (owed {id: command key}), and the session's fold settles one
 # when a command with that key exits 0 (settled [id], in its index entry too).
-# A debt is open while no index entry settled it and no person acked it
-# (acks.json: its session acked after it, or the debt's own id).
+# A debt is open while no index entry settled it and no person acked it (acks.json
+# "debts": its id, acked by itself or with its session; an alert's ack, which says
+# a person saw it, does not settle work).
 
 _CHECK_WORDS = ("test", "pytest", "check", "lint", "jest", "vitest", "mocha", "tox",
                 "nox", "mypy", "ruff", "flake8", "pylint", "eslint", "tsc", "rspec",
@@ -10043,7 +10044,7 @@ def _debt_ok(debt):
                                                                     int, float))
 
 
-def open_debts(entries, acks, debt_acks, now, skip=(), live_settled=(), states=None):
+def open_debts(entries, debt_acks, now, skip=(), live_settled=(), states=None):
     """The debts no later session settled and no person acked, oldest first: each
     a copy of the debt with its session, client and the session's state. A live
     session's running calls are not debts yet; nor are those of a session that
@@ -10059,11 +10060,8 @@ def open_debts(entries, acks, debt_acks, now, skip=(), live_settled=(), states=N
         if type(debts) is not list or not debts or entry.get("session") in skip:
             continue
         sid = entry["session"]
-        acked = acks.get(sid) if isinstance(acks.get(sid), (int, float)) else None
         for debt in debts:
             if not _debt_ok(debt) or debt["id"] in settled or debt["id"] in debt_acks:
-                continue
-            if acked is not None and acked >= (debt.get("t") or 0):
                 continue
             if debt["kind"] == "unfinished":
                 if sid not in states:
@@ -10746,7 +10744,7 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
             0])),
         "debts": [dict(d, key=command_key(d["what"]), what=show_command(
             d["what"], estate.root, home)) for d in
-                  open_debts(entries, load_acks(estate), load_acks(estate, "debts"), now,
+                  open_debts(entries, load_acks(estate, "debts"), now,
                              skip, live_settled)],
         "shown": {"banked": [choice["banked"]] if choice["banked"] else [],
                   "since": list(choice["since"]), "alerts": list(choice["alerts"])},
@@ -21394,7 +21392,8 @@ def _senders(git, seen, tip, incoming):
     and lesson events, prune.json), as this side sees it: the committer of the newest
     commit since the last sync that touched the path (notrest@<id>.invalid). One
     git call, only when such paths came in."""
-    if not tip or not any(p.startswith(("threads/", "lessons/", "prune.json", "acks/")) or (
+    heads = ("threads/", "lessons/", "prune.json", "acks/")
+    if not tip or not any(p.startswith(heads) or (
             p.startswith("sessions/") and b is None) for p, b in incoming.items()):
         return {}
     args = ["log", "--format=%x01%ce", "--name-only", "--no-renames", tip]
@@ -24167,7 +24166,7 @@ def cmd_status(args):
               "last_bank": banked, "unseen_alerts": alerts, "open_threads": threads,
               "laws": [law.id for law in book.active()], "law_problems": book.problems,
               "sync": last_sync(estate),
-              "debts": open_debts(entries, load_acks(estate), load_acks(estate, "debts"),
+              "debts": open_debts(entries, load_acks(estate, "debts"),
                                   now)}
     if args.json:
         _print_json(status)
@@ -24253,8 +24252,7 @@ def cmd_ack(args):
     require_a_person("ack", estate)
     alerts = unseen_alerts(estate)
     now = time.time()
-    debts = open_debts(load_index(estate), load_acks(estate), load_acks(estate, "debts"),
-                       now)
+    debts = open_debts(load_index(estate), load_acks(estate, "debts"), now)
     debt_ids = {d["id"] for d in debts}
     wanted = [find_session(estate, s) for s in args.sessions if s not in debt_ids]
     chosen = [a for a in alerts if not args.sessions or a["session"] in wanted]
@@ -24280,10 +24278,11 @@ def cmd_ack(args):
         for debt in chosen_debts:
             debts_acked[debt["id"]] = round(now, 3)
         keep = sorted(acked, key=lambda s: -acked[s])[:INDEX_MAX_SESSIONS]
-        keep_debts = sorted(debts_acked, key=lambda d: -debts_acked[d])[:INDEX_MAX_SESSIONS]
-        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
-                                        "acked": {s: acked[s] for s in keep},
-                                        "debts": {d: debts_acked[d] for d in keep_debts}}))
+        keep_debts = sorted(debts_acked, key=lambda d: -debts_acked[d])[
+            :INDEX_MAX_SESSIONS]
+        write_atomic(path, json_pretty({
+            "schema_version": SCHEMA_VERSION, "acked": {s: acked[s] for s in keep},
+            "debts": {d: debts_acked[d] for d in keep_debts}}))
     if not wanted:
         cleared = ack_audit(estate)
         if cleared:

@@ -103,6 +103,10 @@ def test_what_a_died_session_left_unfinished_stays_until_run_or_acked(proj, tmp_
     assert debt.startswith("d"), bench_line
     status = proj.cli("status").stdout
     assert "work still owed: 1" in status and debt in status, status
+    seen = proj.cli("ack")  # marks alerts seen: it settles no work
+    assert seen.code == 0 and "1 debt(s) stay open" in seen.stdout and debt in \
+        seen.stdout, seen.stdout
+    assert owed_lines(packet_of(proj, "after-plain-ack"), BENCH)
     refused = proj.cli("ack", debt, CLAUDECODE="1")
     assert refused.code != 0
     acked = proj.cli("ack", debt)
