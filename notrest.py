@@ -10555,6 +10555,12 @@ LAW_SEVERITY = {"no-destroy": 5, "no-force-push": 4, "protect-secrets": 4,
                 "bank-before-stop": 1}
 RUNNING_MAX = 4
 OUTSIDE_NOTES_MAX = 3
+PACKET_CTX_MAX = 300    # line hashes of the packet a session's context holds
+# Unfinished work is a debt (issue #23 item 5): see # ---- debts below.
+DEBTS_PER_SESSION = 4   # kept in a session's index entry
+DEBTS_SHOWN = 5         # in a packet
+OWED_MAX = 16           # debts a session was told of (its start records' owed)
+SETTLED_MAX = 16        # debts a session settled
 
 
 def new_session_record(session):
@@ -10571,7 +10577,8 @@ def new_session_record(session):
             "compactions": 0,
             "compact_pending": False, "last_prompt": "", "opened": [], "closed": [],
             "hook_ms": {}, "transcript": "", "transcript_offset": 0, "machine": None,
-            "packet_hash": "", "died_t": None}
+            "packet_hash": "", "died_t": None, "owed": {}, "settled": [],
+            "packet_ctx": [], "packet_ctx_compacted": False}
 
 
 _STAMPED = {"t": "?num"}
@@ -10591,10 +10598,14 @@ SESSION_RECORD_SHAPE = {
     "hook_ms": ["map", ["tuple", ["int", "num", "num"]]], "transcript": "str",
     "transcript_offset": "int", "outside": "int", "outside_notes": ["list", _STAMPED],
     "running": ["list", _STAMPED], "alert": "int", "alert_t": "?num", "denials": "int",
-    "packet_hash": "str", "died_t": "?num"}
+    "packet_hash": "str", "died_t": "?num", "owed": ["map", "str"],
+    "settled": ["list", "str"], "packet_ctx": ["list", "str"],
+    "packet_ctx_compacted": "bool"}
 INDEX_ENTRY_SHAPE = {"!session": "str", "client": "?str", "started": "?num",
                      "updated": "?num", "ended": "?num", "note": "?str", "pid": "?int",
-                     "pid_start": "?int", "pid_ns": "?str"}
+                     "pid_start": "?int", "pid_ns": "?str", "debts": ["opt", ["list", {
+                         "!id": "str", "!kind": "str", "!what": "str", "t": "?num"}]],
+                     "settled": ["opt", ["list", "str"]]}
 THREAD_SHAPE = {"!id": "str", "kind": "?str", "text": "?str", "status": "?str",
                 "session": "?str", "t": "?num", "law": "?str"}
 # The fields of journal records that folds and readers use, whatever the kind.
@@ -10609,7 +10620,8 @@ JOURNAL_FIELDS = {
     "close": ["opt", ["list", "str"]], "agent": "?str", "agent_type": "?str",
     "message": "?str", "phase": "?str", "cursor": "?int", "reason": "?str",
     "items": ["opt", ["list", {"what": "?str", "error": "?str"}]], "packet": "?str",
-    "inside": "?bool", "tty": "?str"}
+    "inside": "?bool", "tty": "?str", "owed": ["opt", ["map", "str"]],
+    "lines": ["opt", ["list", "str"]], "diff": "?bool"}
 # the fields of JOURNAL_FIELDS with a scalar shape: {field: the exact types that fit}
 _JOURNAL_EXACT = {key: _EXACT_TYPES[shape] for key, shape in JOURNAL_FIELDS.items()
                   if shape.__class__ is str and shape in _EXACT_TYPES}
@@ -10686,6 +10698,22 @@ def _note_success(rec, what, t):
     for failure in rec["failed"]:
         if failure.get("what") == what and failure.get("fixed") is None:
             failure["fixed"] = t
+    for denial in rec["denied"]:
+        if denial.get("what") == what and not denial.get("resolved"):
+            denial["resolved"] = t
+    _settle_debts(rec, what)
+
+
+def _settle_debts(rec, what):
+    """A command run to the end (exit 0) settles the debts of earlier sessions
+    that this session was told of (its start records' owed) and that name it."""
+    if not rec["owed"]:
+        return
+    key = command_key(what)
+    for debt_id, owed_key in list(rec["owed"].items()):
+        if owed_key == key:
+            del rec["owed"][debt_id]
+            _push(rec["settled"], debt_id, SETTLED_MAX)
 
 
 def _finish_call(rec, what, tool):
@@ -10710,9 +10738,28 @@ def _fold_start(rec, ev, t):
     rec["died_t"] = None
     if ev.get("packet") is not None:
         rec["packet_hash"] = ev["packet"] or rec["packet_hash"]
+    for debt_id, key in (ev.get("owed") or {}).items():
+        if len(rec["owed"]) < OWED_MAX and debt_id not in rec["settled"]:
+            rec["owed"][debt_id] = key
+    _fold_packet_context(rec, ev)
     if ev.get("source") == "compact":
         rec["compactions"] += 1
         rec["compact_pending"] = False
+
+
+def _fold_packet_context(rec, ev):
+    """The packet lines the session's context holds (see packet_update): a start
+    that gave a whole packet begins them anew, an update adds to them."""
+    lines = ev.get("lines")
+    if lines is None:
+        return
+    if ev.get("diff"):
+        rec["packet_ctx"] = (rec["packet_ctx"] + [h for h in lines if h not in rec[
+            "packet_ctx"]])[-PACKET_CTX_MAX:]
+    else:
+        rec["packet_ctx"] = list(lines)[-PACKET_CTX_MAX:]
+        rec["packet_ctx_compacted"] = ev.get("source") == "compact" or bool(
+            rec["packet_ctx_compacted"] and ev.get("source") == "resume")
 
 
 def _fold_prompt(rec, ev, t):
@@ -10792,7 +10839,9 @@ def _fold_stop(rec, ev, t):
 def _fold_check(rec, ev, t):
     rec["checks"][ev.get("law", "?")] = {
         "ok": ev.get("ok"), "code": ev.get("code"), "tail": ev.get("tail", ""),
-        "cmd": ev.get("cmd", ""), "changes": ev.get("changes", 0)}
+        "cmd": ev.get("cmd", ""), "changes": ev.get("changes", 0), "t": t}
+    if ev.get("ok") is True and ev.get("cmd"):
+        _settle_debts(rec, ev["cmd"])
 
 
 def _fold_note(rec, ev, t):
@@ -10830,6 +10879,8 @@ def _fold_compact(rec, ev, t):
     # compaction starts the wait for a packet, a compact start ends it
     if ev.get("phase") == "pre":
         rec["compact_pending"] = True
+        rec["packet_ctx"] = []  # the context that held the packet is being replaced
+        rec["packet_ctx_compacted"] = True
 
 
 def _fold_exits(rec, ev, t):
@@ -11037,7 +11088,120 @@ def _index_entry(rec):
         entry["pid_ns"] = rec["client_ns"]
     if rec.get("machine"):
         entry["machine"] = rec["machine"]  # it came in through `notrest sync`
+    debts = session_debts(rec)
+    if debts:
+        entry["debts"] = debts
+    if rec.get("settled"):
+        entry["settled"] = list(rec["settled"])
     return entry
+
+
+# ---- debts: unfinished work stays in view ---------------------------------
+# What a session left undone stays in every later packet until a later session
+# runs the same command to the end (exit 0) or a person acks it (`notrest ack`):
+# a call that never finished (a died or ended session's running call), a test
+# run or a law's check that failed and was not fixed in the session, a denied
+# call the session never ran after all. Derived from the records alone, so
+# `notrest rebuild` gives the same: a session's index entry carries its own
+# debts ({id, kind, what, t}); the SessionStart that shows debts journals them in
+# its start record (owed {id: command key}), and the session's fold settles one
+# when a command with that key exits 0 (settled [id], in its index entry too).
+# A debt is open while no index entry settled it and no person acked it (acks.json
+# "debts": its id, acked by itself or with its session; an alert's ack, which says
+# a person saw it, does not settle work).
+
+_CHECK_WORDS = ("test", "pytest", "check", "lint", "jest", "vitest", "mocha", "tox",
+                "nox", "mypy", "ruff", "flake8", "pylint", "eslint", "tsc", "rspec",
+                "ctest", "verify", "bench", "load")
+
+
+def command_key(what):
+    """The key by which two runs are "the same thing": the command, whitespace
+    folded."""
+    return _crc_fast(" ".join(str(what or "").split()))
+
+
+def debt_id(session, kind, what):
+    return "d" + _crc_fast("%s\0%s\0%s" % (session, kind, command_key(what)))[:7]
+
+
+def _looks_like_check(what):
+    words = str(what or "").replace("/", " ").replace(":", " ").replace("-", " ").split()
+    return any(w.lower().strip(".;&|'\"") in _CHECK_WORDS for w in words[:12])
+
+
+def session_debts(rec):
+    """The debts one session leaves (see above), gravest first, bounded."""
+    session, debts = rec["session"], []
+    for call in rec["running"][::-1]:
+        what = call.get("what") or ""
+        if what:
+            debts.append({"id": debt_id(session, "unfinished", what),
+                          "kind": "unfinished", "what": clip(what, 300), "t": call.get(
+                              "t")})
+    for failure in rec["failed"][::-1]:
+        what = failure.get("what") or ""
+        if what and failure.get("fixed") is None and (failure.get("tests") or
+                                                      _looks_like_check(what)):
+            debts.append({"id": debt_id(session, "failed", what), "kind": "failed",
+                          "what": clip(what, 300), "t": failure.get("t"),
+                          "exit": failure.get("exit")})
+    for law, check in sorted(rec["checks"].items()):
+        if isinstance(check, dict) and check.get("ok") is False and check.get("cmd"):
+            debts.append({"id": debt_id(session, "check", check["cmd"]),
+                          "kind": "check", "what": clip(check["cmd"], 300),
+                          "t": check.get("t"), "law": law})
+    for denial in sorted(rec["denied"], key=lambda d: -(d.get("severity") or 0)):
+        what = denial.get("what") or ""
+        if what and denial.get("action") == "deny" and not denial.get("resolved"):
+            debts.append({"id": debt_id(session, "denied", what), "kind": "denied",
+                          "what": clip(what, 300), "t": denial.get("t"),
+                          "law": denial.get("law")})
+    seen, out = set(), []
+    for debt in debts:
+        if debt["id"] not in seen:
+            seen.add(debt["id"])
+            out.append(debt)
+    return out[:DEBTS_PER_SESSION]
+
+
+def _debt_ok(debt):
+    return type(debt) is dict and type(debt.get("id")) is str and type(debt.get(
+        "what")) is str and debt.get("kind") in ("unfinished", "failed", "check",
+                                                 "denied") and (debt.get("t") is None or
+                                                                type(debt["t"]) in (
+                                                                    int, float))
+
+
+def open_debts(entries, debt_acks, now, skip=(), live_settled=(), states=None):
+    """The debts no later session settled and no person acked, oldest first: each
+    a copy of the debt with its session, client and the session's state. A live
+    session's running calls are not debts yet; nor are those of a session that
+    was not ended when it last synced (it may still run on its machine)."""
+    settled = set(live_settled)
+    for entry in entries:
+        done = entry.get("settled")
+        if type(done) is list:
+            settled.update(d for d in done if type(d) is str)
+    out, states = [], {} if states is None else states
+    for entry in entries:
+        debts = entry.get("debts")
+        if type(debts) is not list or not debts or entry.get("session") in skip:
+            continue
+        sid = entry["session"]
+        for debt in debts:
+            if not _debt_ok(debt) or debt["id"] in settled or debt["id"] in debt_acks:
+                continue
+            if debt["kind"] == "unfinished":
+                if sid not in states:
+                    states[sid] = _entry_state(entry, now)
+                if states[sid] in ("live", "elsewhere"):
+                    continue
+            out.append(dict(debt, session=sid, client=entry.get("client") or "",
+                            state=states.get(sid) or ("ended" if entry.get("ended")
+                                                      else "died")))
+    out.sort(key=lambda d: (d.get("t") or 0, d["id"]))
+    return out
 
 
 def read_index(estate):
@@ -11079,7 +11243,8 @@ def _index_entry_ok(entry):
 
 _INDEX_TYPES = {"started": _NUMBER_TYPES, "updated": _NUMBER_TYPES,
                 "ended": _NUMBER_TYPES, "pid": (int,), "pid_start": (int,),
-                "client": (str,), "note": (str,), "pid_ns": (str,)}
+                "client": (str,), "note": (str,), "pid_ns": (str,), "debts": (list,),
+                "settled": (list,)}
 
 
 def load_index(estate):
@@ -11663,9 +11828,11 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         entries = load_index(estate)
         others = [e for e in entries if e.get("session") not in skip]
         choice = choose_sessions(estate, others, now)
-    summaries = {}
+    summaries, live_settled = {}, list(own["settled"]) if own else []
     for entry, state in choice["read"]:
         rec = _session_for_packet(estate, entry, state, now)
+        if state == "live":
+            live_settled += rec["settled"]
         summaries[entry["session"]] = session_summary(
             rec, state, estate.root, home, choice["unseen"], now,
             brief=entry["session"] in choice["live"])
@@ -11704,6 +11871,12 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         "unjudged": audit_findings(estate)[-AUDIT_SHOWN:],
         "person_notes": person_notes_since(estate, max([_started(e) for e in others] or [
             0])),
+        "debts": [dict(d, key=command_key(d["what"]), what=show_command(
+            d["what"], estate.root, home)) for d in
+                  open_debts(entries, load_acks(estate, "debts"), now,
+                             skip, live_settled)],
+        "shown": {"banked": [choice["banked"]] if choice["banked"] else [],
+                  "since": list(choice["since"]), "alerts": list(choice["alerts"])},
     }
 
 
@@ -11914,15 +12087,36 @@ def finalise_dead(estate, entries, now):
     return done
 
 
-def load_acks(estate):
-    """{session: time a person acknowledged its alerts} (`notrest ack`)."""
+def load_acks(estate, field="acked", synced=True):
+    """{session: time a person acknowledged its alerts} (`notrest ack`); field
+    "debts": {debt id: time a person acked that one debt}. synced: with the acks
+    people made on other machines (`notrest sync`, .notrest/sync/acks.json), the
+    newest per item winning; without, this machine's people's own."""
+    out = _acks_of(_json_or_none(estate.path("acks.json"), "acknowledgements"), field)
+    if synced and os.path.exists(estate.path(SYNC_FOLDER, SYNCED_ACKS)):
+        data = _json_or_none(estate.path(SYNC_FOLDER, SYNCED_ACKS), "synced acks")
+        machines = data.get("machines") if isinstance(data, dict) else None
+        for other in (machines.values() if isinstance(machines, dict) else ()):
+            for key, t in _acks_of(other, field).items():
+                if t > (out.get(key) or 0):
+                    out[key] = t
+    return out
+
+
+SYNCED_ACKS = "acks.json"  # in .notrest/sync/: {"machines": {id: {acked, debts}}}
+
+
+def _json_or_none(path, what):
     try:
-        data = read_json_file(estate.path("acks.json"), "acknowledgements")
+        return read_json_file(path, what)
     except NotrestError:
-        return {}
-    acked = data.get("acked") if isinstance(data, dict) else None
-    return {k: v for k, v in acked.items() if isinstance(v, (int, float))} if \
-        isinstance(acked, dict) else {}
+        return None
+
+
+def _acks_of(data, field):
+    acked = data.get(field) if isinstance(data, dict) else None
+    return {k: v for k, v in acked.items() if isinstance(k, str) and isinstance(
+        v, (int, float)) and not isinstance(v, bool)} if isinstance(acked, dict) else {}
 
 
 def show_path(path, root, home):
@@ -12272,8 +12466,35 @@ def _packet_git(snapshot, add, cli):
             git["commit"] or "(none)", (" " + _q(git["subject"], 100)) if git["subject"]
             else ""), 2)
 
-PACKET_SECTIONS = (_packet_own_and_banked, _packet_since, _packet_alerts, _packet_notes,
-                   _packet_live, _packet_threads, _packet_git)
+def _packet_debts(snapshot, add, cli):
+    """Unfinished work of earlier sessions (see # ---- debts), once each: not again
+    for a session whose own lines above already show it."""
+    shown = snapshot.get("shown") or {}
+    lines_of = set(shown.get("banked") or []) | set(shown.get("since") or [])
+    debts = [d for d in snapshot.get("debts") or [] if not (
+        d["session"] in lines_of or d["kind"] == "denied" and d["session"] in set(
+            shown.get("alerts") or []))]
+    for debt in debts[-DEBTS_SHOWN:]:
+        add("> still owed %s from session %s (%s%s, %s): %s %s" % (
+            debt["id"], short_id(debt["session"]), one_line(debt.get("client") or "?",
+                                                           10),
+            "" if debt.get("state") != "died" else ", died", iso_time(debt.get("t")),
+            _DEBT_WORDS[debt["kind"]] + (" (%s)" % one_line(debt["law"], 40) if debt.get(
+                "law") else "") + (" (exit %s)" % debt["exit"] if isinstance(debt.get(
+                    "exit"), int) else "") + ":", _q(debt["what"], 160)), 1)
+    if len(debts) > DEBTS_SHOWN:
+        add("(%d older debt(s) not shown: `%s status`)" % (len(debts) - DEBTS_SHOWN, cli),
+            2)
+    if snapshot.get("debts"):
+        add("(owed work stays in every packet until a session runs that command to the "
+            "end with exit 0, or a person acks it: `%s ack ID`)" % cli, 1)
+
+
+_DEBT_WORDS = {"unfinished": "never finished", "failed": "failed, not fixed",
+               "check": "check failed, not fixed", "denied": "denied, not resolved"}
+
+PACKET_SECTIONS = (_packet_own_and_banked, _packet_since, _packet_debts, _packet_alerts,
+                   _packet_notes, _packet_live, _packet_threads, _packet_git)
 
 
 def _fit_budget(lines, budget):
@@ -12695,11 +12916,14 @@ def _cold_session_start(estate, event, env, call):
     best_effort(register_session, estate, session, event.client, pid, pid_start,
                 now, ns)
     _export_session_id(env, session)
+    owed, ctx = {}, {}
     packet, digest = start_packet(estate, session, now, call.config, git,
-                                  source=event.source, client=event.client)
+                                  source=event.source, client=event.client, owed=owed,
+                                  ctx=ctx)
     call.journal_record(k="start", source=event.source, pid=pid, pid_start=pid_start,
                         pid_ns=ns, transcript=event.transcript or "",
-                        model=str(event.raw.get("model") or ""), packet=digest)
+                        model=str(event.raw.get("model") or ""), packet=digest,
+                        **dict(ctx, **({"owed": owed} if owed else {})))
     best_effort(consume_pending, estate, event, now)
     best_effort(start_sync_quietly, estate, call.config, event.kind)  # never awaited
     return render_answer(event, Verdict("allow", message=notice),
@@ -12785,22 +13009,24 @@ def _prompt_journal(estate, event, base, stamp, now, book, config):
     rec = current_session_record(estate, session)
     if not rec.get("compact_pending"):
         return None
+    owed, ctx = {}, {}
     context, digest = start_packet(estate, session, now, config, source="compact",
-                                   client=event.client, book=book)
+                                   client=event.client, book=book, owed=owed, ctx=ctx)
     try_append(journal, dict(base, k="start", source="compact",
                              pid=rec.get("client_pid"), pid_start=rec.get("client_start"),
-                             via="UserPromptSubmit", packet=digest))
+                             via="UserPromptSubmit", packet=digest,
+                             **dict(ctx, **({"owed": owed} if owed else {}))))
     return context or None
 
 
 def start_packet(estate, session, now, config, git=None, source="startup", client="",
-                 book=None):
+                 book=None, owed=None, ctx=None):
     """(packet, its news hash) from whatever the estate lets us read (see
     session_packet); when even that fails, the laws alone and a line that says
     why."""
     try:
         return session_packet(estate, session, source, client, now, config, git=git,
-                              book=book)
+                              book=book, owed=owed, ctx=ctx)
     except Exception as exc:  # a packet with the laws beats no packet
         estate_note("the start packet could not read the estate (%s: %s)" % (
             type(exc).__name__, clip(str(exc), 200)))
@@ -12930,7 +13156,8 @@ def _export_session_id(env, session):
         pass
 
 
-def session_packet(estate, session, source, client, now, config, git=None, book=None):
+def session_packet(estate, session, source, client, now, config, git=None, book=None,
+                   owed=None, ctx=None):
     """(packet text, its news hash) for a session that starts, resumes, was
     compacted or cleared; ("", "") for a resume with no news since the packet the
     session last received: its history still holds that one, and Claude keeps a
@@ -12939,12 +13166,74 @@ def session_packet(estate, session, source, client, now, config, git=None, book=
     the git line."""
     snapshot = gather_snapshot(estate, session, now, book=book, config=config, git=git,
                                source=source, client=client)
+    if owed is not None:  # journaled in the start record: what this session may settle
+        owed.update((d["id"], d["key"]) for d in snapshot["debts"][-OWED_MAX:])
     text = build_packet(snapshot, _packet_budget(config))
     digest = packet_news(text)
-    if source == "resume" and current_session_record(estate, session)[
-            "packet_hash"] == digest:
+    rec = current_session_record(estate, session) if source in (
+        "resume", "compact") else None
+    held = rec["packet_ctx"] if rec and (source == "resume" or rec[
+        "packet_ctx_compacted"]) else []
+    if held:  # one packet per context: only what changed since the one it holds
+        update, given = packet_update(text, set(held))
+        if ctx is not None:
+            ctx.update(lines=given, diff=True)
+        return update, digest if update else ""
+    if source == "resume" and rec["packet_hash"] == digest:
         return "", ""
+    if ctx is not None:
+        ctx.update(lines=packet_line_hashes(text), diff=False)
     return text, digest
+
+
+def _packet_news_lines(text):
+    """(line, is news, its hash) for each line of a packet: news is all but the
+    session's own section and the git line (both change with its own work; see
+    packet_news). A data line's hash includes the session it is under (its id, not
+    its heading, whose times move), so one text under two sessions is two lines."""
+    out, own, group = [], False, ""
+    for line in text.splitlines():
+        if line.startswith("### "):
+            own = line.startswith("### this session so far (")
+            group = line.split(" ", 2)[1] if " " in line[4:] else line
+        elif not line.startswith(("> ", "! ")):
+            own, group = False, ""
+        out.append((line, not own and not line.startswith("> git: "), _crc_fast(
+            group + "\n" + line)))
+    return out
+
+
+def packet_line_hashes(text):
+    return [digest for _line, news, digest in _packet_news_lines(text) if news][
+        -PACKET_CTX_MAX:]
+
+
+def packet_update(text, held):
+    """(the lines of a packet that the session's context does not hold yet, under
+    the headings they belong to, with a first line that says so; "" when there are
+    none, and their hashes). The laws, the harness lines and the closing bank
+    lines the context already holds are not repeated."""
+    lines = _packet_news_lines(text)
+    new = [i for i, (_line, news, digest) in enumerate(lines) if news and digest not in
+           held and i > 0]
+    if not new:
+        return "", []
+    keep, heading, section = set(new), None, None
+    for i, (line, _news, _digest) in enumerate(lines):
+        if line.startswith("## "):
+            section, heading = i, None
+        elif line.startswith("### "):
+            heading = i
+        elif line.startswith(("> ", "! ")) and heading is not None and i in keep:
+            keep.add(heading)
+        if i in keep and section is not None:
+            keep.add(section)
+    first = lines[0][0].rstrip(".")
+    out = ["%s: what changed since the packet this session already holds in its "
+           "context (%d line(s) of it are not repeated; `notrest packet` prints it "
+           "whole)." % (first, len(lines) - len(keep) - 1)]
+    out += [lines[i][0] for i in sorted(keep)]
+    return "\n".join(out) + "\n", [lines[i][2] for i in sorted(keep)]
 
 
 def packet_news(text):
@@ -15067,8 +15356,8 @@ def run_doctor(estate, now=None):
     findings += missing_skills
     findings += _doctor_law_layers(estate, book, clients, skill_texts, fix_install)
     findings += compiled_findings(estate)
-    findings += integrity_findings(estate) + hardening_findings(estate, config) + \
-        canary_findings(estate, config)
+    findings += integrity_findings(estate) + laws_last_good_findings(estate) + \
+        hardening_findings(estate, config) + canary_findings(estate, config)
     findings += audit_doctor_findings(estate)
     findings += linked_harness_findings(estate)
     findings += sync_findings(estate)
@@ -15100,8 +15389,13 @@ ESTATE_ENTRIES = {
     ".permits.lock": "a file", ".threads.lock": "a file", "journal": "a folder",
     "sessions": "a folder", "learned": "a folder", "compiled": "a folder",
     "hooks": "a folder", "__pycache__": "a folder", "acks.json": "a file",
-    ".acks.lock": "a file", "view.html": "a file", "sync": "a folder"}
-ACKS_SHAPE = {"schema_version": "int", "acked": ["map", "num"]}
+    ".acks.lock": "a file", "view.html": "a file", "sync": "a folder",
+    "person-notes.jsonl": "a file", "audit.json": "a file", ".audit.lock": "a file"}
+PERSON_NOTE_SHAPE = {"!k": "str", "t": "?num", "by": "?str", "note": "?str",
+                     "next": "?str"}
+AUDIT_SHAPE = {"schema_version": "int", "cursors": ["map", "int"],
+               "findings": ["list", "any"]}
+ACKS_SHAPE = {"schema_version": "int", "acked": ["map", "num"], "debts": ["map", "num"]}
 ACKS_FIX = "move it aside (`mv %s %s.bad`): the alerts it acknowledged show again " \
     "until a person runs `notrest ack`"
 ESTATE_FOLDERS = {"journal": ".jsonl", "sessions": ".json", "learned": ".json"}
@@ -15226,10 +15520,18 @@ def integrity_findings(estate, env=None, now=None):
     store = project_store(estate.root, env)
     manifest = load_manifest(store)
     if manifest is None:
-        return [Finding(False, "no harness manifest readable at %s" % store,
-                        "run install again (it records the manifest and a pristine "
+        path = os.path.join(store, MANIFEST_NAME)
+        problem = stored_file_state(path, {"!files": ["map", "any"]}, "manifest") if \
+            os.path.lexists(path) else "absent"
+        return [Finding(False, "no harness manifest readable at %s (%s): nothing checks "
+                        "the harness against what was installed" % (
+                            path, problem or "unreadable"),
+                        "%srun install again (it records the manifest and a pristine "
                         "copy); a hardened client's shell cannot read that folder by "
-                        "design: run doctor in your own terminal")]
+                        "design: run doctor in your own terminal" % (
+                            "move it aside (`mv %s %s.bad`), then " % (
+                                _quote_arg(path), _quote_arg(path))
+                            if os.path.lexists(path) else ""))]
     drift = verify_harness(estate, env, full=True)
     python = load_config(estate).get("python") or sys.executable
     tag = _cache_tag_of(python) if os.access(python, os.X_OK) else None
@@ -15575,12 +15877,52 @@ def _shape_findings(estate):
     for slug in _listing(estate.path("compiled"), ""):
         add(_json_finding(estate.path("compiled", slug, "meta.json"), "compiled tool",
                           COMPILED_META_SHAPE))
-    paths = [estate.path("threads.jsonl")] + [estate.path("journal", name) for name in
-                                              _listing(estate.path("journal"), ".jsonl")]
+    add(_json_finding(estate.path("audit.json"), "audit state", AUDIT_SHAPE))
+    paths = [estate.path("threads.jsonl"), estate.path("person-notes.jsonl")] + [
+        estate.path("journal", name) for name in _listing(estate.path("journal"),
+                                                           ".jsonl")]
     for path in paths:
         findings += _lines_findings(path, THREAD_SHAPE if path.endswith(
-            "threads.jsonl") else None)
+            "threads.jsonl") else PERSON_NOTE_SHAPE if path.endswith(
+                "person-notes.jsonl") else None)
     return findings
+
+
+def stored_file_state(path, shape=None, what="file"):
+    """What is wrong with a JSON file notrest keeps outside the estate (the
+    manifest, the last good laws), or None when it is absent or fine: what stands
+    there, whether it reads, whether it is JSON of the shape."""
+    try:
+        doc = read_json_file(path, what, LAWS_FILE_CAP)
+    except NotrestError as exc:
+        return exc.what
+    if doc is None:
+        return None
+    return shape_problem(doc, shape, os.path.basename(path)) if shape else None
+
+
+def laws_last_good_findings(estate):
+    """The last good copy of laws.json (see # ---- laws.json, last known good): a
+    damaged copy would leave a broken laws.json nothing good to fall back on."""
+    path = laws_last_good_path(estate)
+    if not os.path.lexists(path):
+        return []
+    problem = stored_file_state(path, {"laws": ["list", "any"]}, "last good laws")
+    if problem is None:
+        try:
+            doc = read_json_file(path, "last good laws", LAWS_FILE_CAP)
+        except NotrestError as exc:
+            problem = exc.what
+        else:
+            problem = "it is %s, not an object" % _json_kind(doc) if not isinstance(
+                doc, dict) else "; ".join(build_lawbook(doc).problems[:2]) or None
+    if problem is None:
+        return []
+    return [Finding(False, "the last good copy of laws.json, %s: %s: were laws.json to "
+                    "break, the gate would have no good version of it to enforce" % (
+                        path, problem),
+                    "remove it (`rm -rf %s`): the next SessionStart copies laws.json "
+                    "there again while laws.json reads clean" % _quote_arg(path))]
 
 
 def acks_problem(estate):
@@ -22352,13 +22694,19 @@ def remove_project_store(root, env=None):
 #   journals/<shard>/<session>.jsonl     raw (redacted) journals, only with --journals
 #   prune.json                           {"sessions_before": epoch, "machine": id},
 #                                        set by a person
+#   acks/<machine id>.json               the acks people made on that machine
+#                                        ({acked, debts}, from its acks.json)
 # What came in has no authority (issue #28): a record or tool that claims this
 # machine's id is refused, no remote tool takes a name starting with notrest, a
 # prune in the future is refused and one in the past removes only the pruner's own
 # records, a thread event applies only to a thread its pusher opened (the pusher:
 # the committer notrest@<id>.invalid of the newest commit that touched the path),
 # other events and every lesson wait in .notrest/sync/proposals.jsonl, which the
-# packet shows as quoted data, like every remote string (labels included).
+# packet shows as quoted data, like every remote string (labels included). An acks
+# file applies only when pushed by the machine it names, with no ack dated in the
+# future; it lands in .notrest/sync/acks.json (never re-exported: each machine
+# sends only its own people's acks), and the newest ack per item wins. An ack only
+# takes an alert or a debt out of the packet, as one made here would.
 # Merging is by value, file by file: the union of both sides; where both hold a
 # session, the higher (seq, updated, blob id) wins, so every clone converges on the
 # same tree in any order. A session belongs to the machine that has its journal:
@@ -22935,7 +23283,31 @@ def scan_local(estate, state, me, journals, cutoff, now):
         state.changed = True
     _scan_threads(estate, state, me, out)
     _scan_compiled(estate, state, me, out)
+    _scan_acks(estate, state, me, out)
     return out
+
+
+def acks_path(machine_id):
+    return "acks/%s.json" % machine_id
+
+
+def _scan_acks(estate, state, me, out):
+    """The acks this machine's people made (acks.json; never those that came in),
+    as one file of this machine's on the ref: acks/<machine id>.json."""
+    path = acks_path(me["id"])
+    key = _stat_key(estate.path("acks.json"))
+    item = state.get(path)
+    if not key[1] or (item and item[0] == key):
+        return
+    acked, debts = load_acks(estate, synced=False), load_acks(estate, "debts",
+                                                               synced=False)
+    if not acked and not debts:
+        state.put(path, key, None)
+        return
+    data = json_pretty({"schema_version": SCHEMA_VERSION, "machine": me["id"],
+                        "acked": acked, "debts": debts}).encode()
+    state.put(path, key, blob_id(data))
+    out[path] = data
 
 
 def _stat_key(path):
@@ -23062,6 +23434,8 @@ def choose_winners(git, pending, incoming, fresh):
             mine = record_key(body.get(blob, b""), blob)
             other = record_key(body.get(theirs, b""), theirs)
             (send.__setitem__(path, blob) if mine > other else lost.append(path))
+        elif path.startswith("acks/"):
+            send[path] = blob  # only this machine writes its acks file
         elif path.startswith("journals/"):
             mine = (len(body.get(blob, b"")), blob)
             other = (len(body.get(theirs, b"")), theirs)
@@ -23085,7 +23459,7 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
         "journals/")})
     bodies = {sha: item[2] for sha, item in git.cat(blobs).items() if item and
               item[1] == "blob" and len(item[2]) <= SYNC_BLOB_MAX} if blobs else {}
-    records, events, tools, proposals = [], [], {}, []
+    records, events, tools, proposals, acks_in = [], [], {}, [], {}
     for path in sorted(incoming):
         blob = incoming[path]
         parts = path.split("/")
@@ -23125,6 +23499,16 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
                 events.append(event)
         elif parts[0] == "compiled" and len(parts) == 3 and blob:
             tools.setdefault(parts[1], {})[parts[2]] = bodies.get(blob)
+        elif parts[0] == "acks" and len(parts) == 2 and blob:
+            came = _acks_in(path, bodies.get(blob), me, senders.get(path) or "")
+            if isinstance(came, str):
+                report["came_in"]["refused"].append("%s: %s" % (path, came))
+            else:
+                acks_in[came[0]] = came[1]
+    if acks_in and not dry_run:
+        _save_synced_acks(estate, acks_in)
+    report["came_in"]["acks"] = sum(len(a["acked"]) + len(a["debts"]) for a in
+                                    acks_in.values())
     for path, rec in records:
         report["came_in"]["sessions"].append({"session": rec["session"],
                                               "machine": machine_name(rec["machine"])})
@@ -23138,6 +23522,44 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
     report["came_in"]["proposals"] += _add_proposals(estate, proposals, dry_run)
     for slug, files in sorted(tools.items()):
         _import_compiled(estate, slug, files, report, dry_run, me)
+
+
+def _acks_in(path, data, me, sender, now=None):
+    """(machine id, {acked, debts}) of another machine's acks file, or why it is
+    refused: it must be pushed by the machine it names (the one whose person ran
+    `notrest ack` there), never claim this machine, and no ack may be dated in the
+    future (it would hide alerts that have not happened yet). An ack only takes an
+    alert or a debt out of the packet, as an ack made here would: no gate reads it."""
+    name = path.split("/")[1][:-5]
+    if not machine_id_ok(name):
+        return "not a machine's acks file"
+    if name == me["id"]:
+        return "it claims this machine's id"
+    if sender != name:
+        return "it was not pushed by the machine it names"
+    try:
+        doc = json_loads((data or b"").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return "not JSON"
+    if not isinstance(doc, dict) or shape_problem(doc, ACKS_SHAPE, "acks"):
+        return "not the shape of acks"
+    limit = (time.time() if now is None else now) + 300
+    acked, debts = _acks_of(doc, "acked"), _acks_of(doc, "debts")
+    if any(t > limit for t in list(acked.values()) + list(debts.values())):
+        return "an ack in it is dated in the future"
+    return name, {"acked": acked, "debts": debts}
+
+
+def _save_synced_acks(estate, came):
+    """Keep each machine's acks as they came in (its whole file: the newest)."""
+    path = estate.path(SYNC_FOLDER, SYNCED_ACKS)
+    data = _json_or_none(path, "synced acks")
+    machines = data.get("machines") if isinstance(data, dict) and isinstance(
+        data.get("machines"), dict) else {}
+    machines.update(came)
+    _ensure_dir(os.path.dirname(path))
+    write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
+                                    "machines": machines}), durable=False)
 
 
 def remote_label(value):
@@ -23171,7 +23593,8 @@ def _senders(git, seen, tip, incoming):
     and lesson events, prune.json), as this side sees it: the committer of the newest
     commit since the last sync that touched the path (notrest@<id>.invalid). One
     git call, only when such paths came in."""
-    if not tip or not any(p.startswith(("threads/", "lessons/", "prune.json")) or (
+    heads = ("threads/", "lessons/", "prune.json", "acks/")
+    if not tip or not any(p.startswith(heads) or (
             p.startswith("sessions/") and b is None) for p, b in incoming.items()):
         return {}
     args = ["log", "--format=%x01%ce", "--name-only", "--no-renames", tip]
@@ -23179,7 +23602,7 @@ def _senders(git, seen, tip, incoming):
         code, _out, _err = git.run(["merge-base", "--is-ancestor", seen, tip])
         if code == 0:
             args.append("^" + seen)
-    out = git.must(args + ["--", "threads", "lessons", "prune.json"])
+    out = git.must(args + ["--", "threads", "lessons", "prune.json", "acks"])
     senders, who = {}, ""
     for line in out.decode("utf-8", "replace").splitlines():
         if line.startswith("\x01"):
@@ -23442,9 +23865,10 @@ def new_sync_report(remote, ref, me, dry_run):
     return {"remote": remote, "ref": ref, "machine": machine_name(me), "dry_run": dry_run,
             "outcome": "ok", "message": "", "pushed": False, "commit": "", "tries": 0,
             "came_in": {"sessions": [], "threads": 0, "lessons": 0, "compiled": [],
-                        "removed": 0, "skipped": [], "refused": [], "proposals": 0},
+                        "removed": 0, "skipped": [], "refused": [], "proposals": 0,
+                        "acks": 0},
             "went_out": {"sessions": 0, "threads": 0, "lessons": 0, "compiled": 0,
-                         "journals": 0, "pruned": 0},
+                         "journals": 0, "pruned": 0, "acks": 0},
             "git_calls": 0}
 
 
@@ -23821,7 +24245,7 @@ def _count_out(report, send):
     slugs = set()
     for path in send:
         head = path.split("/", 1)[0]
-        if head in ("sessions", "threads", "lessons", "journals"):
+        if head in ("sessions", "threads", "lessons", "journals", "acks"):
             went[head] += 1
         elif head == "compiled":
             slugs.add(path.split("/")[1])
@@ -23922,12 +24346,15 @@ def print_sync_report(report, out):
     if came["proposals"]:
         parts.append("%d proposal(s) that a person decides (not applied)" %
                      came["proposals"])
+    if came.get("acks"):
+        parts.append("%d ack(s) made by people on other machines" % came["acks"])
     lines.append("came in: %s" % ", ".join(parts))
     parts = ["%d session(s)" % went["sessions"]]
-    for key in ("threads", "lessons", "compiled", "journals"):
-        if went[key]:
-            parts.append("%d %s" % (went[key], key if key != "compiled" else
-                                    "compiled tool(s)"))
+    for key in ("threads", "lessons", "compiled", "journals", "acks"):
+        if went.get(key):
+            parts.append("%d %s" % (went[key], key if key not in ("compiled", "acks") else
+                                    "compiled tool(s)" if key == "compiled" else
+                                    "file of this machine's acks"))
     if went["pruned"]:
         parts.append("%d session(s) pruned" % went["pruned"])
     lines.append("%s: %s" % ("would go out" if report["dry_run"] else "went out",
@@ -25311,9 +25738,12 @@ def build_parser():
               "threads, laws")
     cmd.add_argument("--json", action="store_true")
     cmd = add("ack", "(for people) mark the alerts `status` lists as seen: they leave "
-              "the packet once a packet has shown them")
-    cmd.add_argument("sessions", nargs="*", metavar="SESSION", help="the sessions to "
-                     "acknowledge (a short id will do; default: every one listed)")
+              "the packet once a packet has shown them; a debt (work a session left "
+              "unfinished, `still owed ID` in the packet) is acked by its id or its "
+              "session")
+    cmd.add_argument("sessions", nargs="*", metavar="SESSION", help="the sessions or "
+                     "debt ids to acknowledge (a short id will do; default: every "
+                     "alert listed, no debt)")
     cmd = add("audit", "name every tool call in this project's client transcripts that ran "
               "with no gate decision: exit 0 none, 1 some")
     cmd.add_argument("--json", action="store_true")
@@ -25956,7 +26386,9 @@ def cmd_status(args):
               "total": len(entries), "truncated": len(entries) > len(sessions),
               "last_bank": banked, "unseen_alerts": alerts, "open_threads": threads,
               "laws": [law.id for law in book.active()], "law_problems": book.problems,
-              "sync": last_sync(estate)}
+              "sync": last_sync(estate),
+              "debts": open_debts(entries, load_acks(estate, "debts"),
+                                  now)}
     if args.json:
         _print_json(status)
         return 0
@@ -25974,6 +26406,13 @@ def cmd_status(args):
     for alert in alerts:
         out.append("  %s %s %s: %s" % (short_id(alert["session"]), alert["client"] or "?",
                                        iso_time(alert["t"]), "; ".join(alert["what"])))
+    out.append("work still owed: %d%s" % (len(status["debts"]), " (a session runs it to "
+                                          "exit 0, or `notrest ack ID`)" if status[
+                                              "debts"] else ""))
+    for debt in status["debts"]:
+        out.append("  %s from %s %s: %s `%s`" % (
+            debt["id"], short_id(debt["session"]), iso_time(debt.get("t")),
+            _DEBT_WORDS[debt["kind"]], one_line(debt["what"], 100)))
     out.append("open threads: %d" % len(threads))
     for thread in sorted(threads, key=_thread_order):
         out.append("  %s: %s" % (thread["id"], one_line(thread.get("text"), 120)))
@@ -26033,12 +26472,16 @@ def cmd_ack(args):
     estate = _estate(args, must_exist=True)
     require_a_person("ack", estate)
     alerts = unseen_alerts(estate)
-    wanted = [find_session(estate, s) for s in args.sessions]
-    chosen = [a for a in alerts if not wanted or a["session"] in wanted]
-    if wanted and not chosen:
-        raise NotrestError("no unseen alert in %s" % ", ".join(args.sessions), "",
-                           "`notrest status` lists them", code=2)
     now = time.time()
+    debts = open_debts(load_index(estate), load_acks(estate, "debts"), now)
+    debt_ids = {d["id"] for d in debts}
+    wanted = [find_session(estate, s) for s in args.sessions if s not in debt_ids]
+    chosen = [a for a in alerts if not args.sessions or a["session"] in wanted]
+    chosen_debts = [d for d in debts if args.sessions and (
+        d["id"] in args.sessions or d["session"] in wanted)]
+    if args.sessions and not chosen and not chosen_debts:
+        raise NotrestError("no unseen alert or open debt in %s" % ", ".join(
+            args.sessions), "", "`notrest status` lists them", code=2)
     path = estate.path("acks.json")
     with _Lock(estate.path(".acks.lock")):
         problem = acks_problem(estate)
@@ -26049,12 +26492,18 @@ def cmd_ack(args):
                                    ACKS_FIX % (_quote_arg(path), _quote_arg(path)))
             sys.stderr.write("notrest: %s was damaged (%s); kept it as %s and started "
                              "it afresh\n" % (path, problem, aside))
-        acked = load_acks(estate)
+        acked = load_acks(estate, synced=False)
+        debts_acked = load_acks(estate, "debts", synced=False)
         for alert in chosen:
             acked[alert["session"]] = round(max(now, alert["t"] or 0), 3)
+        for debt in chosen_debts:
+            debts_acked[debt["id"]] = round(now, 3)
         keep = sorted(acked, key=lambda s: -acked[s])[:INDEX_MAX_SESSIONS]
-        write_atomic(path, json_pretty({"schema_version": SCHEMA_VERSION,
-                                        "acked": {s: acked[s] for s in keep}}))
+        keep_debts = sorted(debts_acked, key=lambda d: -debts_acked[d])[
+            :INDEX_MAX_SESSIONS]
+        write_atomic(path, json_pretty({
+            "schema_version": SCHEMA_VERSION, "acked": {s: acked[s] for s in keep},
+            "debts": {d: debts_acked[d] for d in keep_debts}}))
     if not wanted:
         cleared = ack_audit(estate)
         if cleared:
@@ -26063,6 +26512,13 @@ def cmd_ack(args):
     for alert in chosen:
         sys.stdout.write("seen: %s %s\n" % (short_id(alert["session"]),
                                              "; ".join(alert["what"])))
+    for debt in chosen_debts:
+        sys.stdout.write("acked debt %s of %s: %s %s\n" % (
+            debt["id"], short_id(debt["session"]), _DEBT_WORDS[debt["kind"]],
+            _q(debt["what"], 120)))
+    if not args.sessions and debts:
+        sys.stdout.write("%d debt(s) stay open (ack one by its id: %s)\n" % (
+            len(debts), ", ".join(d["id"] for d in debts[:6])))
     sys.stdout.write("%d alert(s) marked seen by %s; each leaves the packet once a "
                      "packet has shown it\n" % (len(chosen), env_user() or "you"))
     return 0

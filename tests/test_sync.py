@@ -839,3 +839,65 @@ def test_a_failure_of_another_machine_reads_as_its_digest():
         'test_login"' in text, text
     assert '> fixed later in the session: "make lint" (it had failed: "E501 line too ' \
         'long")' in text, text
+
+
+# ---- issue #23 item 8: acks travel ----------------------------------------------------
+
+def start_and_end(machine, session):
+    packet = machine.start(session)
+    machine.hook("SessionEnd", machine.payload("SessionEnd", session, reason="exit"))
+    return packet
+
+
+def owed(packet, what):
+    return [line for line in packet.splitlines() if line.startswith("> still owed ")
+            and what in line]
+
+
+def test_an_ack_made_by_a_person_on_one_machine_reaches_the_others(team):
+    a, b = team("a"), team("b")
+    p = lambda event, **f: a.payload(event, "a-red", **f)  # noqa: E731
+    steps = [step("SessionStart", p("SessionStart", source="startup")),
+             step("PostToolUseFailure", p("PostToolUseFailure", tool_name="Bash",
+                                          tool_input={"command": "pytest -q tests/io"},
+                                          error="Exit code 1\nFAILED tests/io.py::t")),
+             step("SessionEnd", p("SessionEnd", reason="exit"))]
+    _proc, results = simulate(a, steps, a.home, name="a-red")
+    assert all(r["code"] == 0 for r in read_results(results))
+    time.sleep(0.05)
+    a.work("a-later", files=["x.py"], note="other work", next_step="more")
+    assert a.sync().code == 0 and b.sync().code == 0
+    line = owed(start_and_end(b, "b-1"), "pytest -q tests/io")
+    assert line, "the debt did not reach B"
+    debt = line[0].split()[3]
+    # an agent on B cannot ack; a person on B can, and it travels to A
+    assert b.cli("ack", debt, CLAUDECODE="1").code != 0
+    acked = b.cli("ack", debt)
+    assert acked.code == 0, acked.stderr
+    assert owed(start_and_end(a, "a-2"), "pytest -q tests/io"), "A forgot before any sync"
+    res = b.sync()
+    assert res.code == 0 and "1 file of this machine's acks" in res.stdout, res.stdout
+    res = a.sync()
+    assert res.code == 0 and "1 ack(s) made by people on other machines" in res.stdout, \
+        res.stdout
+    assert not owed(start_and_end(a, "a-3"), "pytest -q tests/io")
+    # what came in is never sent back as A's own
+    assert a.sync().code == 0
+    names = {p for p in remote_files(team.remote) if p.startswith("acks/")}
+    assert len(names) == 1, names
+
+
+def test_an_acks_file_has_no_authority_it_was_not_given():
+    me = {"id": "a" * 16, "label": ""}
+    other = "b" * 16
+    body = json.dumps({"schema_version": 1, "acked": {"s": 5.0},
+                       "debts": {"d1234567": 6.0}}).encode()
+    path = "acks/%s.json" % other
+    assert notrest._acks_in(path, body, me, other) == (
+        other, {"acked": {"s": 5.0}, "debts": {"d1234567": 6.0}})
+    assert "not pushed by" in notrest._acks_in(path, body, me, "c" * 16)
+    assert "this machine" in notrest._acks_in("acks/%s.json" % me["id"], body, me,
+                                              me["id"])
+    future = json.dumps({"acked": {"s": time.time() + 86400}}).encode()
+    assert "future" in notrest._acks_in(path, future, me, other)
+    assert "shape" in notrest._acks_in(path, b'{"acked": []}', me, other)
