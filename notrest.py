@@ -18943,7 +18943,12 @@ _DRY_RUN = ("--dry-run", "--dryrun", "--what-if", "--preview-only", "--plan")
 
 
 def _dry_run(argv):
-    return any(arg.split("=", 1)[0] in _DRY_RUN for arg in argv[1:])
+    """Whether argv asks for a dry run (`--dry-run=none` or `=false` is a real run)."""
+    for arg in argv[1:]:
+        flag, _, value = arg.partition("=")
+        if flag in _DRY_RUN and value.lower() not in ("none", "false", "0", "no"):
+            return True
+    return False
 
 
 def _tool_argv(cmd):
@@ -19718,8 +19723,15 @@ def _cloud_danger(argv, cmd=None, ctx=None):
                     "pg:reset", "destroy"):
                 return "runs %s %s" % (prog, word)
         return None
+    if prog not in _CLOUD_PROGRAMS:
+        return None     # a package manager's remove/rm/rb is no cloud delete
     verb = _verb_scan(argv, _CLOUD_VERBS | {"remove", "destroy"})
     return "runs %s … %s" % (prog, verb) if verb else None
+
+
+# The programs the cloud pack judges by their verbs: its own, not the package
+# runners it also looks through (`npx vercel rm` is judged as `vercel rm`).
+_CLOUD_PROGRAMS = frozenset(PACKS[PACK_IDS.index("cloud")]["programs"]) - RUNNERS
 
 
 # ---- iac ------------------------------------------------------------------------------
@@ -20181,16 +20193,44 @@ PACK_JUDGES = {
 }
 
 
+# The packs whose programs print text, and change nothing, when asked for help, a
+# skeleton of their input or a dry run (`aws s3 rm help`, `gcloud … delete --help`,
+# `aws ec2 terminate-instances --generate-cli-skeleton`, `kubectl delete … --dry-run=
+# client`, `az deployment group create --what-if`). Not the databases, remote and
+# system packs: a shell, ssh or an interpreter pass such words on to what they run.
+_READ_FORM_PACKS = frozenset(("cloud", "iac", "secret-managers", "containers", "backups",
+                              "platforms", "packages"))
+_HELP_FLAGS = frozenset(("--help", "-help", "--generate-cli-skeleton"))
+
+
+def _pack_read_form(argv):
+    """Whether argv only prints help, an input skeleton or a dry run's plan (the
+    words after a `--` are another program's and do not count)."""
+    words = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+    if not words:
+        return False
+    for word in words:
+        if word.partition("=")[0] in _HELP_FLAGS:
+            return True
+    if _dry_run(["_"] + words):
+        return True
+    positional = _words(argv, limit=1)
+    return positional[:1] == ["help"] or (_prog_name(argv[0]) == "aws" and
+                                          words[-1] == "help")
+
+
 def judge_pack_commands(pack_id, cmds, ctx):
     """The reason the first of cmds breaks the pack, else None (each command is
     also judged with a package runner peeled off, and a database client run in a
     container as that client)."""
     judge = PACK_JUDGES[pack_id]
+    reads = pack_id in _READ_FORM_PACKS
     for cmd in cmds:
-        found = judge(cmd.argv, cmd, ctx)
+        found = None if reads and _pack_read_form(cmd.argv) else judge(cmd.argv, cmd, ctx)
         if not found and cmd.prog in RUNNERS:
             argv = _tool_argv(cmd)
-            found = judge(argv, cmd, ctx) if argv is not cmd.argv else None
+            found = judge(argv, cmd, ctx) if argv is not cmd.argv and not (
+                reads and _pack_read_form(argv)) else None
         if not found and pack_id == "databases":
             inner = _inner_exec(cmd.argv)
             found = judge(inner, cmd, ctx) if inner else None

@@ -1,0 +1,121 @@
+"""Ordinary work is never in the way (issue #27): each class of friction the issue
+names, run through the installed PreToolUse hook of a project caught mid-task (an
+uncommitted change, an untracked file, a stash, pushed and unpushed branches,
+ignored build output, a secret .env), with the ordinary command allowed and a
+dangerous sibling still blocked."""
+import json
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import make_project
+
+STRICT = ("deny", "ask")
+
+# (command, expected: "allow" or the law that must deny or ask it)
+CASES = [
+    # 1. packs match programs, not words: a package manager's remove is no cloud delete
+    ("uv remove requests", "allow"),
+    ("poetry remove requests --dry-run", "allow"),
+    ("poetry env remove --all", "allow"),
+    ("yarn remove axios", "allow"),
+    ("pnpm rm zod", "allow"),
+    ("pnpm remove lodash", "allow"),
+    ("npm rm left-pad", "allow"),
+    ("npm rb", "allow"),
+    ("npm pkg delete scripts.build", "allow"),
+    ("npx vercel rm my-app --yes", "cloud"),
+    ("vercel remove my-app", "cloud"),
+    # ... and a cloud CLI's help, skeleton, dry run and plan forms are reads
+    ("aws s3 rm help", "allow"),
+    ("aws ec2 terminate-instances --generate-cli-skeleton", "allow"),
+    ("gcloud projects delete my-proj --help", "allow"),
+    ("gcloud help projects delete", "allow"),
+    ("az deployment group create -g rg -f main.bicep --what-if", "allow"),
+    ("kubectl delete ns prod --dry-run=client", "allow"),
+    ("terraform plan -destroy", "allow"),
+    ("terraform destroy -help", "allow"),
+    ("aws s3 rm s3://bucket --recursive", "cloud"),
+    ("aws s3 rm s3://bucket/help", "cloud"),
+    ("aws s3 rm s3://bucket --recursive -- --help", "cloud"),
+    ("gcloud projects delete my-proj", "cloud"),
+    ("kubectl delete ns prod --dry-run=none", "containers"),
+    ("terraform destroy -auto-approve", "iac"),
+]
+
+
+def _git(root, *args):
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    return subprocess.run(["git", *args], cwd=root, check=True, env=env,
+                          capture_output=True, text=True).stdout
+
+
+def _write(root, files):
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+@pytest.fixture(scope="module")
+def midtask(tmp_path_factory):
+    temp = tmp_path_factory.mktemp("friction")
+    proj = make_project(temp)
+    root = proj.root
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "install notrest")
+    _write(root, {"src/app.py": "print('app')\n", "src/util.py": "x = 1\n",
+                  "tests/test_app.py": "def test():\n    pass\n",
+                  "requirements.txt": "requests\n", ".env.example": "API_KEY=\n",
+                  "package.json": json.dumps({"name": "webapp", "scripts": {
+                      "build": "tsc", "test": "jest"}}),
+                  ".gitignore": "dist/\nbuild/\nnode_modules/\n__pycache__/\n.venv/\n.env\n"})
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "project")
+    remote = temp / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    _git(root, "remote", "add", "origin", str(remote))
+    _git(root, "push", "-q", "-u", "origin", "main")
+    _git(root, "checkout", "-qb", "wip/experiment")
+    _write(root, {"src/exp.py": "e = 1\n"})
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "experiment")
+    _git(root, "checkout", "-q", "main")
+    _write(root, {"notes.txt": "stash me\n"})
+    _git(root, "add", "notes.txt")
+    _git(root, "stash", "-q")
+    _write(root, {"src/app.py": "print('changed')\n", "src/new_feature.py": "new = 1\n",
+                  "dist/app.js": "x\n", "dist/index.html": "x\n", "build/out.o": "x\n",
+                  "node_modules/left-pad/index.js": "x\n",
+                  "src/__pycache__/app.cpython-311.pyc": "x\n",
+                  ".env": "API_KEY=sk-live-abcdef1234567890\n"})
+    return proj
+
+
+def _decide(proj, command):
+    payload = proj.payload("PreToolUse", "friction", tool_name="Bash",
+                           tool_input={"command": command}, tool_use_id="t1")
+    result = proj.hook("PreToolUse", payload)
+    assert result.code == 0 and "Traceback" not in result.stderr, result.stderr
+    out = result.answer.get("hookSpecificOutput") or {}
+    return out.get("permissionDecision") or "allow", out.get("permissionDecisionReason", "")
+
+
+@pytest.fixture(scope="module")
+def verdicts(midtask):
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = list(pool.map(lambda case: _decide(midtask, case[0]), CASES))
+    return {case[0]: got for case, got in zip(CASES, done)}
+
+
+@pytest.mark.parametrize("command,expect", CASES, ids=[c[0][:60] for c in CASES])
+def test_friction_case(verdicts, command, expect):
+    decision, reason = verdicts[command]
+    if expect == "allow":
+        assert decision not in STRICT, "expected allow, got %s: %s" % (decision, reason)
+    else:
+        assert decision in STRICT and "[%s]" % expect in reason, (
+            "expected %s to block, got %s: %s" % (expect, decision, reason))
