@@ -5514,8 +5514,21 @@ def _paths_interpreter(cmd):
         return [(p, "read") for p, _m in found] if module in _READING_MODULES else found
     found = []
     for code in interpreter_code(cmd):
-        found += [(t, "code") for t in _code_tokens(code)]
+        expands = _code_expands(code)
+        found += [(t, "code") for t in _code_tokens(code)
+                  if expands or not any(ch in t for ch in "*?")]
     return found
+
+
+_CODE_EXPANDERS = ("glob", "system", "popen", "subprocess", "spawn", "exec", "shell",
+                   "`", "%x", "dir[", "fnmatch", "wildcard", "bash", " sh", "'sh", '"sh')
+
+
+def _code_expands(code):
+    """Whether inline code may expand a pattern into paths (a glob call, a shell it
+    runs): elsewhere `".*"` or `"*.py"` in code is a regex or text, not a path."""
+    low = code.lower()
+    return any(word in low for word in _CODE_EXPANDERS)
 
 
 def _paths_cli(cmd):
@@ -7129,6 +7142,15 @@ def predicate_secrets(ctx):
             path = _glob_secret(ctx, path, extra) if isinstance(path, Glob) else None
             if path is None:
                 continue
+        elif isinstance(path, Glob) and any(ch in path for ch in "*?["):
+            # a shell pattern is judged by what it expands to on disk (bounded):
+            # `cat dist/*` reads dist's files, and names a secret only when one is there
+            expanded = _glob_expand(path)
+            if expanded is not None:
+                found = _glob_expansion_secret(ctx, expanded, mode, cmd, extra)
+                if found:
+                    return "`%s` %s" % (redact_clip(what, 120), found)
+                continue
         if is_secret_path(path, ctx.home, extra):
             verb = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
                     "link": "gives a second name to",
@@ -7222,6 +7244,45 @@ def prints_credentials(ctx, cmd):
                     credential_name(part.split("}")[0].split(":")[0])
                     for part in arg.split("$")[1:]):
                 return "`%s` prints a credential from the environment" % cmd.shown()
+    return None
+
+
+GLOB_EXPAND_CAP = 256
+
+
+def _glob_expand(pattern):
+    """The paths a shell pattern expands to on disk now, or None when there are
+    more than GLOB_EXPAND_CAP of them (then the pattern is judged as written)."""
+    import glob
+    out = []
+    for path in glob.iglob(pattern):
+        if len(out) >= GLOB_EXPAND_CAP:
+            return None
+        out.append(path)
+    return out
+
+
+def _glob_expansion_secret(ctx, paths, mode, cmd, extra):
+    """What the expansion of a pattern does to a secret (the words after the
+    command), else None: a secret file among the paths (or one a path links to),
+    or a folder of secrets a copier or a tree read takes whole."""
+    verb = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
+            "link": "gives a second name to", "symlink": "links to"}.get(mode, "uses")
+    for path in paths:
+        real = os.path.realpath(path)
+        for name in (path, real):
+            if is_secret_path(name, ctx.home, extra):
+                return "%s the secret file %s" % (verb, display_path(name, ctx.root))
+        if (mode in ("link", "symlink") or mode in ("read", "tree") and cmd is not None
+                and (cmd.prog in _COPIERS or mode == "tree")) and any(
+                holds_secrets(name, ctx.home, extra) for name in (path, real)):
+            return "copies %s, which holds private keys or credentials" % path
+        if mode == "tree" or mode == "read" and cmd is not None and cmd.prog in _COPIERS:
+            if os.path.isdir(real):
+                secret = tree_secret(ctx, real, cmd)
+                if secret:
+                    return "reads all of %s, and with it the secret file %s" % (
+                        display_path(path, ctx.root), display_path(secret, ctx.root))
     return None
 
 

@@ -43,6 +43,18 @@ CASES = [
     ("gcloud projects delete my-proj", "cloud"),
     ("kubectl delete ns prod --dry-run=none", "containers"),
     ("terraform destroy -auto-approve", "iac"),
+    # 2. a glob is judged by what it expands to on disk; a regex in code is no path
+    ("cat dist/*", "allow"),
+    ("tar czf out.tgz dist/*", "allow"),
+    ("scp dist/* host:/srv/www/", "allow"),
+    ("python3 -c 'print(\".*\")'", "allow"),
+    ("python3 -c 'import re; print(re.findall(\"a.*b\", \"axb\"))'", "allow"),
+    ("cat .e*", "protect-secrets"),
+    ("cat secrets/*", "protect-secrets"),
+    ("tar czf out.tgz ./*", "protect-secrets"),
+    ("cat linked/*", "protect-secrets"),
+    ("python3 -c 'import glob; print(open(glob.glob(\".e*\")[0]).read())'",
+     "protect-secrets"),
 ]
 
 
@@ -91,7 +103,11 @@ def midtask(tmp_path_factory):
                   "dist/app.js": "x\n", "dist/index.html": "x\n", "build/out.o": "x\n",
                   "node_modules/left-pad/index.js": "x\n",
                   "src/__pycache__/app.cpython-311.pyc": "x\n",
-                  ".env": "API_KEY=sk-live-abcdef1234567890\n"})
+                  ".env": "API_KEY=sk-live-abcdef1234567890\n",
+                  "secrets/.env.production": "API_KEY=sk-live-abcdef1234567890\n",
+                  "secrets/prod.env": "API_KEY=sk-live-abcdef1234567890\n",
+                  "linked/readme.txt": "x\n"})
+    os.symlink(str(root / ".env"), str(root / "linked" / "settings.txt"))
     return proj
 
 
