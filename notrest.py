@@ -2836,11 +2836,12 @@ class FindInfo:
     the program's, never find's (`-exec echo -delete \\;` deletes nothing)."""
 
     __slots__ = ("roots", "tests", "excluded", "narrowed", "deleting", "execs",
-                 "outputs", "follow")
+                 "outputs", "follow", "empty")
 
     def __init__(self):
         self.roots, self.tests, self.excluded, self.execs, self.outputs = [], [], [], [], []
         self.narrowed = self.deleting = self.follow = False
+        self.empty = False   # -empty holds for all it yields (no -o, no negation)
 
 
 class ParseShared:
@@ -4384,6 +4385,10 @@ def _peel_xargs(cmd, state, cmds, depth):
         i += 2 if arg in _XARGS_VALUES else 1
     command = argv[i:] or ["echo"]
     items = _feed_items(cmd, nul, delim, arg_file)
+    if items and isinstance(items[0], Found) and items[0].finder is not None and \
+            items[0].finder.prog not in ("find", "fd", "fdfind") and (
+            os.path.basename(command[0]) in _LISTER_BLIND):
+        items = None    # what a lister names, deleted or moved: judged as unknown
     _fan_out(cmd, command, items, replace, cmds, depth, "xargs")
     return SPAWNED
 
@@ -4432,6 +4437,60 @@ def _feed_items(cmd, nul=False, delim=None, arg_file=None):
     return [p for p in parts if p]
 
 
+# The programs that lose what they are given, or run more commands: a lister's
+# files fed to them are judged as unknown words (an uncommitted file among them).
+_LISTER_BLIND = frozenset(("rm", "unlink", "shred", "rmdir", "mv", "truncate", "git",
+                           "dd", "trash", "rimraf", "sh", "bash", "zsh", "dash", "env",
+                           "sudo", "xargs", "find", "perl", "python", "python3"))
+
+
+def _lister_items(feeder):
+    """What a file lister feeds xargs, as a find that yields it: `grep -rl X src`
+    and `rg -l X src` name files under src, `git ls-files [SPEC]` and `git diff
+    --name-only [-- SPEC]` tracked files under the working folder (SPEC `*.py` a
+    name test, a plain SPEC a starting point). None when it is no lister or the
+    gate cannot tell."""
+    import copy
+    args = feeder.argv[1:]
+    if any(isinstance(a, (Opaque, Found)) for a in args):
+        return None
+    info = FindInfo()
+    if feeder.prog == "git":
+        sub, rest = _git_parts(feeder)
+        if sub == "ls-files":
+            specs = [a for a in rest if not a.startswith("-")]
+        elif sub == "diff" and "--name-only" in rest:
+            specs = rest[rest.index("--") + 1:] if "--" in rest else []
+        else:
+            return None
+        if any(a.startswith(("-C", "--git-dir", "--work-tree")) for a in feeder.argv[1:2]):
+            return None
+        for spec in specs:
+            if any(ch in spec for ch in "*?[") and "/" not in spec:
+                info.tests.append(("-name", spec))
+            elif not any(ch in spec for ch in "*?[:"):
+                info.roots.append(spec)
+            else:
+                return None
+        if info.tests and info.roots:
+            return None
+        info.roots = info.roots or ["."]
+    else:
+        lists = has_flag(feeder, "l", ("--files-with-matches", "--files-without-match")) \
+            or has_flag(feeder, "L", ())
+        if not lists:
+            return None
+        ops = operands(feeder)
+        if not option_values(feeder, ("-e", "-f", "--regexp", "--file")):
+            ops = ops[1:]
+        info.roots = ops or ["."]
+    if len(info.roots) != 1:
+        return None
+    stand_in = copy.copy(feeder)
+    stand_in.find = info
+    return [found_word(info.roots[0], stand_in)]
+
+
 def _feeder_items(feeder):
     if feeder is None or not feeder.argv:
         return None
@@ -4443,6 +4502,8 @@ def _feeder_items(feeder):
         args = args[1:] if len(args) > 1 else args
     elif prog in ("find", "fd", "fdfind") and feeder.find is not None:
         return [found_word(feeder.find.roots[0], feeder)]
+    elif prog in ("grep", "egrep", "fgrep", "rg", "git"):
+        return _lister_items(feeder)
     elif prog == "ls" and not any(isinstance(a, Opaque) for a in args):
         hidden = any(a.startswith("-") and not a.startswith("--") and ("a" in a or "A" in a)
                      for a in args) or "--all" in args or "--almost-all" in args
@@ -4713,6 +4774,8 @@ def read_find(cmd, cmds, depth):
             continue
         if arg == "-delete":
             info.deleting = True
+        elif arg == "-empty" and not negate:
+            info.empty = True
         elif arg == "-prune" and last is not None:
             info.excluded.append(last)
         elif arg == "-fprintf" and i + 1 < len(argv):
@@ -4732,6 +4795,8 @@ def read_find(cmd, cmds, depth):
             continue
         negate = False
         i += 1
+    if info.empty and any(a in ("-o", "-or", ",", "(", ")") for a in argv):
+        info.empty = False  # `-empty -o -name x`: not all it yields is empty
     cmd.find = info
     for action, words in info.execs:
         env = dict(cmd.env)
@@ -6874,6 +6939,9 @@ def _judge_find(ctx, finder, shown):
             return "`%s` deletes files under %s, outside the project" % (shown.shown(),
                                                                          path)
         kind, base = ctx.container(path)
+        if kind == "project" and info.empty and not info.execs and not is_within(
+                path, os.path.join(ctx.root, ".git")):
+            continue    # only empty files and folders: nothing is lost
         if kind == "project":
             if path == ctx.root and not info.narrowed:
                 return "`%s` deletes everything in the project root" % shown.shown()
@@ -7341,6 +7409,9 @@ def predicate_harness(ctx):
                 continue
         verb = "deletes or moves" if mode == "delete" else (
             "gives a second name to" if mode == "link" else "changes")
+        if isinstance(path, Found) and cmd is not None and (_harmless_meta(cmd) or
+                                                            _checker_reads(cmd)):
+            continue    # find . -type d -exec chmod 755 {} \; keeps the harness working
         mode = "write" if mode in ("meta", "code", "any", "link") else mode
         key = (str(path), mode, id(path.finder) if isinstance(path, Found) else 0)
         if key in seen:
@@ -7373,6 +7444,56 @@ def predicate_harness(ctx):
                 reasons.append(found)
     found = _agents_block_hit(ctx) if _touches_agents(ctx) else None
     return found or estate_ref_tamper(ctx) or _settle(reasons)
+
+
+def _chmod_mode_harmless(mode, dirs_too):
+    """Whether a chmod mode leaves a file (and, when dirs_too, a folder) of the
+    harness readable by its owner, and writable by no one else: the hooks still
+    run (the clients run them with /bin/sh, so the x bit of a file is no matter)."""
+    if mode.isdigit() and len(mode) <= 4 and all(c in "01234567" for c in mode):
+        bits = int(mode, 8) & 0o777
+        return bool(bits & 0o400) and not bits & 0o022 and (
+            not dirs_too or bool(bits & 0o100))
+    for clause in mode.split(","):
+        who, ops = "", clause
+        while ops and ops[0] in "ugoa":
+            who, ops = who + ops[0], ops[1:]
+        if not ops or ops[0] not in "+-=":
+            return False
+        op, perms = ops[0], ops[1:]
+        if not all(c in "rwxXst" for c in perms):
+            return False
+        if op == "+":
+            if "w" in perms and (not who or set(who) & set("goa")) and who != "":
+                return False
+            if "s" in perms or "t" in perms:
+                return False
+        elif set(who or "a") & set("ua"):
+            return False    # u-r, a=x, -x: the owner may lose what the hooks need
+    return True
+
+
+def _harmless_meta(cmd):
+    """A command run by find -exec or xargs that only sets timestamps (touch) or
+    harmless modes (chmod 755, chmod +x) on what it is given."""
+    if cmd.prog == "touch":
+        return True
+    if cmd.prog != "chmod":
+        return False
+    words = [a for a in cmd.argv[1:] if not isinstance(a, Found)]
+    flags = [w for w in words if w.startswith("-") and not w[1:2].isdigit() and
+             not set(w[1:]) <= set("rwxXst")]
+    modes = [w for w in words if w not in flags]
+    if any(f not in ("-R", "-v", "-c", "-f", "--recursive", "--verbose", "--changes",
+                     "--silent", "--quiet") for f in flags) or len(modes) != 1:
+        return False
+    found = [a for a in cmd.argv if isinstance(a, Found)]
+    files_only = bool(found) and all(
+        a.finder is not None and a.finder.find is not None and
+        "-type" in a.finder.argv and "f" in a.finder.argv[a.finder.argv.index("-type") + 1:
+                                                         a.finder.argv.index("-type") + 2]
+        for a in found)
+    return _chmod_mode_harmless(str(modes[0]), dirs_too=not files_only)
 
 
 def _target_from_harness(cmd):
@@ -7490,10 +7611,53 @@ _KNOWN_PROGRAMS = _READERS | frozenset((
     "trash", "python", "python3", "node", "sh", "bash", "xargs", "find", "sleep"))
 
 
+# Linters, test runners and type checkers given files: they read them (and write
+# their caches), unless asked to fix them (the words in the second part).
+_FILE_CHECKERS = {
+    "pytest": (), "py.test": (), "mypy": (), "pyright": (), "flake8": (), "pylint": (),
+    "pyflakes": (), "pycodestyle": (), "pydocstyle": (), "bandit": (), "vulture": (),
+    "shellcheck": (), "hadolint": (), "yamllint": (), "codespell": ("-w", "--write-changes"),
+    "tsc": (), "jest": ("-u", "--updateSnapshot"), "vitest": ("-u", "--update"),
+    "mocha": (), "node": (), "ruff": ("--fix", "format", "--unsafe-fixes"),
+    "black": ("--check", "--diff"), "isort": ("--check", "--check-only", "--diff", "-c"),
+    "eslint": ("--fix", "--fix-dry-run"), "prettier": ("--check", "-c", "--list-different",
+                                                      "-l"),
+    "stylelint": ("--fix",), "rubocop": ("-a", "-A", "--auto-correct", "--autocorrect",
+                                         "--autocorrect-all"),
+    "gofmt": ("-l", "-d"), "golangci-lint": ("--fix",), "clang-format": ("--dry-run", "-n"),
+    "pip": (), "pip3": (), "wc": (), "ls": (),
+}
+# For these the words above are the only read forms (black FILE rewrites FILE).
+_CHECKERS_READ_ONLY_WITH = frozenset(("black", "isort", "prettier", "gofmt",
+                                      "clang-format"))
+
+
+def _checker_reads(cmd):
+    """Whether cmd is a linter, test runner or checker that only reads the files
+    it is given (pip installs what they name)."""
+    prog, args = cmd.prog, [a for a in cmd.argv[1:] if not isinstance(a, Found)]
+    if prog not in _FILE_CHECKERS:
+        return False
+    words = _FILE_CHECKERS[prog]
+    if prog in _CHECKERS_READ_ONLY_WITH:
+        return any(a in words for a in args) and not (prog == "prettier" and (
+            "--write" in args or "-w" in args))
+    if prog in ("pip", "pip3"):
+        return args[:1] in (["install"], ["download"], ["show"]) and not (
+            set(args) & {"-t", "--target", "--prefix", "--root", "-e", "--editable"})
+    if prog == "node":
+        return args[:1] == ["--check"] or args[:1] == ["-c"]
+    return not any(a in words or a.startswith(tuple(w + "=" for w in words if
+                                                    w.startswith("--")))
+                   for a in args)
+
+
 def _unknown_writer(ctx, cmd):
     """A program the gate does not know, run by xargs or find -exec on what
     may be the harness: an unknown writer."""
     if cmd.prog in _KNOWN_PROGRAMS or not any(isinstance(a, Found) for a in cmd.argv):
+        return None
+    if _checker_reads(cmd):
         return None
     for arg in cmd.argv:
         if not isinstance(arg, Found):
@@ -16339,6 +16503,17 @@ def _find_excludes(finder, root_path, sample):
     return False
 
 
+def _empty_on_disk(path):
+    """Whether path is an empty file or folder now (what find -empty yields)."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            with os.scandir(path) as entries:
+                return next(entries, None) is None
+        return os.lstat(path).st_size == 0 and not os.path.islink(path)
+    except OSError:
+        return False
+
+
 def _find_may_hit_harness(finder, root_path, ctx):
     """Whether what a find yields from root_path can be part of the harness."""
     samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
@@ -16347,6 +16522,8 @@ def _find_may_hit_harness(finder, root_path, ctx):
     narrowed = finder.find.narrowed
     for sample in samples:
         if not is_within(sample, root_path) or not ctx.harness_hit(sample, "write"):
+            continue
+        if finder.find.empty and not _empty_on_disk(sample):
             continue
         if _find_excludes(finder, root_path, sample):
             continue

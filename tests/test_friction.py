@@ -55,6 +55,26 @@ CASES = [
     ("cat linked/*", "protect-secrets"),
     ("python3 -c 'import glob; print(open(glob.glob(\".e*\")[0]).read())'",
      "protect-secrets"),
+    # 3. find -exec and xargs: judged on what find's predicates and xargs's input name
+    ("find . -type d -exec chmod 755 {} \\;", "allow"),
+    ("find . -type f -name '*.sh' -exec chmod +x {} \\;", "allow"),
+    ("find . -exec touch {} \\;", "allow"),
+    ("git ls-files '*.py' | xargs pytest -q", "allow"),
+    ("git diff --name-only | xargs ruff check", "allow"),
+    ("git ls-files -z '*.py' | xargs -0 black --check", "allow"),
+    ("grep -rl oldName src | xargs sed -i 's/oldName/newName/g'", "allow"),
+    ("cat requirements.txt | xargs -n 1 pip install", "allow"),
+    ("find . -exec chmod 000 {} \\;", "protect-harness"),
+    ("find . -exec chmod u-r {} \\;", "protect-harness"),
+    ("find . -name '*.sh' -exec sed -i 's/a/b/' {} \\;", "protect-harness"),
+    ("git ls-files | xargs black", "protect-harness"),
+    ("git ls-files '*.py' | xargs sed -i 's/a/b/'", "protect-harness"),
+    ("git ls-files src | xargs rm", "protect-harness"),
+    # 4. recoverable deletes: empty files and folders
+    ("find . -type f -empty -delete", "allow"),
+    ("find . -type d -empty -delete", "allow"),
+    ("find . -empty -o -name '*.py' -delete", "protect-harness"),
+    ("find . -type f -delete", "no-destroy"),
 ]
 
 
