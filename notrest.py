@@ -7991,9 +7991,10 @@ PACKS = (
     {"id": "containers", "default": True,
      "programs": ("docker", "podman", "nerdctl", "finch", "docker-compose",
                   "podman-compose", "kubectl", "oc", "kubecolor", "helm", "velero"),
-     "text": "Never remove container data or cluster objects: docker system/volume "
-             "prune, volume rm, rm -f, compose down -v, kubectl delete (but of pods "
-             "and jobs), helm uninstall, velero delete.",
+     "text": "Never remove container data or cluster objects: docker volume prune/rm, "
+             "system prune --volumes or -a, rm -f, compose down -v, kubectl delete (but "
+             "of pods and jobs), helm uninstall, velero delete (docker system and "
+             "container prune, rmi: what a build or run makes again, pass).",
      "instead": "look first (`docker ps -a`, `kubectl get all`), delete one named "
                 "pod or container you made, and ask the user for the rest",
      "denies": "`docker system prune -a --volumes`, `kubectl delete ns prod`",
@@ -19776,14 +19777,24 @@ def _docker_danger(argv):
             return "removes the containers' volumes"
         return None
     if head == "system" and words[1:2] == ["prune"]:
-        return "deletes every stopped container, unused image and network%s" % (
-            " and every unused volume" if _flag(argv, "", ("--volumes",)) else "")
+        # stopped containers, dangling images, networks and the build cache are made
+        # again by a build or a run; volumes and every unused image (-a) may not be
+        if _flag(argv, "", ("--volumes",)):
+            return pack_finding(
+                "deletes every unused volume, and the data in it", "list them first "
+                "(`docker volume ls`), prune without --volumes (`docker system prune "
+                "-f`), and ask the user for the volumes")
+        if _flag(argv, "a", ("--all",)):
+            return pack_finding(
+                "deletes every image no container uses, also ones no Dockerfile or "
+                "registry may give back", "prune what a build makes again "
+                "(`docker system prune -f`, `docker image prune -f`), or remove the "
+                "images you built by name")
+        return None
     if head == "system" and words[1:2] == ["reset"]:
         return "deletes every container, image and volume"
     if head == "volume" and words[1:2] and words[1] in ("rm", "remove", "prune"):
         return "deletes volumes and the data in them"
-    if head == "container" and words[1:2] == ["prune"]:
-        return "deletes every stopped container"
     if head == "container" and words[1:2] == ["rm"]:
         head = "rm"
     if head == "image" and words[1:2] == ["rm"]:
@@ -19791,9 +19802,7 @@ def _docker_danger(argv):
     if head == "rm" and _flag(argv, "fv", ("--force", "--volumes")):
         return "force-removes containers%s" % (
             " and their volumes" if _flag(argv, "v", ("--volumes",)) else "")
-    if head == "rmi" and _flag(argv, "f", ("--force",)):
-        return "force-removes images"
-    return None
+    return None     # images are rebuilt or pulled again: `docker rmi -f app:dev` loses none
 
 
 def _container_danger(argv, cmd=None, ctx=None):
@@ -20411,7 +20420,107 @@ def _database_danger(argv, cmd, ctx):
         return _store_request(argv)
     if prog.replace(".sh", "") in _BROKERS:
         return _messaging_danger(argv)
-    return _database_argv_hit(argv, cmd)
+    found = _database_argv_hit(argv, cmd)
+    if found and _scratch_database(argv, cmd):
+        return None     # a local database named test/dev/tmp: scratch, made again
+    if found:
+        return pack_finding(found, "a scratch database (one named test, dev or tmp, on "
+                            "this machine) may be dropped; for this one keep a copy "
+                            "first (`pg_dump DB > /tmp/db.sql`) and ask the user")
+    return None
+
+
+# Scratch databases: a local one whose name says it is made again at will.
+_SCRATCH_TOKENS = frozenset(("test", "tests", "testing", "dev", "development", "tmp",
+                             "temp", "scratch", "ci", "sandbox", "e2e", "local",
+                             "throwaway", "fixture", "fixtures", "spec"))
+_PRECIOUS_TOKENS = frozenset(("prod", "production", "live", "staging", "stage", "main",
+                              "master", "primary", "backup", "backups", "archive"))
+_LOCAL_HOSTS = frozenset(("", "localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"))
+
+
+def _scratch_name(name):
+    import re
+    name = str(name).strip("`'\"").lower()
+    if not name or "$" in name:
+        return False
+    tokens = set(re.split(r"[^a-z0-9]+", os.path.basename(name).rsplit(".", 1)[0]
+                          if "/" in name else name)) - {""}
+    if tokens & _PRECIOUS_TOKENS:
+        return False
+    return bool(tokens & _SCRATCH_TOKENS) or any(
+        t.endswith(("test", "tests", "tmp", "dev")) for t in tokens)
+
+
+def _scratch_database(argv, cmd):
+    """Whether a destructive database command reaches only a scratch database:
+    local (no host, or localhost) and named test/dev/tmp (app_test, webapp_tmp,
+    /tmp/x.db), each database it drops as well; Redis FLUSHDB of a numbered
+    database other than 0 on this machine; Django's flush of the `test` alias,
+    Rails in the test environment."""
+    import re
+    prog = _prog_name(argv[0])
+    env = dict(getattr(cmd, "env", None) or {})
+    host = _option(argv, ("-h", "--host")) or ""
+    if prog in ("psql", "pg_restore", "dropdb"):
+        host = host or env.get("PGHOST", "")
+    if prog in ("mysql", "mariadb", "mysqladmin"):
+        host = host or env.get("MYSQL_HOST", "")
+    if host.startswith("/"):
+        host = ""
+    if host.lower() not in _LOCAL_HOSTS:
+        return False
+    if prog in _REDIS_CLIENTS:
+        words = [w.lower() for w in _words(argv, values=(
+            "-h", "-p", "-a", "-n", "-u", "--user", "--pass", "-s"))]
+        number = _option(argv, ("-n",))
+        return words[:1] == ["flushdb"] and bool(number) and number.isdigit() and \
+            int(number) > 0 and not _option(argv, ("-u",))
+    if prog in ("manage.py", "django-admin") or (prog in ("python", "python3") and len(
+            argv) > 1 and _prog_name(argv[1]) == "manage.py"):
+        alias = _option(argv, ("--database",))
+        return bool(alias) and _scratch_name(alias)
+    if prog in ("rails", "rake"):
+        return env.get("RAILS_ENV") in ("test", "development") or any(
+            a in ("RAILS_ENV=test", "RAILS_ENV=development") for a in argv)
+    if prog == "dropdb":
+        names = _words(argv, values=("-h", "--host", "-p", "--port", "-U", "--username",
+                                     "--maintenance-db"))
+        return bool(names) and all(_scratch_name(n) for n in names)
+    if prog in ("sqlite3", "sqlite", "duckdb"):
+        names = _words(argv, values=("-cmd", "-init", "-separator", "-nullvalue"),
+                       limit=1)
+        if not names:
+            return False
+        path = names[0]
+        return path == ":memory:" or path.startswith(("/tmp/", "/var/tmp/")) or \
+            _scratch_name(path)
+    if prog not in ("psql", "mysql", "mariadb"):
+        return False
+    if prog == "psql":
+        target = _option(argv, ("-d", "--dbname")) or env.get("PGDATABASE", "")
+        if not target:
+            words = _words(argv, values=("-h", "--host", "-p", "--port", "-U",
+                                         "--username", "-c", "--command", "-f", "--file",
+                                         "-v", "--set", "-o", "--output"), limit=1)
+            target = words[0] if words else ""
+        if "://" in target or "=" in target:
+            match = re.match(r"^[a-z]+://(?:[^@/]*@)?([^/:?]*)(?::\d+)?/([^?]+)", target)
+            if not match or match.group(1).lower() not in _LOCAL_HOSTS:
+                return False
+            target = match.group(2)
+    else:
+        target = _option(argv, ("-D", "--database")) or ""
+        if not target:
+            words = _words(argv, values=("-u", "--user", "-h", "--host", "-P", "--port",
+                                         "-e", "--execute", "-S", "--socket"), limit=1)
+            target = words[0] if words else ""
+    texts = " ".join(_client_texts(argv, cmd)).lower()
+    dropped = re.findall(r"drop\s+(?:database|schema)\s+(?:if\s+exists\s+)?([`\"\w.$-]+)",
+                         texts)
+    if dropped and not all(_scratch_name(n) for n in dropped):
+        return False
+    return _scratch_name(target) if target else bool(dropped)
 
 
 PACK_JUDGES = {

@@ -75,6 +75,31 @@ CASES = [
     ("find . -type d -empty -delete", "allow"),
     ("find . -empty -o -name '*.py' -delete", "protect-harness"),
     ("find . -type f -delete", "no-destroy"),
+    # ... local, rebuildable Docker state
+    ("docker system prune -f", "allow"),
+    ("docker container prune -f", "allow"),
+    ("docker rmi -f app:latest", "allow"),
+    ("docker system prune -af --volumes", "containers"),
+    ("docker system prune -af", "containers"),
+    ("docker volume rm pgdata", "containers"),
+    ("docker rm -f web", "containers"),
+    # ... scratch databases: local and named test/dev/tmp
+    ("dropdb --if-exists app_test && createdb app_test", "allow"),
+    ("psql -d app_test -c 'TRUNCATE users'", "allow"),
+    ("redis-cli -n 1 FLUSHDB", "allow"),
+    ("mysql -u root -h 127.0.0.1 -e 'DROP DATABASE IF EXISTS shop_test; CREATE "
+     "DATABASE shop_test'", "allow"),
+    ("sqlite3 /tmp/test.db 'DROP TABLE t'", "allow"),
+    ("python manage.py flush --no-input --database test", "allow"),
+    ("dropdb app", "databases"),
+    ("dropdb app_production_test", "databases"),
+    ("psql -d app_prod -c 'TRUNCATE users'", "databases"),
+    ("psql -h db.example.com -d app_test -c 'TRUNCATE users'", "databases"),
+    ("psql -d app_test -c 'DROP DATABASE prod'", "databases"),
+    ("PGHOST=db.internal dropdb app_test", "databases"),
+    ("redis-cli FLUSHDB", "databases"),
+    ("redis-cli -n 1 FLUSHALL", "databases"),
+    ("redis-cli -h cache.internal -n 1 FLUSHDB", "databases"),
 ]
 
 
