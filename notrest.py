@@ -16120,12 +16120,77 @@ def _judge_git_worktree(ctx, cmd):
                       uncertain=True, instead=_GIT_INSTEAD[kind])
     hits = [p for p in changed if (not covers or any(is_within(p, c) for c in covers))
             and (ctx.harness_hit(p, "write") or any(is_within(s, p) for s in samples))]
+    incoming = _incoming_rev(sub, args, ctx.root, str(cmd.cwd)) if hits else None
+    if incoming:
+        hits = [p for p in hits if not _shared_file_kept(ctx.root, p, incoming)]
     if not hits:
         return None
     shown = ", ".join(display_path(p, ctx.root) for p in hits[:3])
     more = " and %d more" % (len(hits) - 3) if len(hits) > 3 else ""
     return reason("`%s` rewrites %s%s, which belongs to the harness" % (
         cmd.shown(), shown, more), instead=_GIT_INSTEAD[kind])
+
+
+# Files the harness shares with the team: notrest owns its hook entries in them,
+# not the file (permissions, env, MCP servers are the team's).
+SHARED_HARNESS_FILES = (".claude/settings.json", ".codex/hooks.json")
+SHARED_FILE_CAP = 256 * 1024
+
+
+def _incoming_rev(sub, args, root, cwd):
+    """The commit whose version of the files a checkout, switch, merge, rebase or
+    cherry-pick brings into the work tree, else None (a revert, a reset, a
+    restore of paths, a stash: judged as before)."""
+    if sub not in ("checkout", "switch", "merge", "rebase", "cherry-pick", "pull"):
+        return None
+    plan = _git_plan(sub, [a for a in args], root, cwd)
+    if not plan or plan.get("kind") not in ("branch", "range"):
+        return None
+    if plan.get("target") is not None and plan.get("kind") == "branch":
+        return plan["target"]
+    rng = plan.get("range")
+    if not rng:
+        return None
+    last = rng[-1]
+    return last.split("...", 1)[1] if "..." in last else last
+
+
+def _shared_file_kept(root, path, rev):
+    """Whether the version of a shared harness file at rev keeps notrest's hook
+    entries as they are in the work tree now (bounded: one git call, the file
+    capped): then bringing it in changes only the team's part of the file."""
+    rel = os.path.relpath(path, root)
+    if rel not in SHARED_HARNESS_FILES or rev.startswith("-") or UNKNOWN_WORD in rev:
+        return False
+    import json
+    import subprocess
+    try:
+        argv = git_argv(root, ["show", "%s:%s" % (rev, rel)])
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=GIT_QUERY_TIMEOUT_S,
+                              env=git_env())
+    except (GitUnsafe, OSError, subprocess.SubprocessError):
+        return False
+    if proc.returncode != 0 or len(proc.stdout) > SHARED_FILE_CAP:
+        return False
+    try:
+        theirs = json.loads(proc.stdout.decode("utf-8"))
+        with open_plain(path) as handle:
+            ours = json.loads(handle.read(SHARED_FILE_CAP + 1).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    if not isinstance(theirs, dict) or not isinstance(ours, dict):
+        return False
+    if theirs.get("disableAllHooks") or theirs.get("allowManagedHooksOnly"):
+        return False    # the entries kept, and every hook switched off
+    env_of = lambda data: {k: v for k, v in (data.get("env") or {}).items()
+                           if str(k).upper().startswith("NOTREST")} if isinstance(
+        data.get("env") or {}, dict) else None
+    if env_of(theirs) is None or env_of(theirs) != env_of(ours):
+        return False    # NOTREST_OVERRIDE and the switches are a person's
+    mine = {event: hook for event, (_g, _h, hook) in our_hook_entries(ours).items()}
+    return bool(mine) and mine == {event: hook for event, (_g, _h, hook) in
+                                   our_hook_entries(theirs).items()}
 
 
 def _judge_sparse(ctx, cmd, args):

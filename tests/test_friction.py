@@ -100,7 +100,27 @@ CASES = [
     ("redis-cli FLUSHDB", "databases"),
     ("redis-cli -n 1 FLUSHALL", "databases"),
     ("redis-cli -h cache.internal -n 1 FLUSHDB", "databases"),
+    # 5. a branch that changes .claude/settings.json but keeps notrest's entries
+    ("git checkout team-settings", "allow"),
+    ("git switch team-settings", "allow"),
+    ("git merge team-settings", "allow"),
+    ("git rebase team-settings", "allow"),
+    ("git checkout drops-hooks", "protect-harness"),
+    ("git merge drops-hooks", "protect-harness"),
+    ("git rebase drops-hooks", "protect-harness"),
+    ("git checkout hooks-off", "protect-harness"),
+    ("git merge sets-override", "protect-harness"),
 ]
+
+
+def _settings_branch(root, name, change):
+    _git(root, "checkout", "-q", "-b", name, "main")
+    path = root / ".claude" / "settings.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    _git(root, "commit", "-qam", name)
+    _git(root, "checkout", "-q", "main")
 
 
 def _git(root, *args):
@@ -141,6 +161,12 @@ def midtask(tmp_path_factory):
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "experiment")
     _git(root, "checkout", "-q", "main")
+    _settings_branch(root, "team-settings", lambda d: d.setdefault("permissions", {})
+                     .setdefault("allow", []).append("Bash(npm test)"))
+    _settings_branch(root, "drops-hooks", lambda d: d["hooks"].pop("PreToolUse"))
+    _settings_branch(root, "hooks-off", lambda d: d.update(disableAllHooks=True))
+    _settings_branch(root, "sets-override", lambda d: d.setdefault("env", {}).update(
+        NOTREST_OVERRIDE="no-destroy"))
     _write(root, {"notes.txt": "stash me\n"})
     _git(root, "add", "notes.txt")
     _git(root, "stash", "-q")
