@@ -6799,7 +6799,8 @@ def predicate_destroy(ctx):
             return "`%s` writes to the block device %s" % (what, path)
         if mode in ("write", "meta", "delete") and _system_file(ctx, path) and not (
                 mode == "delete" and cmd is not None and cmd.prog in _DELETERS) and \
-                not ctx.harness_hit(path, "write"):  # protect-harness names that one
+                not ctx.harness_hit(path, "write") and not (  # protect-harness names that
+                mode == "write" and _new_in_data_folder(path)):  # one
             verb = {"write": "overwrites", "meta": "changes", "delete": "moves away"}[mode]
             return "`%s` %s %s, a system file outside the project" % (what, verb, path)
         if mode == "delete" and cmd is not None and cmd.prog not in _DELETERS and (
@@ -6811,6 +6812,23 @@ def predicate_destroy(ctx):
 _DEVICE_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/",
                  "/dev/shm", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/full",
                  "/dev/pts/", "/proc/self/fd/", "/dev/ptmx")
+
+
+# System folders that hold a machine's data and deployments, not its programs or
+# configuration: a write there that overwrites nothing loses nothing.
+DATA_FOLDERS = ("/srv", "/opt", "/mnt", "/media", "/var/www")
+
+
+def _new_in_data_folder(path):
+    """Whether a write into a data folder (a deploy: `cp -r dist/* /srv/www/app/`)
+    creates files and overwrites none on disk now (a pattern: none of what it
+    expands to exists, bounded)."""
+    if not any(is_within(path, d) for d in DATA_FOLDERS):
+        return False
+    if isinstance(path, Glob) or any(ch in path for ch in "*?["):
+        expanded = _glob_expand(path)
+        return expanded is not None and not expanded
+    return not os.path.lexists(path)
 
 
 def _system_file(ctx, path):
