@@ -7237,6 +7237,8 @@ def predicate_secrets(ctx):
                 if found:
                     return "`%s` %s" % (redact_clip(what, 120), found)
                 continue
+        if mode == "write" and not isinstance(path, Glob) and _new_project_file(ctx, path):
+            continue    # `printf 'DEBUG=1' > .env.test` makes a file: no secret is in it
         if is_secret_path(path, ctx.home, extra):
             verb = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
                     "link": "gives a second name to",
@@ -7334,6 +7336,19 @@ def prints_credentials(ctx, cmd):
 
 
 GLOB_EXPAND_CAP = 256
+
+
+def _new_project_file(ctx, path):
+    """Whether a write makes a new file in the project, outside every folder of
+    secrets, where nothing is on disk now (no file, no link): it loses no secret
+    and shows none. What is written there is judged by the other laws."""
+    if not ctx.root or not is_within(path, ctx.root) or path == ctx.root:
+        return False
+    if os.path.lexists(path) or path in ctx.secret_paths:
+        return False
+    folder = os.path.dirname(path)
+    return os.path.isdir(folder) and not os.path.islink(folder) and not holds_secrets(
+        folder, ctx.home, ctx.secret_paths) and os.path.realpath(folder) == folder
 
 
 def _glob_expand(pattern):
@@ -16499,8 +16514,21 @@ def tree_secret(ctx, path, cmd=None):
     cache = ctx.__dict__.setdefault("_trees", {})
     key = (str(path), id(cmd))
     if key not in cache:
-        cache[key] = _walk_for_secret(ctx, str(path), _tree_excludes(cmd))
+        cache[key] = _walk_for_secret(ctx, str(path), _tree_excludes(cmd),
+                                      _tree_includes(cmd))
     return cache[key]
+
+
+def _tree_includes(cmd):
+    """The file names a search limits itself to (grep --include, rg -g without !):
+    a secret file no include matches is never read."""
+    if cmd is None or cmd.prog not in ("grep", "egrep", "fgrep", "rg"):
+        return ()
+    names = option_values(cmd, ("--include",)) if cmd.prog != "rg" else [
+        g for g in option_values(cmd, ("-g", "--glob")) if g and not g.startswith("!")]
+    if any(isinstance(n, Opaque) or "/" in n for n in names):
+        return ()   # a path glob: judged as a whole-tree read
+    return tuple(n for n in names if n)
 
 
 def _tree_excludes(cmd):
@@ -16512,7 +16540,7 @@ def _tree_excludes(cmd):
     return tuple(n.rstrip("/") for n in names if n)
 
 
-def _walk_for_secret(ctx, path, excludes):
+def _walk_for_secret(ctx, path, excludes, includes=()):
     extra, todo, seen = ctx.secret_paths, [path], 0
     while todo:
         folder = todo.pop()
@@ -16535,7 +16563,8 @@ def _walk_for_secret(ctx, path, excludes):
             if is_dir:
                 if name not in _TREE_SKIP:
                     todo.append(full)
-            elif is_secret_path(full, ctx.home, extra):
+            elif is_secret_path(full, ctx.home, extra) and (not includes or any(
+                    _segment_match(x, name) for x in includes)):
                 return full
     return None
 
