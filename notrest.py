@@ -6806,7 +6806,51 @@ def predicate_destroy(ctx):
         if mode == "delete" and cmd is not None and cmd.prog not in _DELETERS and (
                 path in ("/", ctx.home, ctx.root) or path == ctx.git_dir):
             return "`%s` moves %s away" % (what, path)
-    return _settle(reasons)
+    if reasons:
+        return _settle(reasons)
+    targets = _project_delete_targets(ctx)
+    return _unsaved_work_lost(ctx, targets) if targets else None
+
+
+def _project_delete_targets(ctx):
+    """(cmd, [paths]) of the deletes of a call inside the project (rm, rimraf,
+    unlink, shred operands; find -delete or find -exec rm starting points), the
+    project root and .git left out (no-destroy judges those)."""
+    out = []
+    for cmd in ctx.cmds:
+        words = []
+        if cmd.prog in _DELETERS:
+            words = [a for a in operands(cmd) if not isinstance(a, (Opaque, Glob))]
+            words = [a.finder.find.roots[0] if isinstance(a, Found) and a.finder is not
+                     None and a.finder.find is not None and len(a.finder.find.roots) == 1
+                     and not a.finder.find.tests and not a.finder.find.narrowed
+                     else a for a in words]
+            words = [a for a in words if not isinstance(a, Found)]
+        elif cmd.prog == "find" and cmd.find is not None and cmd.find.deleting and not (
+                cmd.find.empty or cmd.find.tests or cmd.find.narrowed):
+            words = [r for r in cmd.find.roots if not isinstance(r, Opaque)]
+        paths = []
+        for word in words:
+            path = ctx.resolve(word, cmd.cwd, False)
+            if is_within(path, ctx.root) and path != ctx.root and not is_within(
+                    path, os.path.join(ctx.root, ".git")) and not (
+                    os.path.basename(path) in REBUILDABLE_NAMES or any(
+                        part in REBUILDABLE_NAMES for part in os.path.relpath(
+                            path, ctx.root).split(os.sep)[:-1])):
+                paths.append(path)
+        if paths:
+            out.append((cmd, paths))
+    return out
+
+
+# What would be lost is asked of git below the cold line, only for a call that
+# deletes inside the project something other than rebuildable output.
+_unsaved_work_lost = _reader("_unsaved_work_lost")
+REBUILDABLE_NAMES = frozenset(("dist", "build", "target", "out", "bin", "obj", "coverage",
+                               "htmlcov", "node_modules", "__pycache__", ".venv", "venv",
+                               ".tox", ".nox", ".pytest_cache", ".mypy_cache",
+                               ".ruff_cache", ".cache", ".next", ".nuxt", ".turbo",
+                               ".parcel-cache", ".eggs", ".gradle", ".terraform"))
 
 
 _DEVICE_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/",
@@ -19163,6 +19207,47 @@ def _git_rev(root, cwd, word):
     except OSError:
         pass
     return not os.path.exists(os.path.join(cwd, word)) and "." not in word
+
+
+def _unsaved_work_lost(ctx, targets):
+    """Why a delete inside the project would lose work no other copy holds: a
+    tracked file's change not in the index or a commit, or an untracked file in a
+    folder git tracks (a source folder; a folder the agent made, wholly untracked,
+    and ignored output lose nothing). One bounded git status per call, only for
+    calls that delete inside a git project."""
+    if ctx.git_dir is None or not os.path.isdir(str(ctx.git_dir)):
+        return None
+    for cmd, paths in targets[:4]:
+        rels = [os.path.relpath(p, ctx.root) for p in paths[:32]]
+        status = _git_query(ctx.root, ["status", "--porcelain", "-z", "-uall",
+                                       "--no-renames", "--"] + rels)
+        if not status:
+            continue
+        changed = [e[3:] for e in status if len(e) > 3 and e[1] in "MT"]
+        untracked = [e[3:] for e in status if e.startswith("?? ")]
+        if untracked:
+            tracked = _git_query(ctx.root, ["ls-files", "-z", "--"] + rels) or []
+            homes = {os.path.dirname(t) for t in tracked}
+            untracked = [u for u in untracked if any(
+                os.path.dirname(u) == h or os.path.dirname(u).startswith(h + "/") and h
+                for h in homes) or os.path.dirname(u) in homes]
+        lost = changed + untracked
+        if not lost:
+            continue
+        what = []
+        if changed:
+            what.append("%d uncommitted change%s" % (len(changed), "s" if len(changed) > 1
+                                                     else ""))
+        if untracked:
+            what.append("%d untracked file%s" % (len(untracked), "s" if len(untracked) > 1
+                                                 else ""))
+        names = ", ".join(lost[:3]) + (" and %d more" % (len(lost) - 3) if len(lost) > 3
+                                       else "")
+        return reason("`%s` would lose %s that no other copy holds: %s" % (
+            cmd.shown(), " and ".join(what), names), instead=(
+            "keep them first (`git stash push -u`, or commit them), or delete only "
+            "what you made, by name"))
+    return None
 
 
 def _git_query(root, args):

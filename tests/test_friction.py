@@ -85,6 +85,15 @@ CASES = [
     ("find . -type d -empty -delete", "allow"),
     ("find . -empty -o -name '*.py' -delete", "protect-harness"),
     ("find . -type f -delete", "no-destroy"),
+    # ... judged by what would be lost: build output, caches and folders the agent
+    # made pass; uncommitted changes and untracked files of a source folder do not
+    ("rm -rf dist build node_modules src/__pycache__", "allow"),
+    ("mkdir -p out && touch out/x && rm -rf out", "allow"),
+    ("rm src/util.py", "allow"),
+    ("rm -rf src", "no-destroy"),
+    ("npx rimraf src", "no-destroy"),
+    ("find src -type f -delete", "no-destroy"),
+    ("rm src/app.py", "no-destroy"),
     # ... local, rebuildable Docker state
     ("docker system prune -f", "allow"),
     ("docker container prune -f", "allow"),
