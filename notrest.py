@@ -6987,6 +6987,22 @@ def _judge_chmod(ctx, cmd):
     return []
 
 
+def _find_names_miss(info, start, inner):
+    """Whether a find from start whose only tests are names (-name, -iname) can
+    yield neither inner nor a folder above it: no name on the way down matches."""
+    if not info.tests or any(t not in ("-name", "-iname") for t, _p in info.tests):
+        return False
+    rel = os.path.relpath(inner, start)
+    if rel == "." or rel.startswith(".."):
+        return False
+    for part in rel.split(os.sep):
+        for test, pattern in info.tests:
+            a, b = (pattern.lower(), part.lower()) if test == "-iname" else (pattern, part)
+            if _segment_match(a, b):
+                return False
+    return True
+
+
 def _judge_find(ctx, finder, shown):
     """Why what a find yields must not be deleted, else None: its starting
     points, and whether a test narrows what it matches."""
@@ -6996,8 +7012,10 @@ def _judge_find(ctx, finder, shown):
             return reason("`%s` deletes under %s, which the gate cannot resolve" % (
                 shown.shown(), redact_clip(root_text, 60)), uncertain=True)
         path = ctx.resolve(root_text, finder.cwd, info.follow or root_text.endswith("/"))
-        if path == "/" or (ctx.home != "/" and is_within(ctx.home, path)) or (
-                is_within(ctx.root, path) and path != ctx.root):
+        if path == "/" or (ctx.home != "/" and is_within(ctx.home, path) and not
+                           _find_names_miss(info, path, ctx.home)) or (
+                is_within(ctx.root, path) and path != ctx.root and not _find_names_miss(
+                    info, path, ctx.root)):
             return "`%s` deletes files under %s, outside the project" % (shown.shown(),
                                                                          path)
         kind, base = ctx.container(path)

@@ -90,6 +90,8 @@ CASES = [
     ("rm -rf dist build node_modules src/__pycache__", "allow"),
     ("mkdir -p out && touch out/x && rm -rf out", "allow"),
     ("rm src/util.py", "allow"),
+    ("find /tmp -maxdepth 1 -name 'nomatch-friction-*' -exec rm -rf {} +", "allow"),
+    ("find /tmp -name 'pytest-of-*' -exec rm -rf {} +", "no-destroy"),   # the home's
     ("rm -rf src", "no-destroy"),
     ("npx rimraf src", "no-destroy"),
     ("find src -type f -delete", "no-destroy"),
