@@ -8087,9 +8087,8 @@ PACKS = (
      "programs": ("docker", "podman", "nerdctl", "finch", "docker-compose",
                   "podman-compose", "kubectl", "oc", "kubecolor", "helm", "velero"),
      "text": "Never remove container data or cluster objects: docker volume prune/rm, "
-             "system prune --volumes or -a, rm -f, compose down -v, kubectl delete (but "
-             "of pods and jobs), helm uninstall, velero delete (docker system and "
-             "container prune, rmi: what a build or run makes again, pass).",
+             "system prune --volumes/-a, rm -f, compose down -v, kubectl delete (but "
+             "of pods and jobs), helm uninstall, velero delete.",
      "instead": "look first (`docker ps -a`, `kubectl get all`), delete one named "
                 "pod or container you made, and ask the user for the rest",
      "denies": "`docker system prune -a --volumes`, `kubectl delete ns prod`",
