@@ -3162,11 +3162,12 @@ class FindInfo:
     the program's, never find's (`-exec echo -delete \\;` deletes nothing)."""
 
     __slots__ = ("roots", "tests", "excluded", "narrowed", "deleting", "execs",
-                 "outputs", "follow")
+                 "outputs", "follow", "empty")
 
     def __init__(self):
         self.roots, self.tests, self.excluded, self.execs, self.outputs = [], [], [], [], []
         self.narrowed = self.deleting = self.follow = False
+        self.empty = False   # -empty holds for all it yields (no -o, no negation)
 
 
 class ParseShared:
@@ -4710,6 +4711,10 @@ def _peel_xargs(cmd, state, cmds, depth):
         i += 2 if arg in _XARGS_VALUES else 1
     command = argv[i:] or ["echo"]
     items = _feed_items(cmd, nul, delim, arg_file)
+    if items and isinstance(items[0], Found) and items[0].finder is not None and \
+            items[0].finder.prog not in ("find", "fd", "fdfind") and (
+            os.path.basename(command[0]) in _LISTER_BLIND):
+        items = None    # what a lister names, deleted or moved: judged as unknown
     _fan_out(cmd, command, items, replace, cmds, depth, "xargs")
     return SPAWNED
 
@@ -4758,6 +4763,60 @@ def _feed_items(cmd, nul=False, delim=None, arg_file=None):
     return [p for p in parts if p]
 
 
+# The programs that lose what they are given, or run more commands: a lister's
+# files fed to them are judged as unknown words (an uncommitted file among them).
+_LISTER_BLIND = frozenset(("rm", "unlink", "shred", "rmdir", "mv", "truncate", "git",
+                           "dd", "trash", "rimraf", "sh", "bash", "zsh", "dash", "env",
+                           "sudo", "xargs", "find", "perl", "python", "python3"))
+
+
+def _lister_items(feeder):
+    """What a file lister feeds xargs, as a find that yields it: `grep -rl X src`
+    and `rg -l X src` name files under src, `git ls-files [SPEC]` and `git diff
+    --name-only [-- SPEC]` tracked files under the working folder (SPEC `*.py` a
+    name test, a plain SPEC a starting point). None when it is no lister or the
+    gate cannot tell."""
+    import copy
+    args = feeder.argv[1:]
+    if any(isinstance(a, (Opaque, Found)) for a in args):
+        return None
+    info = FindInfo()
+    if feeder.prog == "git":
+        sub, rest = _git_parts(feeder)
+        if sub == "ls-files":
+            specs = [a for a in rest if not a.startswith("-")]
+        elif sub == "diff" and "--name-only" in rest:
+            specs = rest[rest.index("--") + 1:] if "--" in rest else []
+        else:
+            return None
+        if any(a.startswith(("-C", "--git-dir", "--work-tree")) for a in feeder.argv[1:2]):
+            return None
+        for spec in specs:
+            if any(ch in spec for ch in "*?[") and "/" not in spec:
+                info.tests.append(("-name", spec))
+            elif not any(ch in spec for ch in "*?[:"):
+                info.roots.append(spec)
+            else:
+                return None
+        if info.tests and info.roots:
+            return None
+        info.roots = info.roots or ["."]
+    else:
+        lists = has_flag(feeder, "l", ("--files-with-matches", "--files-without-match")) \
+            or has_flag(feeder, "L", ())
+        if not lists:
+            return None
+        ops = operands(feeder)
+        if not option_values(feeder, ("-e", "-f", "--regexp", "--file")):
+            ops = ops[1:]
+        info.roots = ops or ["."]
+    if len(info.roots) != 1:
+        return None
+    stand_in = copy.copy(feeder)
+    stand_in.find = info
+    return [found_word(info.roots[0], stand_in)]
+
+
 def _feeder_items(feeder):
     if feeder is None or not feeder.argv:
         return None
@@ -4769,6 +4828,8 @@ def _feeder_items(feeder):
         args = args[1:] if len(args) > 1 else args
     elif prog in ("find", "fd", "fdfind") and feeder.find is not None:
         return [found_word(feeder.find.roots[0], feeder)]
+    elif prog in ("grep", "egrep", "fgrep", "rg", "git"):
+        return _lister_items(feeder)
     elif prog == "ls" and not any(isinstance(a, Opaque) for a in args):
         hidden = any(a.startswith("-") and not a.startswith("--") and ("a" in a or "A" in a)
                      for a in args) or "--all" in args or "--almost-all" in args
@@ -5039,6 +5100,8 @@ def read_find(cmd, cmds, depth):
             continue
         if arg == "-delete":
             info.deleting = True
+        elif arg == "-empty" and not negate:
+            info.empty = True
         elif arg == "-prune" and last is not None:
             info.excluded.append(last)
         elif arg == "-fprintf" and i + 1 < len(argv):
@@ -5058,6 +5121,8 @@ def read_find(cmd, cmds, depth):
             continue
         negate = False
         i += 1
+    if info.empty and any(a in ("-o", "-or", ",", "(", ")") for a in argv):
+        info.empty = False  # `-empty -o -name x`: not all it yields is empty
     cmd.find = info
     for action, words in info.execs:
         env = dict(cmd.env)
@@ -5840,8 +5905,21 @@ def _paths_interpreter(cmd):
         return [(p, "read") for p, _m in found] if module in _READING_MODULES else found
     found = []
     for code in interpreter_code(cmd):
-        found += [(t, "code") for t in _code_tokens(code)]
+        expands = _code_expands(code)
+        found += [(t, "code") for t in _code_tokens(code)
+                  if expands or not any(ch in t for ch in "*?")]
     return found
+
+
+_CODE_EXPANDERS = ("glob", "system", "popen", "subprocess", "spawn", "exec", "shell",
+                   "`", "%x", "dir[", "fnmatch", "wildcard", "bash", " sh", "'sh", '"sh')
+
+
+def _code_expands(code):
+    """Whether inline code may expand a pattern into paths (a glob call, a shell it
+    runs): elsewhere `".*"` or `"*.py"` in code is a regex or text, not a path."""
+    low = code.lower()
+    return any(word in low for word in _CODE_EXPANDERS)
 
 
 def _paths_cli(cmd):
@@ -7047,18 +7125,80 @@ def predicate_destroy(ctx):
             return "`%s` writes to the block device %s" % (what, path)
         if mode in ("write", "meta", "delete") and _system_file(ctx, path) and not (
                 mode == "delete" and cmd is not None and cmd.prog in _DELETERS) and \
-                not ctx.harness_hit(path, "write"):  # protect-harness names that one
+                not ctx.harness_hit(path, "write") and not (  # protect-harness names that
+                mode == "write" and _new_in_data_folder(path)):  # one
             verb = {"write": "overwrites", "meta": "changes", "delete": "moves away"}[mode]
             return "`%s` %s %s, a system file outside the project" % (what, verb, path)
         if mode == "delete" and cmd is not None and cmd.prog not in _DELETERS and (
                 path in ("/", ctx.home, ctx.root) or path == ctx.git_dir):
             return "`%s` moves %s away" % (what, path)
-    return _settle(reasons)
+    if reasons:
+        return _settle(reasons)
+    targets = _project_delete_targets(ctx)
+    return _unsaved_work_lost(ctx, targets) if targets else None
+
+
+def _project_delete_targets(ctx):
+    """(cmd, [paths]) of the deletes of a call inside the project (rm, rimraf,
+    unlink, shred operands; find -delete or find -exec rm starting points), the
+    project root and .git left out (no-destroy judges those)."""
+    out = []
+    for cmd in ctx.cmds:
+        words = []
+        if cmd.prog in _DELETERS:
+            words = [a for a in operands(cmd) if not isinstance(a, (Opaque, Glob))]
+            words = [a.finder.find.roots[0] if isinstance(a, Found) and a.finder is not
+                     None and a.finder.find is not None and len(a.finder.find.roots) == 1
+                     and not a.finder.find.tests and not a.finder.find.narrowed
+                     else a for a in words]
+            words = [a for a in words if not isinstance(a, Found)]
+        elif cmd.prog == "find" and cmd.find is not None and cmd.find.deleting and not (
+                cmd.find.empty or cmd.find.tests or cmd.find.narrowed):
+            words = [r for r in cmd.find.roots if not isinstance(r, Opaque)]
+        paths = []
+        for word in words:
+            path = ctx.resolve(word, cmd.cwd, False)
+            if is_within(path, ctx.root) and path != ctx.root and not is_within(
+                    path, os.path.join(ctx.root, ".git")) and not (
+                    os.path.basename(path) in REBUILDABLE_NAMES or any(
+                        part in REBUILDABLE_NAMES for part in os.path.relpath(
+                            path, ctx.root).split(os.sep)[:-1])):
+                paths.append(path)
+        if paths:
+            out.append((cmd, paths))
+    return out
+
+
+# What would be lost is asked of git below the cold line, only for a call that
+# deletes inside the project something other than rebuildable output.
+_unsaved_work_lost = _reader("_unsaved_work_lost")
+REBUILDABLE_NAMES = frozenset(("dist", "build", "target", "out", "bin", "obj", "coverage",
+                               "htmlcov", "node_modules", "__pycache__", ".venv", "venv",
+                               ".tox", ".nox", ".pytest_cache", ".mypy_cache",
+                               ".ruff_cache", ".cache", ".next", ".nuxt", ".turbo",
+                               ".parcel-cache", ".eggs", ".gradle", ".terraform"))
 
 
 _DEVICE_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/",
                  "/dev/shm", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/full",
                  "/dev/pts/", "/proc/self/fd/", "/dev/ptmx")
+
+
+# System folders that hold a machine's data and deployments, not its programs or
+# configuration: a write there that overwrites nothing loses nothing.
+DATA_FOLDERS = ("/srv", "/opt", "/mnt", "/media", "/var/www")
+
+
+def _new_in_data_folder(path):
+    """Whether a write into a data folder (a deploy: `cp -r dist/* /srv/www/app/`)
+    creates files and overwrites none on disk now (a pattern: none of what it
+    expands to exists, bounded)."""
+    if not any(is_within(path, d) for d in DATA_FOLDERS):
+        return False
+    if isinstance(path, Glob) or any(ch in path for ch in "*?["):
+        expanded = _glob_expand(path)
+        return expanded is not None and not expanded
+    return not os.path.lexists(path)
 
 
 def _system_file(ctx, path):
@@ -7173,6 +7313,22 @@ def _judge_chmod(ctx, cmd):
     return []
 
 
+def _find_names_miss(info, start, inner):
+    """Whether a find from start whose only tests are names (-name, -iname) can
+    yield neither inner nor a folder above it: no name on the way down matches."""
+    if not info.tests or any(t not in ("-name", "-iname") for t, _p in info.tests):
+        return False
+    rel = os.path.relpath(inner, start)
+    if rel == "." or rel.startswith(".."):
+        return False
+    for part in rel.split(os.sep):
+        for test, pattern in info.tests:
+            a, b = (pattern.lower(), part.lower()) if test == "-iname" else (pattern, part)
+            if _segment_match(a, b):
+                return False
+    return True
+
+
 def _judge_find(ctx, finder, shown):
     """Why what a find yields must not be deleted, else None: its starting
     points, and whether a test narrows what it matches."""
@@ -7182,11 +7338,16 @@ def _judge_find(ctx, finder, shown):
             return reason("`%s` deletes under %s, which the gate cannot resolve" % (
                 shown.shown(), redact_clip(root_text, 60)), uncertain=True)
         path = ctx.resolve(root_text, finder.cwd, info.follow or root_text.endswith("/"))
-        if path == "/" or (ctx.home != "/" and is_within(ctx.home, path)) or (
-                is_within(ctx.root, path) and path != ctx.root):
+        if path == "/" or (ctx.home != "/" and is_within(ctx.home, path) and not
+                           _find_names_miss(info, path, ctx.home)) or (
+                is_within(ctx.root, path) and path != ctx.root and not _find_names_miss(
+                    info, path, ctx.root)):
             return "`%s` deletes files under %s, outside the project" % (shown.shown(),
                                                                          path)
         kind, base = ctx.container(path)
+        if kind == "project" and info.empty and not info.execs and not is_within(
+                path, os.path.join(ctx.root, ".git")):
+            continue    # only empty files and folders: nothing is lost
         if kind == "project":
             if path == ctx.root and not info.narrowed:
                 return "`%s` deletes everything in the project root" % shown.shown()
@@ -7455,6 +7616,17 @@ def predicate_secrets(ctx):
             path = _glob_secret(ctx, path, extra) if isinstance(path, Glob) else None
             if path is None:
                 continue
+        elif isinstance(path, Glob) and any(ch in path for ch in "*?["):
+            # a shell pattern is judged by what it expands to on disk (bounded):
+            # `cat dist/*` reads dist's files, and names a secret only when one is there
+            expanded = _glob_expand(path)
+            if expanded is not None:
+                found = _glob_expansion_secret(ctx, expanded, mode, cmd, extra)
+                if found:
+                    return "`%s` %s" % (redact_clip(what, 120), found)
+                continue
+        if mode == "write" and not isinstance(path, Glob) and _new_project_file(ctx, path):
+            continue    # `printf 'DEBUG=1' > .env.test` makes a file: no secret is in it
         if is_secret_path(path, ctx.home, extra):
             verb = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
                     "link": "gives a second name to",
@@ -7554,6 +7726,58 @@ def prints_credentials(ctx, cmd):
     return None
 
 
+GLOB_EXPAND_CAP = 256
+
+
+def _new_project_file(ctx, path):
+    """Whether a write makes a new file in the project, outside every folder of
+    secrets, where nothing is on disk now (no file, no link): it loses no secret
+    and shows none. What is written there is judged by the other laws."""
+    if not ctx.root or not is_within(path, ctx.root) or path == ctx.root:
+        return False
+    if os.path.lexists(path) or path in ctx.secret_paths:
+        return False
+    folder = os.path.dirname(path)
+    return os.path.isdir(folder) and not os.path.islink(folder) and not holds_secrets(
+        folder, ctx.home, ctx.secret_paths) and os.path.realpath(folder) == folder
+
+
+def _glob_expand(pattern):
+    """The paths a shell pattern expands to on disk now, or None when there are
+    more than GLOB_EXPAND_CAP of them (then the pattern is judged as written)."""
+    import glob
+    out = []
+    for path in glob.iglob(pattern):
+        if len(out) >= GLOB_EXPAND_CAP:
+            return None
+        out.append(path)
+    return out
+
+
+def _glob_expansion_secret(ctx, paths, mode, cmd, extra):
+    """What the expansion of a pattern does to a secret (the words after the
+    command), else None: a secret file among the paths (or one a path links to),
+    or a folder of secrets a copier or a tree read takes whole."""
+    verb = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
+            "link": "gives a second name to", "symlink": "links to"}.get(mode, "uses")
+    for path in paths:
+        real = os.path.realpath(path)
+        for name in (path, real):
+            if is_secret_path(name, ctx.home, extra):
+                return "%s the secret file %s" % (verb, display_path(name, ctx.root))
+        if (mode in ("link", "symlink") or mode in ("read", "tree") and cmd is not None
+                and (cmd.prog in _COPIERS or mode == "tree")) and any(
+                holds_secrets(name, ctx.home, extra) for name in (path, real)):
+            return "copies %s, which holds private keys or credentials" % path
+        if mode == "tree" or mode == "read" and cmd is not None and cmd.prog in _COPIERS:
+            if os.path.isdir(real):
+                secret = tree_secret(ctx, real, cmd)
+                if secret:
+                    return "reads all of %s, and with it the secret file %s" % (
+                        display_path(path, ctx.root), display_path(secret, ctx.root))
+    return None
+
+
 def _glob_secret(ctx, pattern, extra):
     """The first secret file a shell pattern given to a program with no row
     expands to, on disk (bounded), else None."""
@@ -7609,6 +7833,9 @@ def predicate_harness(ctx):
                 continue
         verb = "deletes or moves" if mode == "delete" else (
             "gives a second name to" if mode == "link" else "changes")
+        if isinstance(path, Found) and cmd is not None and (_harmless_meta(cmd) or
+                                                            _checker_reads(cmd)):
+            continue    # find . -type d -exec chmod 755 {} \; keeps the harness working
         mode = "write" if mode in ("meta", "code", "any", "link") else mode
         key = (str(path), mode, id(path.finder) if isinstance(path, Found) else 0)
         if key in seen:
@@ -7641,6 +7868,56 @@ def predicate_harness(ctx):
                 reasons.append(found)
     found = _agents_block_hit(ctx) if _touches_agents(ctx) else None
     return found or estate_ref_tamper(ctx) or _settle(reasons)
+
+
+def _chmod_mode_harmless(mode, dirs_too):
+    """Whether a chmod mode leaves a file (and, when dirs_too, a folder) of the
+    harness readable by its owner, and writable by no one else: the hooks still
+    run (the clients run them with /bin/sh, so the x bit of a file is no matter)."""
+    if mode.isdigit() and len(mode) <= 4 and all(c in "01234567" for c in mode):
+        bits = int(mode, 8) & 0o777
+        return bool(bits & 0o400) and not bits & 0o022 and (
+            not dirs_too or bool(bits & 0o100))
+    for clause in mode.split(","):
+        who, ops = "", clause
+        while ops and ops[0] in "ugoa":
+            who, ops = who + ops[0], ops[1:]
+        if not ops or ops[0] not in "+-=":
+            return False
+        op, perms = ops[0], ops[1:]
+        if not all(c in "rwxXst" for c in perms):
+            return False
+        if op == "+":
+            if "w" in perms and (not who or set(who) & set("goa")) and who != "":
+                return False
+            if "s" in perms or "t" in perms:
+                return False
+        elif set(who or "a") & set("ua"):
+            return False    # u-r, a=x, -x: the owner may lose what the hooks need
+    return True
+
+
+def _harmless_meta(cmd):
+    """A command run by find -exec or xargs that only sets timestamps (touch) or
+    harmless modes (chmod 755, chmod +x) on what it is given."""
+    if cmd.prog == "touch":
+        return True
+    if cmd.prog != "chmod":
+        return False
+    words = [a for a in cmd.argv[1:] if not isinstance(a, Found)]
+    flags = [w for w in words if w.startswith("-") and not w[1:2].isdigit() and
+             not set(w[1:]) <= set("rwxXst")]
+    modes = [w for w in words if w not in flags]
+    if any(f not in ("-R", "-v", "-c", "-f", "--recursive", "--verbose", "--changes",
+                     "--silent", "--quiet") for f in flags) or len(modes) != 1:
+        return False
+    found = [a for a in cmd.argv if isinstance(a, Found)]
+    files_only = bool(found) and all(
+        a.finder is not None and a.finder.find is not None and
+        "-type" in a.finder.argv and "f" in a.finder.argv[a.finder.argv.index("-type") + 1:
+                                                         a.finder.argv.index("-type") + 2]
+        for a in found)
+    return _chmod_mode_harmless(str(modes[0]), dirs_too=not files_only)
 
 
 def _target_from_harness(cmd):
@@ -7758,10 +8035,53 @@ _KNOWN_PROGRAMS = _READERS | frozenset((
     "trash", "python", "python3", "node", "sh", "bash", "xargs", "find", "sleep"))
 
 
+# Linters, test runners and type checkers given files: they read them (and write
+# their caches), unless asked to fix them (the words in the second part).
+_FILE_CHECKERS = {
+    "pytest": (), "py.test": (), "mypy": (), "pyright": (), "flake8": (), "pylint": (),
+    "pyflakes": (), "pycodestyle": (), "pydocstyle": (), "bandit": (), "vulture": (),
+    "shellcheck": (), "hadolint": (), "yamllint": (), "codespell": ("-w", "--write-changes"),
+    "tsc": (), "jest": ("-u", "--updateSnapshot"), "vitest": ("-u", "--update"),
+    "mocha": (), "node": (), "ruff": ("--fix", "format", "--unsafe-fixes"),
+    "black": ("--check", "--diff"), "isort": ("--check", "--check-only", "--diff", "-c"),
+    "eslint": ("--fix", "--fix-dry-run"), "prettier": ("--check", "-c", "--list-different",
+                                                      "-l"),
+    "stylelint": ("--fix",), "rubocop": ("-a", "-A", "--auto-correct", "--autocorrect",
+                                         "--autocorrect-all"),
+    "gofmt": ("-l", "-d"), "golangci-lint": ("--fix",), "clang-format": ("--dry-run", "-n"),
+    "pip": (), "pip3": (), "wc": (), "ls": (),
+}
+# For these the words above are the only read forms (black FILE rewrites FILE).
+_CHECKERS_READ_ONLY_WITH = frozenset(("black", "isort", "prettier", "gofmt",
+                                      "clang-format"))
+
+
+def _checker_reads(cmd):
+    """Whether cmd is a linter, test runner or checker that only reads the files
+    it is given (pip installs what they name)."""
+    prog, args = cmd.prog, [a for a in cmd.argv[1:] if not isinstance(a, Found)]
+    if prog not in _FILE_CHECKERS:
+        return False
+    words = _FILE_CHECKERS[prog]
+    if prog in _CHECKERS_READ_ONLY_WITH:
+        return any(a in words for a in args) and not (prog == "prettier" and (
+            "--write" in args or "-w" in args))
+    if prog in ("pip", "pip3"):
+        return args[:1] in (["install"], ["download"], ["show"]) and not (
+            set(args) & {"-t", "--target", "--prefix", "--root", "-e", "--editable"})
+    if prog == "node":
+        return args[:1] == ["--check"] or args[:1] == ["-c"]
+    return not any(a in words or a.startswith(tuple(w + "=" for w in words if
+                                                    w.startswith("--")))
+                   for a in args)
+
+
 def _unknown_writer(ctx, cmd):
     """A program the gate does not know, run by xargs or find -exec on what
     may be the harness: an unknown writer."""
     if cmd.prog in _KNOWN_PROGRAMS or not any(isinstance(a, Found) for a in cmd.argv):
+        return None
+    if _checker_reads(cmd):
         return None
     for arg in cmd.argv:
         if not isinstance(arg, Found):
@@ -8095,9 +8415,9 @@ PACKS = (
     {"id": "containers", "default": True,
      "programs": ("docker", "podman", "nerdctl", "finch", "docker-compose",
                   "podman-compose", "kubectl", "oc", "kubecolor", "helm", "velero"),
-     "text": "Never remove container data or cluster objects: docker system/volume "
-             "prune, volume rm, rm -f, compose down -v, kubectl delete (but of pods "
-             "and jobs), helm uninstall, velero delete.",
+     "text": "Never remove container data or cluster objects: docker volume prune/rm, "
+             "system prune --volumes/-a, rm -f, compose down -v, kubectl delete (but "
+             "of pods and jobs), helm uninstall, velero delete.",
      "instead": "look first (`docker ps -a`, `kubectl get all`), delete one named "
                 "pod or container you made, and ask the user for the rest",
      "denies": "`docker system prune -a --volumes`, `kubectl delete ns prod`",
@@ -16565,12 +16885,77 @@ def _judge_git_worktree(ctx, cmd):
                       uncertain=True, instead=_GIT_INSTEAD[kind])
     hits = [p for p in changed if (not covers or any(is_within(p, c) for c in covers))
             and (ctx.harness_hit(p, "write") or any(is_within(s, p) for s in samples))]
+    incoming = _incoming_rev(sub, args, ctx.root, str(cmd.cwd)) if hits else None
+    if incoming:
+        hits = [p for p in hits if not _shared_file_kept(ctx.root, p, incoming)]
     if not hits:
         return None
     shown = ", ".join(display_path(p, ctx.root) for p in hits[:3])
     more = " and %d more" % (len(hits) - 3) if len(hits) > 3 else ""
     return reason("`%s` rewrites %s%s, which belongs to the harness" % (
         cmd.shown(), shown, more), instead=_GIT_INSTEAD[kind])
+
+
+# Files the harness shares with the team: notrest owns its hook entries in them,
+# not the file (permissions, env, MCP servers are the team's).
+SHARED_HARNESS_FILES = (".claude/settings.json", ".codex/hooks.json")
+SHARED_FILE_CAP = 256 * 1024
+
+
+def _incoming_rev(sub, args, root, cwd):
+    """The commit whose version of the files a checkout, switch, merge, rebase or
+    cherry-pick brings into the work tree, else None (a revert, a reset, a
+    restore of paths, a stash: judged as before)."""
+    if sub not in ("checkout", "switch", "merge", "rebase", "cherry-pick", "pull"):
+        return None
+    plan = _git_plan(sub, [a for a in args], root, cwd)
+    if not plan or plan.get("kind") not in ("branch", "range"):
+        return None
+    if plan.get("target") is not None and plan.get("kind") == "branch":
+        return plan["target"]
+    rng = plan.get("range")
+    if not rng:
+        return None
+    last = rng[-1]
+    return last.split("...", 1)[1] if "..." in last else last
+
+
+def _shared_file_kept(root, path, rev):
+    """Whether the version of a shared harness file at rev keeps notrest's hook
+    entries as they are in the work tree now (bounded: one git call, the file
+    capped): then bringing it in changes only the team's part of the file."""
+    rel = os.path.relpath(path, root)
+    if rel not in SHARED_HARNESS_FILES or rev.startswith("-") or UNKNOWN_WORD in rev:
+        return False
+    import json
+    import subprocess
+    try:
+        argv = git_argv(root, ["show", "%s:%s" % (rev, rel)])
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=GIT_QUERY_TIMEOUT_S,
+                              env=git_env())
+    except (GitUnsafe, OSError, subprocess.SubprocessError):
+        return False
+    if proc.returncode != 0 or len(proc.stdout) > SHARED_FILE_CAP:
+        return False
+    try:
+        theirs = json.loads(proc.stdout.decode("utf-8"))
+        with open_plain(path) as handle:
+            ours = json.loads(handle.read(SHARED_FILE_CAP + 1).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    if not isinstance(theirs, dict) or not isinstance(ours, dict):
+        return False
+    if theirs.get("disableAllHooks") or theirs.get("allowManagedHooksOnly"):
+        return False    # the entries kept, and every hook switched off
+    env_of = lambda data: {k: v for k, v in (data.get("env") or {}).items()
+                           if str(k).upper().startswith("NOTREST")} if isinstance(
+        data.get("env") or {}, dict) else None
+    if env_of(theirs) is None or env_of(theirs) != env_of(ours):
+        return False    # NOTREST_OVERRIDE and the switches are a person's
+    mine = {event: hook for event, (_g, _h, hook) in our_hook_entries(ours).items()}
+    return bool(mine) and mine == {event: hook for event, (_g, _h, hook) in
+                                   our_hook_entries(theirs).items()}
 
 
 def _judge_sparse(ctx, cmd, args):
@@ -16861,8 +17246,21 @@ def tree_secret(ctx, path, cmd=None):
     cache = ctx.__dict__.setdefault("_trees", {})
     key = (str(path), id(cmd))
     if key not in cache:
-        cache[key] = _walk_for_secret(ctx, str(path), _tree_excludes(cmd))
+        cache[key] = _walk_for_secret(ctx, str(path), _tree_excludes(cmd),
+                                      _tree_includes(cmd))
     return cache[key]
+
+
+def _tree_includes(cmd):
+    """The file names a search limits itself to (grep --include, rg -g without !):
+    a secret file no include matches is never read."""
+    if cmd is None or cmd.prog not in ("grep", "egrep", "fgrep", "rg"):
+        return ()
+    names = option_values(cmd, ("--include",)) if cmd.prog != "rg" else [
+        g for g in option_values(cmd, ("-g", "--glob")) if g and not g.startswith("!")]
+    if any(isinstance(n, Opaque) or "/" in n for n in names):
+        return ()   # a path glob: judged as a whole-tree read
+    return tuple(n for n in names if n)
 
 
 def _tree_excludes(cmd):
@@ -16874,7 +17272,7 @@ def _tree_excludes(cmd):
     return tuple(n.rstrip("/") for n in names if n)
 
 
-def _walk_for_secret(ctx, path, excludes):
+def _walk_for_secret(ctx, path, excludes, includes=()):
     extra, todo, seen = ctx.secret_paths, [path], 0
     while todo:
         folder = todo.pop()
@@ -16897,7 +17295,8 @@ def _walk_for_secret(ctx, path, excludes):
             if is_dir:
                 if name not in _TREE_SKIP:
                     todo.append(full)
-            elif is_secret_path(full, ctx.home, extra):
+            elif is_secret_path(full, ctx.home, extra) and (not includes or any(
+                    _segment_match(x, name) for x in includes)):
                 return full
     return None
 
@@ -16949,6 +17348,17 @@ def _find_excludes(finder, root_path, sample):
     return False
 
 
+def _empty_on_disk(path):
+    """Whether path is an empty file or folder now (what find -empty yields)."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            with os.scandir(path) as entries:
+                return next(entries, None) is None
+        return os.lstat(path).st_size == 0 and not os.path.islink(path)
+    except OSError:
+        return False
+
+
 def _find_may_hit_harness(finder, root_path, ctx):
     """Whether what a find yields from root_path can be part of the harness."""
     samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
@@ -16957,6 +17367,8 @@ def _find_may_hit_harness(finder, root_path, ctx):
     narrowed = finder.find.narrowed
     for sample in samples:
         if not is_within(sample, root_path) or not ctx.harness_hit(sample, "write"):
+            continue
+        if finder.find.empty and not _empty_on_disk(sample):
             continue
         if _find_excludes(finder, root_path, sample):
             continue
@@ -19485,6 +19897,47 @@ def _git_rev(root, cwd, word):
     return not os.path.exists(os.path.join(cwd, word)) and "." not in word
 
 
+def _unsaved_work_lost(ctx, targets):
+    """Why a delete inside the project would lose work no other copy holds: a
+    tracked file's change not in the index or a commit, or an untracked file in a
+    folder git tracks (a source folder; a folder the agent made, wholly untracked,
+    and ignored output lose nothing). One bounded git status per call, only for
+    calls that delete inside a git project."""
+    if ctx.git_dir is None or not os.path.isdir(str(ctx.git_dir)):
+        return None
+    for cmd, paths in targets[:4]:
+        rels = [os.path.relpath(p, ctx.root) for p in paths[:32]]
+        status = _git_query(ctx.root, ["status", "--porcelain", "-z", "-uall",
+                                       "--no-renames", "--"] + rels)
+        if not status:
+            continue
+        changed = [e[3:] for e in status if len(e) > 3 and e[1] in "MT"]
+        untracked = [e[3:] for e in status if e.startswith("?? ")]
+        if untracked:
+            tracked = _git_query(ctx.root, ["ls-files", "-z", "--"] + rels) or []
+            homes = {os.path.dirname(t) for t in tracked}
+            untracked = [u for u in untracked if any(
+                os.path.dirname(u) == h or os.path.dirname(u).startswith(h + "/") and h
+                for h in homes) or os.path.dirname(u) in homes]
+        lost = changed + untracked
+        if not lost:
+            continue
+        what = []
+        if changed:
+            what.append("%d uncommitted change%s" % (len(changed), "s" if len(changed) > 1
+                                                     else ""))
+        if untracked:
+            what.append("%d untracked file%s" % (len(untracked), "s" if len(untracked) > 1
+                                                 else ""))
+        names = ", ".join(lost[:3]) + (" and %d more" % (len(lost) - 3) if len(lost) > 3
+                                       else "")
+        return reason("`%s` would lose %s that no other copy holds: %s" % (
+            cmd.shown(), " and ".join(what), names), instead=(
+            "keep them first (`git stash push -u`, or commit them), or delete only "
+            "what you made, by name"))
+    return None
+
+
 def _git_query(root, args):
     """The names a read-only git command prints (NUL- or line-separated); [] when
     git fails (the command itself would fail too); None when it cannot run or
@@ -19614,7 +20067,12 @@ _DRY_RUN = ("--dry-run", "--dryrun", "--what-if", "--preview-only", "--plan")
 
 
 def _dry_run(argv):
-    return any(arg.split("=", 1)[0] in _DRY_RUN for arg in argv[1:])
+    """Whether argv asks for a dry run (`--dry-run=none` or `=false` is a real run)."""
+    for arg in argv[1:]:
+        flag, _, value = arg.partition("=")
+        if flag in _DRY_RUN and value.lower() not in ("none", "false", "0", "no"):
+            return True
+    return False
 
 
 def _tool_argv(cmd):
@@ -20204,14 +20662,24 @@ def _docker_danger(argv):
             return "removes the containers' volumes"
         return None
     if head == "system" and words[1:2] == ["prune"]:
-        return "deletes every stopped container, unused image and network%s" % (
-            " and every unused volume" if _flag(argv, "", ("--volumes",)) else "")
+        # stopped containers, dangling images, networks and the build cache are made
+        # again by a build or a run; volumes and every unused image (-a) may not be
+        if _flag(argv, "", ("--volumes",)):
+            return pack_finding(
+                "deletes every unused volume, and the data in it", "list them first "
+                "(`docker volume ls`), prune without --volumes (`docker system prune "
+                "-f`), and ask the user for the volumes")
+        if _flag(argv, "a", ("--all",)):
+            return pack_finding(
+                "deletes every image no container uses, also ones no Dockerfile or "
+                "registry may give back", "prune what a build makes again "
+                "(`docker system prune -f`, `docker image prune -f`), or remove the "
+                "images you built by name")
+        return None
     if head == "system" and words[1:2] == ["reset"]:
         return "deletes every container, image and volume"
     if head == "volume" and words[1:2] and words[1] in ("rm", "remove", "prune"):
         return "deletes volumes and the data in them"
-    if head == "container" and words[1:2] == ["prune"]:
-        return "deletes every stopped container"
     if head == "container" and words[1:2] == ["rm"]:
         head = "rm"
     if head == "image" and words[1:2] == ["rm"]:
@@ -20219,9 +20687,7 @@ def _docker_danger(argv):
     if head == "rm" and _flag(argv, "fv", ("--force", "--volumes")):
         return "force-removes containers%s" % (
             " and their volumes" if _flag(argv, "v", ("--volumes",)) else "")
-    if head == "rmi" and _flag(argv, "f", ("--force",)):
-        return "force-removes images"
-    return None
+    return None     # images are rebuilt or pulled again: `docker rmi -f app:dev` loses none
 
 
 def _container_danger(argv, cmd=None, ctx=None):
@@ -20389,8 +20855,15 @@ def _cloud_danger(argv, cmd=None, ctx=None):
                     "pg:reset", "destroy"):
                 return "runs %s %s" % (prog, word)
         return None
+    if prog not in _CLOUD_PROGRAMS:
+        return None     # a package manager's remove/rm/rb is no cloud delete
     verb = _verb_scan(argv, _CLOUD_VERBS | {"remove", "destroy"})
     return "runs %s … %s" % (prog, verb) if verb else None
+
+
+# The programs the cloud pack judges by their verbs: its own, not the package
+# runners it also looks through (`npx vercel rm` is judged as `vercel rm`).
+_CLOUD_PROGRAMS = frozenset(PACKS[PACK_IDS.index("cloud")]["programs"]) - RUNNERS
 
 
 # ---- iac ------------------------------------------------------------------------------
@@ -20832,7 +21305,107 @@ def _database_danger(argv, cmd, ctx):
         return _store_request(argv)
     if prog.replace(".sh", "") in _BROKERS:
         return _messaging_danger(argv)
-    return _database_argv_hit(argv, cmd)
+    found = _database_argv_hit(argv, cmd)
+    if found and _scratch_database(argv, cmd):
+        return None     # a local database named test/dev/tmp: scratch, made again
+    if found:
+        return pack_finding(found, "a scratch database (one named test, dev or tmp, on "
+                            "this machine) may be dropped; for this one keep a copy "
+                            "first (`pg_dump DB > /tmp/db.sql`) and ask the user")
+    return None
+
+
+# Scratch databases: a local one whose name says it is made again at will.
+_SCRATCH_TOKENS = frozenset(("test", "tests", "testing", "dev", "development", "tmp",
+                             "temp", "scratch", "ci", "sandbox", "e2e", "local",
+                             "throwaway", "fixture", "fixtures", "spec"))
+_PRECIOUS_TOKENS = frozenset(("prod", "production", "live", "staging", "stage", "main",
+                              "master", "primary", "backup", "backups", "archive"))
+_LOCAL_HOSTS = frozenset(("", "localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"))
+
+
+def _scratch_name(name):
+    import re
+    name = str(name).strip("`'\"").lower()
+    if not name or "$" in name:
+        return False
+    tokens = set(re.split(r"[^a-z0-9]+", os.path.basename(name).rsplit(".", 1)[0]
+                          if "/" in name else name)) - {""}
+    if tokens & _PRECIOUS_TOKENS:
+        return False
+    return bool(tokens & _SCRATCH_TOKENS) or any(
+        t.endswith(("test", "tests", "tmp", "dev")) for t in tokens)
+
+
+def _scratch_database(argv, cmd):
+    """Whether a destructive database command reaches only a scratch database:
+    local (no host, or localhost) and named test/dev/tmp (app_test, webapp_tmp,
+    /tmp/x.db), each database it drops as well; Redis FLUSHDB of a numbered
+    database other than 0 on this machine; Django's flush of the `test` alias,
+    Rails in the test environment."""
+    import re
+    prog = _prog_name(argv[0])
+    env = dict(getattr(cmd, "env", None) or {})
+    host = _option(argv, ("-h", "--host")) or ""
+    if prog in ("psql", "pg_restore", "dropdb"):
+        host = host or env.get("PGHOST", "")
+    if prog in ("mysql", "mariadb", "mysqladmin"):
+        host = host or env.get("MYSQL_HOST", "")
+    if host.startswith("/"):
+        host = ""
+    if host.lower() not in _LOCAL_HOSTS:
+        return False
+    if prog in _REDIS_CLIENTS:
+        words = [w.lower() for w in _words(argv, values=(
+            "-h", "-p", "-a", "-n", "-u", "--user", "--pass", "-s"))]
+        number = _option(argv, ("-n",))
+        return words[:1] == ["flushdb"] and bool(number) and number.isdigit() and \
+            int(number) > 0 and not _option(argv, ("-u",))
+    if prog in ("manage.py", "django-admin") or (prog in ("python", "python3") and len(
+            argv) > 1 and _prog_name(argv[1]) == "manage.py"):
+        alias = _option(argv, ("--database",))
+        return bool(alias) and _scratch_name(alias)
+    if prog in ("rails", "rake"):
+        return env.get("RAILS_ENV") in ("test", "development") or any(
+            a in ("RAILS_ENV=test", "RAILS_ENV=development") for a in argv)
+    if prog == "dropdb":
+        names = _words(argv, values=("-h", "--host", "-p", "--port", "-U", "--username",
+                                     "--maintenance-db"))
+        return bool(names) and all(_scratch_name(n) for n in names)
+    if prog in ("sqlite3", "sqlite", "duckdb"):
+        names = _words(argv, values=("-cmd", "-init", "-separator", "-nullvalue"),
+                       limit=1)
+        if not names:
+            return False
+        path = names[0]
+        return path == ":memory:" or path.startswith(("/tmp/", "/var/tmp/")) or \
+            _scratch_name(path)
+    if prog not in ("psql", "mysql", "mariadb"):
+        return False
+    if prog == "psql":
+        target = _option(argv, ("-d", "--dbname")) or env.get("PGDATABASE", "")
+        if not target:
+            words = _words(argv, values=("-h", "--host", "-p", "--port", "-U",
+                                         "--username", "-c", "--command", "-f", "--file",
+                                         "-v", "--set", "-o", "--output"), limit=1)
+            target = words[0] if words else ""
+        if "://" in target or "=" in target:
+            match = re.match(r"^[a-z]+://(?:[^@/]*@)?([^/:?]*)(?::\d+)?/([^?]+)", target)
+            if not match or match.group(1).lower() not in _LOCAL_HOSTS:
+                return False
+            target = match.group(2)
+    else:
+        target = _option(argv, ("-D", "--database")) or ""
+        if not target:
+            words = _words(argv, values=("-u", "--user", "-h", "--host", "-P", "--port",
+                                         "-e", "--execute", "-S", "--socket"), limit=1)
+            target = words[0] if words else ""
+    texts = " ".join(_client_texts(argv, cmd)).lower()
+    dropped = re.findall(r"drop\s+(?:database|schema)\s+(?:if\s+exists\s+)?([`\"\w.$-]+)",
+                         texts)
+    if dropped and not all(_scratch_name(n) for n in dropped):
+        return False
+    return _scratch_name(target) if target else bool(dropped)
 
 
 PACK_JUDGES = {
@@ -20852,16 +21425,44 @@ PACK_JUDGES = {
 }
 
 
+# The packs whose programs print text, and change nothing, when asked for help, a
+# skeleton of their input or a dry run (`aws s3 rm help`, `gcloud … delete --help`,
+# `aws ec2 terminate-instances --generate-cli-skeleton`, `kubectl delete … --dry-run=
+# client`, `az deployment group create --what-if`). Not the databases, remote and
+# system packs: a shell, ssh or an interpreter pass such words on to what they run.
+_READ_FORM_PACKS = frozenset(("cloud", "iac", "secret-managers", "containers", "backups",
+                              "platforms", "packages"))
+_HELP_FLAGS = frozenset(("--help", "-help", "--generate-cli-skeleton"))
+
+
+def _pack_read_form(argv):
+    """Whether argv only prints help, an input skeleton or a dry run's plan (the
+    words after a `--` are another program's and do not count)."""
+    words = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+    if not words:
+        return False
+    for word in words:
+        if word.partition("=")[0] in _HELP_FLAGS:
+            return True
+    if _dry_run(["_"] + words):
+        return True
+    positional = _words(argv, limit=1)
+    return positional[:1] == ["help"] or (_prog_name(argv[0]) == "aws" and
+                                          words[-1] == "help")
+
+
 def judge_pack_commands(pack_id, cmds, ctx):
     """The reason the first of cmds breaks the pack, else None (each command is
     also judged with a package runner peeled off, and a database client run in a
     container as that client)."""
     judge = PACK_JUDGES[pack_id]
+    reads = pack_id in _READ_FORM_PACKS
     for cmd in cmds:
-        found = judge(cmd.argv, cmd, ctx)
+        found = None if reads and _pack_read_form(cmd.argv) else judge(cmd.argv, cmd, ctx)
         if not found and cmd.prog in RUNNERS:
             argv = _tool_argv(cmd)
-            found = judge(argv, cmd, ctx) if argv is not cmd.argv else None
+            found = judge(argv, cmd, ctx) if argv is not cmd.argv and not (
+                reads and _pack_read_form(argv)) else None
         if not found and pack_id == "databases":
             inner = _inner_exec(cmd.argv)
             found = judge(inner, cmd, ctx) if inner else None
