@@ -6209,6 +6209,19 @@ class GateContext:
             if isinstance(command, list):
                 return " ".join(_quote_arg(str(a)) for a in command)
             return command if isinstance(command, str) else ""
+        tool = event.tool or ""
+        if tool and tool not in PATHLESS_TOOLS and tool not in FILE_WRITE_TOOLS and \
+                tool not in FILE_READ_TOOLS and tool not in SPAWN_TOOLS and tool not in (
+                    "Grep", "Glob", "LS") and "patch" not in tool.lower() and \
+                isinstance(event.tool_input, dict):
+            # a tool of any name (MCP's) handed a command line runs it as a shell does
+            for key in _COMMAND_KEYS:
+                command = event.tool_input.get(key)
+                if isinstance(command, list) and command and all(
+                        isinstance(a, str) for a in command):
+                    return " ".join(_quote_arg(a) for a in command)
+                if isinstance(command, str) and command.strip():
+                    return command
         return ""
 
     @property
@@ -6337,20 +6350,33 @@ class GateContext:
                 if isinstance(value, str) and value:
                     if tool == "Glob" and key == "path":
                         continue
-                    yield (resolve_path(value, self.cwd, self.home), mode, tool, None)
+                    path = resolve_path(value, self.cwd, self.home)
+                    if tool == "Grep" and self._hidden_folder(path):
+                        mode = "tree"  # rg skips hidden names below, not the one named
+                    yield (path, mode, tool, None)
         if tool == "Grep" and isinstance(ti.get("glob"), str) and ti["glob"]:
             folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
-            pattern = ti["glob"].lstrip("*/") if ti["glob"].startswith("**/") else ti["glob"]
-            yield (Glob(resolve_path(os.path.join(folder or ".", pattern), self.cwd,
-                                     self.home)), "read", tool, None)
+            for glob_text in _brace_texts(ti["glob"]):
+                pattern = glob_text.lstrip("*/") if glob_text.startswith("**/") else \
+                    glob_text
+                yield (Glob(resolve_path(os.path.join(folder or ".", pattern), self.cwd,
+                                         self.home)), "read", tool, None)
+        elif tool in PATHLESS_TOOLS:
+            for text in _pathlike_strings(ti):
+                if text.startswith("file://"):  # WebFetch of file:///...: a read
+                    yield (resolve_path(text[7:], self.cwd, self.home), "read", tool,
+                           None)
         elif tool and tool not in PATHLESS_TOOLS and tool not in SHELL_TOOLS and \
                 tool not in SPAWN_TOOLS and tool not in FILE_WRITE_TOOLS and \
                 tool not in FILE_READ_TOOLS and tool not in ("Grep", "Glob", "LS",
                                                              "apply_patch"):
             mode = "read" if any(w in tool.lower() for w in _READ_TOOL_WORDS) else "any"
             for text in _pathlike_strings(ti):
-                yield (resolve_path(text[7:] if text.startswith("file://") else text,
-                                    self.cwd, self.home), mode, tool, None)
+                path = resolve_path(text[7:] if text.startswith("file://") else text,
+                                    self.cwd, self.home)
+                if "list" not in tool.lower() and self._hidden_folder(path):
+                    yield (path, "tree", tool, None)  # a folder handed to a tool
+                yield (path, mode, tool, None)
         if tool == "apply_patch" or (tool and "patch" in tool.lower()):
             text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
             if isinstance(text, list):
@@ -6376,6 +6402,22 @@ class GateContext:
                 elif isinstance(text, Glob):
                     path = Glob(path)
                 yield (path, mode, what, cmd)
+
+    def _hidden_folder(self, path):
+        """Whether path is a folder on disk with a hidden name on its way down from
+        the project or the home folder (~/.aws, .git/x, the project's .config):
+        a tool that searches a folder given by name reads such a one whole."""
+        if not isinstance(path, str) or isinstance(path, (Glob, Opaque)):
+            return False
+        for base in (self.root, self.home):
+            if base and base != "/" and is_within(path, base) and path != base:
+                rel = path[len(base.rstrip("/")) + 1:]
+                if any(part.startswith(".") for part in rel.split("/")):
+                    try:
+                        return os.path.isdir(path)
+                    except (OSError, ValueError):
+                        return False
+        return False
 
     def resolve(self, text, cwd, follow=True):
         """resolve_path through the line's own symlinks, once per distinct word."""
@@ -6457,20 +6499,32 @@ _READ_TOOL_WORDS = ("read", "get", "view", "list", "search", "find", "grep", "gl
                     "info", "show", "open", "cat", "head", "tail", "fetch", "query")
 
 
+_COMMAND_KEYS = ("command", "cmd", "script", "shell", "command_line", "commandLine",
+                 "cmdline", "bash", "sh")
+_PATH_KEYS = frozenset(("path", "paths", "file", "files", "filename", "filepath",
+                        "file_path", "filePath", "source", "src", "destination", "dest",
+                        "dst", "target", "dir", "directory", "folder", "root", "from",
+                        "to", "uri", "url", "old_path", "new_path", "notebook_path",
+                        "cwd", "repo_path", "location"))
+
+
 def _pathlike_strings(value, limit=64):
-    """The strings in a tool's input that may be paths (any depth, bounded)."""
-    out, todo = [], [(value, 0)]
+    """The strings in a tool's input that may be paths (any depth, bounded): any
+    that looks like one, and any value of a key that names a path (file,
+    source, dir ...) whatever its shape."""
+    out, todo = [], [(value, 0, False)]
     while todo and len(out) < limit:
-        item, depth = todo.pop()
+        item, depth, named = todo.pop()
         if isinstance(item, str):
             if 0 < len(item) < 4096 and "\n" not in item and (
                     item.startswith(("/", "~", "./", "../", "file://", ".")) or (
-                        "/" in item and " " not in item and "://" not in item)):
+                        "/" in item and " " not in item and "://" not in item) or (
+                        named and "://" not in item and " " not in item)):
                 out.append(item)
         elif depth < 4 and isinstance(item, dict):
-            todo.extend((v, depth + 1) for v in item.values())
+            todo.extend((v, depth + 1, k in _PATH_KEYS) for k, v in item.items())
         elif depth < 4 and isinstance(item, list):
-            todo.extend((v, depth + 1) for v in item[:limit])
+            todo.extend((v, depth + 1, named) for v in item[:limit])
     return out
 
 
