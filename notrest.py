@@ -3250,6 +3250,11 @@ def expand_word(word, env, cwd, depth=0):
     parts = word.parts
     if len(parts) == 1 and parts[0][0] == "var" and isinstance(env.get(parts[0][1]), Found):
         return env[parts[0][1]], False, False
+    if len(parts) == 1 and parts[0][0] == "sub" and depth < 2 and \
+            parts[0][1].lstrip().startswith("find ") and "|" not in parts[0][1]:
+        found = _substituted_find(parts[0][1], env, cwd)  # $(find DIR ...): what it finds
+        if found is not None:
+            return found, False, False
     out, unknown, globbed = [], False, False
     for part in parts:
         kind = part[0]
@@ -3287,6 +3292,17 @@ def expand_word(word, env, cwd, depth=0):
             else:
                 out.append(value)
     return "".join(out), unknown, globbed
+
+
+def _substituted_find(script, env, cwd):
+    """The paths `$(find ...)` prints, as a Found of that find, or None."""
+    if len(script) > 1024 or not isinstance(cwd, str):
+        return None
+    cmds = parse_shell(script, cwd, env, 2, ParseShared())
+    if len(cmds) != 1 or cmds[0].prog != "find" or cmds[0].find is None or \
+            cmds[0].find.execs or not cmds[0].find.roots:
+        return None
+    return found_word(cmds[0].find.roots[0], cmds[0])
 
 
 def _user_home(user):
@@ -3330,6 +3346,12 @@ def _evaluate_substitution(script, env, cwd, depth):
         return " ".join(args)
     if prog == "printf" and args and "%" not in args[0]:
         return args[0].replace("\\n", "")
+    if prog == "printf" and args and "-v" not in args[:1]:
+        text = readers()._printf_text(args)
+        return None if text is None else text.rstrip("\n")
+    if prog == "ls":
+        text = readers().listing_text(args, cwd)
+        return None if text is None else text.rstrip("\n")
     if prog in ("realpath", "readlink") and operands:
         return os.path.normpath(os.path.join(cwd, operands[-1]))
     if prog == "dirname" and operands:
@@ -4384,6 +4406,8 @@ def _peel_xargs(cmd, state, cmds, depth):
         i += 2 if arg in _XARGS_VALUES else 1
     command = argv[i:] or ["echo"]
     items = _feed_items(cmd, nul, delim, arg_file)
+    if arg_file is not None:  # the items are the file's words: it is read
+        spawn_argv(cmd, ["cat", arg_file], cmds, depth + 1, "xargs -a")
     _fan_out(cmd, command, items, replace, cmds, depth, "xargs")
     return SPAWNED
 
@@ -4894,6 +4918,14 @@ def interpreter_parts(argv):
                 if letters[cut] == "c":
                     return [value], None, None, nxt
                 return codes, None, value, nxt
+        if language in ("perl", "ruby") and arg.startswith("-") and not \
+                arg.startswith("--") and len(arg) > 2 and "e" in arg[1:] and \
+                arg[1:arg.index("e", 1)].isalpha():  # a bundle: -ne, -lne, -pe1
+            cut = arg.index("e", 1)
+            value = arg[cut + 1:] or (argv[i + 1] if i + 1 < len(argv) else "")
+            codes.append(value)
+            i += 1 if arg[cut + 1:] else 2
+            continue
         if language == "php" and arg == "-f" and i + 1 < len(argv):
             return codes, i + 1, None, i + 2
         if arg == "--":
@@ -5515,6 +5547,11 @@ def _paths_interpreter(cmd):
     found = []
     for code in interpreter_code(cmd):
         found += [(t, "code") for t in _code_tokens(code)]
+    # the words after the code or the script are the program's own arguments: a
+    # program the gate cannot read, given a path, may read and write it
+    start = rest if _script is None else _script + 1
+    if codes or _script is not None:
+        found += _paths_unknown(_words_cmd(["_"] + list(cmd.argv[start:])))
     return found
 
 
@@ -5930,6 +5967,8 @@ HOME_HARNESS_SAMPLES = (".claude/settings.json", ".claude/settings.local.json",
 AGENTS_BLOCK_MARKERS = ("<!-- notrest:begin -->", "<!-- notrest:end -->")
 AGENTS_READ_MAX = 1 << 20
 SECRET_NAMES = (".env", ".env.*", ".env-*", ".env_*", "*.env", ".envrc", "*.tfvars",
+                "*.tfstate", "*.tfstate.backup", "secrets.yml", "secrets.yaml",
+                "secrets.json", "secrets.toml", "*.keystore", "*.jks",
                 "*.tfvars.json", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
                 "id_ecdsa_sk", "id_ed25519_sk", "*.pem", "*.key", "*.p12", "*.pfx",
                 ".pgpass", ".my.cnf", ".netrc", ".git-credentials", ".vault-token")
@@ -7171,8 +7210,26 @@ TREE_READ_INSTEAD = ("search only the folders that hold the code (`grep -rn PATT
 def predicate_secrets(ctx):
     extra = ctx.secret_paths
     for path, mode, what, cmd in ctx.accesses:
+        if isinstance(path, Opaque) and mode not in ("delete", "meta") and \
+                path.startswith("/proc/") and path.endswith("/environ"):
+            return "`%s` reads the environment of a process, the client's " \
+                "credentials included" % redact_clip(what, 120)
+        if mode == "delete" and cmd is not None and cmd.prog == "mv" and \
+                not isinstance(path, Opaque) and is_secret_path(path, ctx.home, extra):
+            landing = [d for s_, d, _t in copy_plan(cmd) if d is not None]
+            if not landing or not all(is_secret_path(ctx.resolve(d, cmd.cwd), ctx.home)
+                                      for d in landing if isinstance(d, str)):
+                return "`%s` gives the secret file %s another name, which a later " \
+                    "command would read" % (redact_clip(what, 120),
+                                            display_path(path, ctx.root))
         if mode in ("delete", "meta") or isinstance(path, Opaque):
             continue
+        if isinstance(path, Glob) and "/" in path and any(
+                ch in path.rsplit("/", 1)[0] for ch in "*?["):
+            hit = _glob_secret(ctx, path, extra)  # ~/.[a]ws/credentials
+            if hit:
+                return "`%s` reads the secret file %s" % (redact_clip(what, 120),
+                                                          display_path(hit, ctx.root))
         if isinstance(path, Found):
             if mode == "read" and path.finder is not None and _found_may_read_secret(
                     ctx, path):
@@ -7230,13 +7287,33 @@ CREDENTIAL_PRINTERS = {
     "keyring": (("get",),),
     "gpg": (("--export-secret-keys",), ("--export-secret-subkeys",)),
     "pass": ("",),
+    "gopass": (("show",), ("cat",)),
+    "op": (("read",), ("item", "get"), ("inject",)),
+    "bw": (("get",),),
+    "vault": (("kv", "get"), ("read",)),
+    "doppler": (("secrets",),),
+    "infisical": (("secrets",), ("export",)),
+    "sops": (("-d",), ("--decrypt",), ("decrypt",)),
+    "chamber": (("read",), ("export",)),
+    "kubectl": (("config", "view", "--raw"),),
+    "npm": (("token", "list"),),
 }
+# `aws secretsmanager get-secret-value`, `gcloud secrets versions access`: the cloud
+# secret stores that print a value
+CREDENTIAL_PRINTERS["aws"] += (("secretsmanager", "get-secret-value"),
+                               ("ssm", "get-parameter", "--with-decryption"),
+                               ("ssm", "get-parameters", "--with-decryption"))
+CREDENTIAL_PRINTERS["gcloud"] += (("secrets", "versions", "access"),)
+CREDENTIAL_PRINTERS["az"] += (("keyvault", "secret", "show"),)
+_CONFIG_GETTERS = ("npm", "pnpm", "yarn", "pip", "pip3", "poetry", "composer", "gem",
+                   "cargo", "bundle", "conda", "git")
 _PASS_HARMLESS = ("ls", "list", "find", "search", "init", "git", "help", "version",
                   "--help", "--version", "insert", "generate", "edit", "rm", "mv", "cp")
 _CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY",
                      "PRIVATE_KEY", "ACCESS_KEY", "CREDENTIAL", "AUTH")
 _PRINTERS = frozenset(("echo", "printf", "printenv", "env", "ps", "set", "export",
-                       "declare", "typeset", "compgen")) | frozenset(CREDENTIAL_PRINTERS)
+                       "declare", "typeset", "compgen")) | frozenset(
+    CREDENTIAL_PRINTERS) | frozenset(_CONFIG_GETTERS)
 
 
 def credential_name(name):
@@ -7258,6 +7335,15 @@ def prints_credentials(ctx, cmd):
             return "`%s` prints a password from the store" % cmd.shown()
         if all(w in args for w in words):
             return "`%s` prints a credential" % cmd.shown()
+    if prog in _CONFIG_GETTERS and "config" in args[:2] and any(
+            a in ("get", "--get", "--get-all", "list", "-l", "--list") for a in args):
+        asked = [a for a in args if not a.startswith("-") and a not in (
+            "config", "get", "list")]
+        if any(credential_name(a.replace(":_", "_").replace("-", "_")) for a in asked) \
+                or (any(a in ("list", "-l", "--list") for a in args) and prog in (
+                    "npm", "pnpm", "yarn") and any(a in ("-l", "--long", "--json")
+                                                   for a in args)):
+            return "`%s` prints a credential from the tool's settings" % cmd.shown()
     if prog == "printenv" and args:
         named = [a for a in args if not a.startswith("-") and credential_name(a)]
         if named:
@@ -16287,8 +16373,9 @@ def _walk_for_secret(ctx, path, excludes):
 
 def _found_may_read_secret(ctx, path):
     tests = path.finder.find.tests
-    if not tests:
-        return False
+    if not tests:  # everything under the starting point: its secrets too
+        return holds_secrets(str(path), ctx.home, ctx.secret_paths) or bool(
+            tree_secret(ctx, str(path)))
     for sample in _SECRET_SAMPLES:
         full = os.path.join(path, sample)
         if is_secret_path(full, ctx.home) and _find_tests_match(path.finder, path, full):
@@ -16460,6 +16547,8 @@ def printed_text(cmd, depth=0):
         return _echo_text(args)
     if prog == "printf":
         return _printf_text(args) if args and "-v" not in args[:1] else None
+    if prog == "ls":
+        return listing_text(args, cmd.cwd)
     compute = _TEXT_FILTERS.get(prog)
     if compute is None:
         return None
@@ -16803,7 +16892,51 @@ def _sed_replacement(text):
     return "".join(out)
 
 
-_TEXT_FILTERS = {"cat": _filter_lines, "tee": _filter_lines, "base64": _filter_base64,
+def listing_text(args, cwd):
+    """What a plain `ls [-a|-A|-1] [FOLDER]` prints, one name a line (bounded), else
+    None (a long listing, several folders, a folder not on disk)."""
+    flags = "".join(a[1:] for a in args if a.startswith("-") and a != "-")
+    folders = [a for a in args if not a.startswith("-")]
+    if set(flags) - set("aA1") or len(folders) > 1 or not isinstance(cwd, str):
+        return None
+    folder = os.path.join(cwd, os.path.expanduser(folders[0])) if folders else cwd
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    if len(names) > 512:
+        return None
+    if "a" not in flags and "A" not in flags:
+        names = [n for n in names if not n.startswith(".")]
+    elif "a" in flags:
+        names = [".", ".."] + names
+    return "".join(n + "\n" for n in names)
+
+
+def _filter_grep(args, text):
+    """grep PATTERN (fixed strings and plain regular expressions, -v, -i, -E, -F)
+    over known text; None for what it cannot compute."""
+    flags, pattern, rest = set(), None, []
+    for arg in args:
+        if arg.startswith("-") and pattern is None and arg != "-":
+            flags.update(arg[1:])
+        elif pattern is None:
+            pattern = arg
+        else:
+            rest.append(arg)
+    if pattern is None or rest or flags - set("viEFw"):
+        return None
+    import re
+    try:
+        rx = re.compile(re.escape(pattern) if "F" in flags else pattern,
+                        re.I if "i" in flags else 0)
+    except re.error:
+        return None
+    lines = text.splitlines(True)
+    return "".join(l for l in lines if bool(rx.search(l)) != ("v" in flags))
+
+
+_TEXT_FILTERS = {"grep": _filter_grep, "egrep": _filter_grep, "cat": _filter_lines, "tee": _filter_lines, "base64": _filter_base64,
                  "base32": _filter_base32, "basenc": _filter_basenc, "xxd": _filter_xxd,
                  "tr": _filter_tr, "rev": _filter_rev, "tac": _filter_tac,
                  "head": _filter_head, "tail": _filter_tail, "sed": _filter_sed}
