@@ -2701,7 +2701,8 @@ _SHELL_KEYWORDS = frozenset(("!", "{", "}", "then", "do", "else", "elif", "if", 
 SHELL_NAMES = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish",
                          "busybox", "rbash", "yash", "tcsh", "csh"))
 INTERPRETERS = frozenset(("python", "python2", "python3", "node", "nodejs", "deno", "bun",
-                          "perl", "ruby", "php", "lua", "Rscript", "pwsh", "osascript"))
+                          "perl", "ruby", "php", "lua", "luajit", "Rscript", "R", "pwsh",
+                          "osascript", "expect", "tclsh", "wish", "julia", "raku"))
 PARSE_DEPTH_MAX = 8
 PARSE_TEXT_MAX = 1 << 20          # characters of shell text in one piece
 PARSE_WORDS_MAX = 50000           # words in one tool call, what it runs included
@@ -4405,7 +4406,7 @@ def _peel_xargs(cmd, state, cmds, depth):
             arg_file = arg[11:]
         i += 2 if arg in _XARGS_VALUES else 1
     command = argv[i:] or ["echo"]
-    items = _feed_items(cmd, nul, delim, arg_file)
+    items = _feed_items(cmd, nul, delim, arg_file, lines=bool(replace))
     if arg_file is not None:  # the items are the file's words: it is read
         spawn_argv(cmd, ["cat", arg_file], cmds, depth + 1, "xargs -a")
     _fan_out(cmd, command, items, replace, cmds, depth, "xargs")
@@ -4429,7 +4430,7 @@ def _fan_out(cmd, command, items, replace, cmds, depth, origin):
         spawn_argv(cmd, argv, cmds, depth + 1, origin, env=env)
 
 
-def _feed_items(cmd, nul=False, delim=None, arg_file=None):
+def _feed_items(cmd, nul=False, delim=None, arg_file=None, lines=False):
     """The items a command reads on its stdin, as words: from a here-string, a
     heredoc, a small file, an echo/printf before it, the paths a find or ls
     yields; None when the line cannot tell."""
@@ -4446,9 +4447,11 @@ def _feed_items(cmd, nul=False, delim=None, arg_file=None):
             return None
         text = _script_text(_resolve_in(cmd, arg_file), cmd.shared, SMALL_FILE_MAX, False)
     if text is None:
-        return _feeder_items(cmd.feeds)
+        return _feeder_items(cmd.feeds, lines)
     if isinstance(text, Opaque):
         return None
+    if lines and not (nul or delim):  # xargs -I: one item a line, blanks kept
+        return [p.strip() for p in text.split("\n") if p.strip()]
     if nul or delim:
         parts = text.split("\0" if nul else (delim.replace("\\n", "\n") or "\n"))
     else:
@@ -4456,9 +4459,13 @@ def _feed_items(cmd, nul=False, delim=None, arg_file=None):
     return [p for p in parts if p]
 
 
-def _feeder_items(feeder):
+def _feeder_items(feeder, lines=False):
     if feeder is None or not feeder.argv:
         return None
+    if lines and feeder.prog in ("echo", "printf"):
+        text = readers().printed_text(feeder)
+        if text is not None:
+            return [p.strip() for p in text.split("\n") if p.strip()]
     prog, args = feeder.prog, feeder.argv[1:]
     if prog == "echo":
         while args and args[:1] in (["-n"], ["-e"], ["-E"]):
@@ -4628,6 +4635,9 @@ def _note_written(cmd):
     if prog in ("cat", "tee") and len(cmd.argv) <= 2:
         body = next((r.body if r.op in ("<<", "<<-") else r.target for r in cmd.redirects
                      if r.op in ("<<", "<<-", "<<<")), None)
+    elif prog == "printf" and cmd.argv[1:] and "-v" not in cmd.argv[1:2] and not any(
+            isinstance(a, Opaque) for a in cmd.argv[1:]):
+        body = readers()._printf_text(cmd.argv[1:])
     elif prog in ("echo", "printf"):
         body = " ".join(a for a in cmd.argv[1:] if a not in ("-e", "-n", "-E"))
         body = body.replace("\\n", "\n")
@@ -4650,9 +4660,12 @@ def _note_written(cmd):
         if len(sources) == 1 and isinstance(sources[0], str):
             body = ("copy", sources[0])
     if body is None or isinstance(body, Opaque):
-        return
+        # what the program prints is text the gate cannot know: a script or patch
+        # made of it, run or applied later in the line, is code it cannot read
+        body = Opaque(UNKNOWN_WORD)
     for target in targets:
-        if isinstance(target, str) and not isinstance(target, Opaque):
+        if isinstance(target, str) and not isinstance(target, Opaque) and \
+                not target.startswith("/dev/"):
             shared.note(cmd, target, body)
 
 
@@ -4799,7 +4812,8 @@ def run_script(cmd, path_text, args, cmds, depth, kind):
         return
     text = _script_text(path, cmd.shared)
     if isinstance(text, Opaque):
-        unknown_code(cmd, None, "runs what a process substitution prints")
+        unknown_code(cmd, None, "runs a script made of text the gate cannot read (what "
+                     "a program or a process substitution prints)")
         return
     if not text:
         return
@@ -4829,7 +4843,8 @@ def _shebang_language(text):
 def _language(prog):
     for prefix, language in (("python", "python"), ("pypy", "python"), ("node", "node"),
                              ("deno", "node"), ("bun", "node"), ("perl", "perl"),
-                             ("ruby", "ruby"), ("php", "php")):
+                             ("ruby", "ruby"), ("php", "php"), ("expect", "tcl"),
+                             ("tclsh", "tcl"), ("wish", "tcl")):
         if prog.startswith(prefix):
             return language
     return "other" if prog in INTERPRETERS else ""
@@ -5001,7 +5016,10 @@ def _run_code_file(cmd, path_text, args, language, cmds, depth):
         cmd.cli = list(args) if kind == "cli" else [kind] + list(args)
         return
     text = _script_text(path, cmd.shared)
-    if text:
+    if isinstance(text, Opaque):
+        unknown_code(cmd, None, "runs a script this line made of text the gate cannot "
+                     "read")
+    elif text:
         _follow_code(cmd, text, language, [path_text] + list(args), cmds, depth,
                      os.path.basename(path_text))
 
@@ -5018,6 +5036,11 @@ def _follow_code(cmd, code, language, argv, cmds, depth, origin):
         elif kind == "argv":
             spawn_argv(cmd, [Opaque(w) if w == UNKNOWN_WORD else str(w) for w in value],
                        cmds, depth + 1, origin)
+        elif kind == "made" and cmd.shared is not None:
+            cmd.shared.note(cmd, str(value), Opaque(UNKNOWN_WORD))  # written, text unseen
+        elif kind == "unknown" and cmd.shared is not None and list(argv[:1]) == ["-c"]:
+            unknown_code(cmd, None, value)  # inline code only: a project's own scripts
+            # run programs from variables all the time (ring 2 confines them)
 
 
 # ---- make and package scripts -------------------------------------------------
@@ -15713,11 +15736,20 @@ def _follow_make(cmd, cmds, depth):
         return
     names = [makefile] if makefile else _MAKEFILES
     text = None
+    if makefile in _STDIN_PATHS or makefile == "-":  # make -f -: the makefile is its input
+        text = _stdin_script(cmd)
+        if text is None or isinstance(text, Opaque):
+            unknown_code(cmd, text, "makes a makefile from its input")
+            return
+        names = []
     for name in names:
         path = _resolve_in(cmd, os.path.join(folder, name))
-        if os.path.isfile(path):
+        if os.path.isfile(path) or cmd.shared.made(path) is not None:
             text = _script_text(path, cmd.shared)
             break
+    if isinstance(text, Opaque):
+        unknown_code(cmd, text, "makes a makefile the gate cannot read")
+        return
     if not text:
         return
     env = {k: str(v) for k, v in cmd.env.items() if isinstance(k, str) and not isinstance(
@@ -15983,7 +16015,9 @@ def git_patch_targets(cmd, args):
     texts = [_patch_text(cmd, f) for f in files] if files else [_patch_text(cmd, None)]
     out = []
     for text in texts:
-        if text:
+        if isinstance(text, Opaque):
+            out.append((found_word(UNKNOWN_WORD, None), "write"))  # a patch made unseen
+        elif text:
             out += [(os.path.join(folder, p) if folder else p, mode)
                     for p, mode in diff_targets(text, strip)]
         elif any(isinstance(f, Opaque) for f in files) or (not files and (
@@ -17536,7 +17570,7 @@ _CODE_LINKS = frozenset(("symlink", "symlinkSync", "ln_s", "ln_sf", "link", "lin
                          "symlink_to", "hardlink_to"))
 _CODE_MODES = frozenset(("chmod", "chmodSync", "chown", "chownSync", "lchmod", "lchown"))
 _CODE_SHELLS = frozenset((
-    "system", "popen", "getoutput", "getstatusoutput", "check_output", "check_call",
+    "system", "system2", "execute", "popen", "getoutput", "getstatusoutput", "check_output", "check_call",
     "call", "run", "Popen", "execSync", "exec", "execFile", "execFileSync", "spawn",
     "spawnSync", "shell_exec", "passthru", "proc_open", "capture2", "capture2e",
     "capture3", "popen2", "popen3", "popen2e", "pipeline", "execa", "execaSync",
@@ -17548,7 +17582,8 @@ _CODE_EVALS = frozenset(("exec", "eval", "compile", "execfile", "instance_eval",
 _CODE_AMBIGUOUS = frozenset(("remove", "delete", "rm", "copy", "move", "rename",
                              "replace", "run", "call", "exec", "spawn", "link", "open",
                              "write", "cp", "mv", "install", "touch", "truncate",
-                             "pipeline", "system", "popen", "eval", "compile"))
+                             "pipeline", "system", "popen", "eval", "compile", "execute",
+                             "system2"))
 _CODE_MODULES = frozenset((
     "os", "shutil", "subprocess", "fs", "fsp", "fse", "promises", "child_process", "cp",
     "childProcess", "FileUtils", "File", "IO", "Dir", "Files", "Path", "pathlib", "Kernel",
@@ -17560,7 +17595,11 @@ _CODE_BARE = {"python": ("open", "exec", "eval", "compile"),
               "ruby": ("system", "exec", "spawn", "open", "eval"),
               "php": ("unlink", "rmdir", "rename", "copy", "system", "exec", "symlink",
                       "link", "chmod", "fopen", "eval"),
-              "node": ("eval",)}
+              "node": ("eval",),
+              # lua's os.execute, R's system/system2, julia's run, osascript's do shell
+              # script: the other languages' ways to run a command line
+              "other": ("system", "system2", "shell", "execute", "exec", "spawn", "popen",
+                        "eval")}
 _CODE_PATHS = frozenset(("Path", "PurePath", "PosixPath", "join", "resolve", "normalize",
                          "abspath", "realpath", "normpath", "expanduser", "expand_path",
                          "fspath", "str", "String", "new", "absolute", "Pathname",
@@ -17602,6 +17641,12 @@ def code_effects(code, language, argv=(), depth=0):
     the same (rm -rf, : > file, cp, mv, ln -s, chmod), ("notrest", args) when it
     runs notrest itself. argv is what the program sees as its arguments."""
     state = _CodeState(language, argv, depth)
+    if language == "tcl":  # Tcl/expect: `exec CMD ARGS` and `spawn CMD ARGS` run a program
+        for line in code.replace(";", "\n").splitlines():
+            words = line.strip().lstrip("[").split(None, 1)
+            if len(words) == 2 and words[0] in ("exec", "spawn", "system"):
+                state.effects.append(("shell", words[1].rstrip("]")))
+        return state.effects
     tokens = _lex_code(code, language)
     _note_code_imports(tokens, state)
     i, n = 0, len(tokens)
@@ -18206,6 +18251,9 @@ def _code_effect(last, args, keywords, state, receiver):
             state.depth < CODE_DEPTH_MAX:
         state.effects.extend(code_effects(args[0], state.language, state.argv,
                                           state.depth + 1))
+    elif last in _CODE_EVALS and last not in _CODE_SHELLS and args and \
+            args[0] is None and last != "compile":
+        state.effects.append(("unknown", "evaluates code made at run time"))
 
 
 def _code_op(state, words, paths, count=1):
@@ -18218,6 +18266,7 @@ def _code_op(state, words, paths, count=1):
 def _code_write(state, path):
     if path and UNKNOWN_WORD not in path:
         state.effects.append(("shell", ": > %s" % _quote_arg(path)))
+        state.effects.append(("made", path))
 
 
 def _code_open(state, args):
@@ -18247,6 +18296,9 @@ def _code_run(state, last, args, keywords):
         return
     first = args[0]
     words = None
+    if first is None:  # os.system(sys.stdin.read()), exec(cmd) of a value it cannot know
+        state.effects.append(("unknown", "runs a command made at run time"))
+        return
     if isinstance(first, list):
         words = first
     elif isinstance(first, str) and len(args) > 1 and isinstance(args[1], list):
