@@ -4557,6 +4557,24 @@ def _follow(cmd, state, cmds, depth):
     elif prog in _FILE_COPIERS or prog in ("dd", "cat", "echo", "printf", "tee") or \
             cmd.redirects:
         _note_written(cmd)
+        if cmd.shared.pending and any("hooks" in str(t) for t, _m in written_paths(cmd)):
+            _follow_git_hook_writes(cmd, cmds, depth)
+
+
+def _follow_git_hook_writes(cmd, cmds, depth):
+    """A file written into a git hooks folder (.git/hooks/post-checkout) runs at the
+    next commit, checkout or merge: its text is judged now, as the hook git runs."""
+    for text, _mode in written_paths(cmd):
+        if isinstance(text, Opaque):
+            continue
+        path = _resolve_in(cmd, text)
+        if "/.git/hooks/" not in path and not path.rsplit("/", 2)[-2:-1] == ["hooks"]:
+            continue
+        body = _script_text(path, cmd.shared, SCRIPT_READ_MAX, False)
+        if isinstance(body, Opaque):
+            unknown_code(cmd, None, "writes a git hook the gate cannot read")
+        elif body:
+            _nested(cmd, body, cmds, depth, origin="git hook %s" % os.path.basename(path))
 
 
 _CODE_OPTION_PROGRAMS = frozenset(("awk", "gawk", "mawk", "nawk", "busybox", "sed", "gsed",
@@ -5505,6 +5523,9 @@ def _paths_archive(cmd):
         return [(p, "write") for p in plan]
     if cmd.prog == "unzip":
         return []
+    mode, archive, folder, _members, _strip = _tar_options(cmd)
+    if mode == "x":  # an archive on stdin, or one it cannot read: any name it holds
+        return [(found_word(UNKNOWN_WORD, None), "write")]
     return [(p, "tree") for p in operands(cmd)]
 
 
@@ -5835,6 +5856,8 @@ _GIT_PATH_RULES = {
     "hash-object": _git_paths_stage, "stash": _git_paths_stash, "config": _git_paths_config,
     "commit": _git_paths_message, "tag": _git_paths_message, "notes": _git_paths_message,
     "apply": git_patch_targets, "am": git_patch_targets,
+    "merge-file": lambda cmd, args: [] if any(a in ("-p", "--stdout") for a in args)
+    else [(p, "write") for p in _git_words(args)[:1]],
 }
 
 
@@ -7310,24 +7333,13 @@ CREDENTIAL_PRINTERS = {
     "keyring": (("get",),),
     "gpg": (("--export-secret-keys",), ("--export-secret-subkeys",)),
     "pass": ("",),
+    # the secret managers a team reads on purpose (vault, op, doppler, cloud secret
+    # stores) are the secret-managers pack's: reading them is allowed there
     "gopass": (("show",), ("cat",)),
-    "op": (("read",), ("item", "get"), ("inject",)),
-    "bw": (("get",),),
-    "vault": (("kv", "get"), ("read",)),
-    "doppler": (("secrets",),),
-    "infisical": (("secrets",), ("export",)),
+    "bw": (("get", "password"),),
     "sops": (("-d",), ("--decrypt",), ("decrypt",)),
-    "chamber": (("read",), ("export",)),
-    "kubectl": (("config", "view", "--raw"),),
     "npm": (("token", "list"),),
 }
-# `aws secretsmanager get-secret-value`, `gcloud secrets versions access`: the cloud
-# secret stores that print a value
-CREDENTIAL_PRINTERS["aws"] += (("secretsmanager", "get-secret-value"),
-                               ("ssm", "get-parameter", "--with-decryption"),
-                               ("ssm", "get-parameters", "--with-decryption"))
-CREDENTIAL_PRINTERS["gcloud"] += (("secrets", "versions", "access"),)
-CREDENTIAL_PRINTERS["az"] += (("keyvault", "secret", "show"),)
 _CONFIG_GETTERS = ("npm", "pnpm", "yarn", "pip", "pip3", "poetry", "composer", "gem",
                    "cargo", "bundle", "conda", "git")
 _PASS_HARMLESS = ("ls", "list", "find", "search", "init", "git", "help", "version",
@@ -7440,6 +7452,19 @@ def predicate_harness(ctx):
             if id(cmd) not in writes_code:
                 writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
             if not writes_code[id(cmd)]:
+                continue
+        if mode == "write" and cmd is not None and isinstance(path, str) and \
+                path.endswith("/info/sparse-checkout") and "/.git/" in path:
+            made = cmd.shared.made(path) if cmd.shared is not None else None
+            patterns = made.split() if isinstance(made, str) and not isinstance(
+                made, Opaque) else []
+            found = readers()._judge_sparse(ctx, cmd, ["set"] + patterns) if patterns \
+                else reason(
+                "`%s` writes git's sparse-checkout patterns, which the gate cannot read: "
+                "what they leave out leaves the work tree" % redact_clip(what, 120),
+                uncertain=True)
+            if found:
+                reasons.append(found)
                 continue
         verb = "deletes or moves" if mode == "delete" else (
             "gives a second name to" if mode == "link" else "changes")
@@ -7641,7 +7666,8 @@ def _judge_tree_copy(ctx, cmd):
 # ---- git commands that rewrite the work tree ---------------------------------
 
 _GIT_REWRITERS = ("checkout", "switch", "restore", "reset", "stash", "read-tree", "clean",
-                  "merge", "rebase", "cherry-pick", "revert", "pull", "sparse-checkout")
+                  "merge", "rebase", "cherry-pick", "revert", "pull", "sparse-checkout",
+                  "checkout-index", "filter-repo")
 
 
 # ---- the notrest block of AGENTS.md ----------------------------------------------
@@ -15982,7 +16008,11 @@ def patch_command_targets(cmd):
             patch_file = operands_[1]
         return out
     text = _patch_text(cmd, patch_file)
-    if text is None:
+    if text is None or isinstance(text, Opaque):
+        if isinstance(text, Opaque) or isinstance(patch_file, (Opaque, Glob)) or (
+                patch_file is None and (cmd.feeds is not None or any(
+                    r.op == "<" for r in cmd.redirects))):
+            return [(found_word(UNKNOWN_WORD, None), "write")]  # a diff it cannot see
         return []
     return [(os.path.join(folder, p), mode) for p, mode in diff_targets(
         text, strip)]
@@ -16020,7 +16050,7 @@ def git_patch_targets(cmd, args):
         elif text:
             out += [(os.path.join(folder, p) if folder else p, mode)
                     for p, mode in diff_targets(text, strip)]
-        elif any(isinstance(f, Opaque) for f in files) or (not files and (
+        elif any(isinstance(f, (Opaque, Glob)) for f in files) or (not files and (
                 cmd.feeds is not None or any(r.op == "<" for r in cmd.redirects))):
             out.append((found_word(UNKNOWN_WORD, None), "write"))  # a patch unseen
     return out
@@ -16047,6 +16077,13 @@ def _judge_git_worktree(ctx, cmd):
         return None
     if sub == "sparse-checkout":
         return _judge_sparse(ctx, cmd, args)
+    if sub == "filter-repo":
+        if any(a in ("--analyze", "--help", "-h", "--dry-run") for a in args):
+            return None
+        return reason("`%s` rewrites every commit and checks the result out: what it "
+                      "takes out of history leaves the work tree, the harness's files "
+                      "too" % cmd.shown(), uncertain=True, instead=_GIT_INSTEAD["range"])
+    sub, args = _line_git_view(ctx, cmd, sub, list(args))
     samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
     covers = []
 
@@ -16074,6 +16111,59 @@ def _judge_git_worktree(ctx, cmd):
     more = " and %d more" % (len(hits) - 3) if len(hits) > 3 else ""
     return reason("`%s` rewrites %s%s, which belongs to the harness" % (
         cmd.shown(), shown, more), instead=_GIT_INSTEAD[kind])
+
+
+def _line_git_view(ctx, cmd, sub, args):
+    """A rewriter as the line before it leaves git: a ref named by an earlier
+    `git fetch . SRC:DST`, `git branch DST SRC` or `git update-ref refs/heads/DST
+    SRC` is SRC; after `git symbolic-ref HEAD REF`, `git update-ref HEAD REF` or
+    `git reset --soft REF`, a hard reset with no commit resets to REF; after a
+    mixed `git reset REV` or `git read-tree REV`, `git checkout-index -a -f` writes
+    REV's files (it is `git checkout REV -- .`)."""
+    alias, head, index = {}, None, None
+    for other in ctx.cmds:
+        if other is cmd:
+            break
+        if other.prog != "git":
+            continue
+        osub, oargs = _git_parts(other)
+        words = [str(a) for a in oargs if not str(a).startswith("-")]
+        if osub == "fetch" and words[:1] == ["."]:
+            for spec in words[1:]:
+                src, _, dst = spec.lstrip("+").partition(":")
+                if dst:
+                    alias[dst.replace("refs/heads/", "")] = alias.get(src, src)
+        elif osub == "branch" and len(words) == 2:
+            alias[words[0]] = alias.get(words[1], words[1])
+        elif osub == "update-ref" and len(words) >= 2:
+            if words[0] == "HEAD":
+                head = alias.get(words[1], words[1])
+            else:
+                alias[words[0].replace("refs/heads/", "")] = alias.get(words[1], words[1])
+        elif osub == "symbolic-ref" and len(words) == 2 and words[0] == "HEAD":
+            head = words[1].replace("refs/heads/", "")
+        elif osub == "reset" and words and not any(
+                str(a) in ("--hard", "--keep", "--merge") for a in oargs):
+            if "--soft" in oargs:
+                head = alias.get(words[0], words[0])
+            else:
+                index = alias.get(words[0], words[0])
+        elif osub == "read-tree" and words and "-u" not in "".join(
+                str(a) for a in oargs if str(a).startswith("-") and not str(a).startswith(
+                    "--")):
+            index = alias.get(words[-1], words[-1])
+    args = [alias.get(a, a) if isinstance(a, str) and not a.startswith("-") else a
+            for a in args]
+    if sub == "reset" and head is not None and "--hard" in args and not [
+            a for a in args if not str(a).startswith("-")]:
+        args = args + [head]
+    if sub == "checkout-index":
+        paths = [a for a in args if not str(a).startswith("-")]
+        if not paths and not any(a in ("-a", "--all") or (str(a).startswith("-") and not
+                                 str(a).startswith("--") and "a" in str(a)) for a in args):
+            return sub, args
+        return "checkout", ([index] if index else []) + ["--"] + (paths or ["."])
+    return sub, args
 
 
 def _judge_sparse(ctx, cmd, args):
@@ -17324,6 +17414,8 @@ def follow_code_options(cmd, cmds, depth):
 # a git alias, a folder of hooks, a file of more config.
 GIT_PROGRAM_KEYS = {
     "core.editor": "shell", "core.pager": "shell", "core.sshcommand": "shell",
+    "core.alternaterefscommand": "shell", "gpg.x509.program": "shell",
+    "merge.*.recursive": "", "web.browser": "",
     "core.fsmonitor": "shell", "core.askpass": "shell", "core.gitproxy": "shell",
     "core.hookspath": "hooks", "init.templatedir": "hooks", "core.worktree": "hooks",
     "sequence.editor": "shell", "diff.external": "shell", "credential.helper": "helper",
@@ -17663,6 +17755,7 @@ def code_effects(code, language, argv=(), depth=0):
         else:
             i += 1
     if state.notrest is not None:
+        state.effects = [e for e in state.effects if e[0] != "unknown"]
         state.effects.insert(0, ("notrest", state.notrest))
     return state.effects
 
