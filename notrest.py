@@ -5523,9 +5523,6 @@ def _paths_archive(cmd):
         return [(p, "write") for p in plan]
     if cmd.prog == "unzip":
         return []
-    mode, archive, folder, _members, _strip = _tar_options(cmd)
-    if mode == "x":  # an archive on stdin, or one it cannot read: any name it holds
-        return [(found_word(UNKNOWN_WORD, None), "write")]
     return [(p, "tree") for p in operands(cmd)]
 
 
@@ -7493,6 +7490,9 @@ def predicate_harness(ctx):
         for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
                       _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
                           cmd)[0] in _GIT_REWRITERS else None,
+                      _judge_git_worktree(ctx, cmd.feeds, cmd) if cmd.prog in (
+                          "tar", "bsdtar") and cmd.feeds is not None and
+                      cmd.feeds.prog == "git" else None,
                       _unknown_writer(ctx, cmd), _target_from_harness(cmd)):
             if found and not getattr(found, "uncertain", False):
                 return found
@@ -16010,8 +16010,7 @@ def patch_command_targets(cmd):
     text = _patch_text(cmd, patch_file)
     if text is None or isinstance(text, Opaque):
         if isinstance(text, Opaque) or isinstance(patch_file, (Opaque, Glob)) or (
-                patch_file is None and (cmd.feeds is not None or any(
-                    r.op == "<" for r in cmd.redirects))):
+                patch_file is None and cmd.feeds is not None):
             return [(found_word(UNKNOWN_WORD, None), "write")]  # a diff it cannot see
         return []
     return [(os.path.join(folder, p), mode) for p, mode in diff_targets(
@@ -16066,13 +16065,23 @@ _GIT_INSTEAD = {
 }
 
 
-def _judge_git_worktree(ctx, cmd):
+def _judge_git_worktree(ctx, cmd, extractor=None):
     """Whether a git command that rewrites the work tree (checkout, switch,
     restore, reset --hard, stash, read-tree -u, clean, merge, rebase, cherry-pick,
     revert) would change the harness. Exact where cheap: a pathspec that cannot
     reach it costs nothing; the index is read without a subprocess; one bounded
     git call (two for stash -u) answers the rest, only for these commands."""
     sub, args = _git_parts(cmd)
+    if extractor is not None:
+        # `git archive REV [PATHS] | tar -x`: REV's files written over the work tree
+        if sub != "archive" or readers().extract_plan(extractor) is not None or any(
+                ctx.resolve(d, extractor.cwd) != ctx.root for d in option_values(
+                    extractor, ("-C", "--directory"))):
+            return None
+        words = [a for a in args if not str(a).startswith("-")]
+        if not words:
+            return None
+        sub, args = "checkout", [words[0], "--"] + (words[1:] or ["."])
     if sub not in _GIT_REWRITERS:
         return None
     if sub == "sparse-checkout":
