@@ -3369,7 +3369,14 @@ def _evaluate_substitution(script, env, cwd, depth):
         return git_top(cwd)
     if (prog == "which" or (prog in ("command", "type") and len(argv) >= 3 and
                             argv[1] in ("-v", "-p", "-P"))) and len(argv) >= 2:
-        return argv[-1]
+        import shutil
+        name = argv[-1]  # the program as PATH finds it (the interpreter on the machine)
+        found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH")) \
+            if "/" not in name else None
+        return found or name
+    if prog == "git" and args[:1] == ["rev-parse"] and len(operands) == 2 and all(
+            a in ("--verify", "-q", "--quiet") for a in args[1:] if a.startswith("-")):
+        return operands[1]  # `$(git rev-parse REV)` names what REV names
     return None
 
 
@@ -4284,7 +4291,9 @@ def _stdin_script(cmd):
     for source in (cmd, cmd.feeds):
         if source is None:
             continue
-        for redirect in source.redirects:
+        for redirect in (source.redirects if source is cmd or source.prog in (
+                "cat", "tee") or not source.argv else ()):  # a filter's input is not
+            # what it prints: `base64 -d <<< X | sh` runs the decoded text
             if redirect.op in ("<<", "<<-") and redirect.body is not None:
                 return redirect.body
             if redirect.op == "<<<" and isinstance(redirect.target, str):
@@ -4430,6 +4439,21 @@ def _fan_out(cmd, command, items, replace, cmds, depth, origin):
         spawn_argv(cmd, argv, cmds, depth + 1, origin, env=env)
 
 
+def _peel_ansible(cmd, cmds, depth):
+    """ansible HOSTS -m shell|command|raw -a CMD: CMD runs as a shell line (on
+    localhost, here)."""
+    module = option_values(cmd, ("-m", "--module-name"))
+    line = option_values(cmd, ("-a", "--args"))
+    if line and (not module or module[-1] in ("shell", "command", "raw",
+                                              "ansible.builtin.shell",
+                                              "ansible.builtin.command")):
+        if isinstance(line[-1], Opaque):
+            unknown_code(cmd, line[-1], "runs a command the gate cannot know")
+        else:
+            _nested(cmd, str(line[-1]), cmds, depth, origin="ansible")
+    return None
+
+
 def _feed_items(cmd, nul=False, delim=None, arg_file=None, lines=False):
     """The items a command reads on its stdin, as words: from a here-string, a
     heredoc, a small file, an echo/printf before it, the paths a find or ls
@@ -4494,6 +4518,7 @@ def _feeder_items(feeder, lines=False):
 _PEELERS = {
     "command": _peel_command, "env": _peel_env, "flock": _peel_flock,
     "watch": _peel_watch, "xargs": _peel_xargs, "parallel": _peel_parallel,
+    "ansible": lambda cmd, state, cmds, depth: _peel_ansible(cmd, cmds, depth),
     "sem": _peel_sem, "su": _peel_su, "runuser": _peel_su, "eval": _peel_eval,
     "trap": _peel_trap, "script": _peel_script, "cd": _peel_cd, "pushd": _peel_cd,
     "export": _peel_export, "declare": _peel_export, "typeset": _peel_export,
@@ -4585,7 +4610,7 @@ _CODE_OPTION_PROGRAMS = frozenset(("awk", "gawk", "mawk", "nawk", "busybox", "se
 # What makes a git command run programs of its own choosing: cheap tests first,
 # follow_git (below the cold line) for the few that pass.
 _GIT_CODE_FIRST = frozenset(("config", "bisect", "submodule", "filter-branch", "difftool",
-                             "mergetool"))
+                             "mergetool", "clone"))
 _GIT_CODE_ENV = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER", "EDITOR",
                  "VISUAL", "GIT_EXTERNAL_DIFF", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS",
                  "SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_CONFIG_PARAMETERS",
@@ -5502,6 +5527,11 @@ def _paths_download(cmd):
     """curl, wget: what they save, and the files they upload or read (file://)."""
     found = [(p, "write") for p in option_values(cmd, (
         "-o", "--output", "-O", "--output-document")) if p != "-"]
+    argv = cmd.argv
+    for k, arg in enumerate(argv[1:-1], 1):  # a bundle that ends in o/O: -qO FILE, -sSo F
+        if arg.startswith("-") and not arg.startswith("--") and len(arg) > 2 and \
+                arg[-1] in ("o", "O") and arg[1:-1].isalpha() and argv[k + 1] != "-":
+            found.append((argv[k + 1], "write"))
     found += [(p, "read") for p in option_values(cmd, (
         "-T", "--upload-file", "--post-file", "--body-file", "-i", "--input-file"))]
     for value in option_values(cmd, ("-d", "--data", "--data-binary", "--data-raw",
@@ -6292,12 +6322,22 @@ class GateContext:
                 return " ".join(_quote_arg(str(a)) for a in command)
             return command if isinstance(command, str) else ""
         tool = event.tool or ""
+        if tool in ("Write", "create_file") and isinstance(event.tool_input, dict):
+            target = event.tool_input.get("file_path") or event.tool_input.get("path")
+            content = event.tool_input.get("content")
+            if isinstance(target, str) and isinstance(content, str) and (
+                    "/.git/hooks/" in target or target.startswith(".git/hooks/")):
+                return content  # a git hook: git runs it at the next commit or checkout
         if tool and tool not in PATHLESS_TOOLS and tool not in FILE_WRITE_TOOLS and \
                 tool not in FILE_READ_TOOLS and tool not in SPAWN_TOOLS and tool not in (
                     "Grep", "Glob", "LS") and "patch" not in tool.lower() and \
                 isinstance(event.tool_input, dict):
-            # a tool of any name (MCP's) handed a command line runs it as a shell does
-            for key in _COMMAND_KEYS:
+            # a tool of any name (MCP's) handed a command line runs it as a shell does;
+            # one named for a shell or a terminal runs what it is given under any key
+            low = tool.lower()
+            keys = _COMMAND_KEYS + (_SHELLISH_KEYS if any(
+                w in low for w in _SHELLISH_TOOL_WORDS) else ())
+            for key in keys:
                 command = event.tool_input.get(key)
                 if isinstance(command, list) and command and all(
                         isinstance(a, str) for a in command):
@@ -6439,10 +6479,11 @@ class GateContext:
         if tool == "Grep" and isinstance(ti.get("glob"), str) and ti["glob"]:
             folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
             for glob_text in _brace_texts(ti["glob"]):
-                pattern = glob_text.lstrip("*/") if glob_text.startswith("**/") else \
-                    glob_text
-                yield (Glob(resolve_path(os.path.join(folder or ".", pattern), self.cwd,
-                                         self.home)), "read", tool, None)
+                deep = glob_text.startswith("**/")
+                pattern = glob_text.lstrip("*/") if deep else glob_text
+                for sub in ("",) + (_DEEP_SECRET_FOLDERS if deep else ()):
+                    yield (Glob(resolve_path(os.path.join(folder or ".", sub, pattern),
+                                             self.cwd, self.home)), "read", tool, None)
         elif tool in PATHLESS_TOOLS:
             for text in _pathlike_strings(ti):
                 if text.startswith("file://"):  # WebFetch of file:///...: a read
@@ -6581,6 +6622,12 @@ _READ_TOOL_WORDS = ("read", "get", "view", "list", "search", "find", "grep", "gl
                     "info", "show", "open", "cat", "head", "tail", "fetch", "query")
 
 
+# where a `**/NAME` glob reaches a secret file below a folder: its secret folders
+_DEEP_SECRET_FOLDERS = (".aws", ".ssh", ".kube", ".docker", ".config/gh", ".config/gcloud",
+                        ".codex", ".claude")
+_SHELLISH_TOOL_WORDS = ("shell", "bash", "exec", "terminal", "command", "run", "zsh",
+                        "console", "tty", "pty", "process", "script")
+_SHELLISH_KEYS = ("argv", "args", "input", "code", "text", "keys", "line", "data")
 _COMMAND_KEYS = ("command", "cmd", "script", "shell", "command_line", "commandLine",
                  "cmdline", "bash", "sh")
 _PATH_KEYS = frozenset(("path", "paths", "file", "files", "filename", "filepath",
@@ -7305,7 +7352,35 @@ def predicate_secrets(ctx):
             found = prints_credentials(ctx, cmd)
             if found:
                 return found
+        elif (cmd.prog in INTERPRETERS or cmd.prog.startswith("python")) and any(
+                w in str(a) for a in cmd.argv[1:] for w in ("environ", "env", "ENV")):
+            codes = interpreter_parts(cmd.argv)[0]
+            if any(_prints_environment(code) for code in codes) and not _consumed(ctx, cmd):
+                return "`%s` prints the whole environment, the client's credentials " \
+                    "included" % redact_clip(cmd.shown(), 120)
     return None
+
+
+_ENV_ONE = None
+
+
+def _prints_environment(code):
+    """Whether inline code prints the whole environment (print(os.environ), node -p
+    process.env, perl's %ENV, ruby's ENV.to_h): what remains once each lookup of one
+    variable (environ['X'], environ.get('X'), process.env.X, $ENV{X}, ENV['X']) is
+    taken out, next to a print."""
+    global _ENV_ONE
+    import re
+    if _ENV_ONE is None:
+        _ENV_ONE = re.compile(r"(os\.environ|environ|process\.env|ENV)\s*(\[[^\]]*\]|"
+                              r"\.(get|fetch|getenv)\s*\([^)]*\)|\.(?!(?:items|copy|to_h|to_a|inspect|keys|"
+                              r"values|each|entries|dump)\b)[A-Za-z_][A-Za-z0-9_]*|\{[^}]*\})|\$ENV\{[^}]*\}|getenv\s*\([^)]*\)")
+    rest = _ENV_ONE.sub("", code)
+    if not re.search(r"(os\.environ|\bprocess\.env\b|%ENV\b|\bENV\b|environ\b)", rest):
+        return False
+    return bool(re.search(r"\b(print|puts|p|pp|console\.log|echo|say|printf|write|dump|"
+                          r"dumps|json|inspect|to_h|items|each)\b", code)) or \
+        code.strip() in ("process.env", "ENV", "os.environ")
 
 
 # Programs that print a credential: the words after the program that make it
@@ -7422,7 +7497,9 @@ def _consumed(ctx, cmd):
         if has_flag(other, "cqlL", ("--count", "--quiet", "--silent")):
             return True
         pattern = next((a for a in other.argv[1:] if not a.startswith("-")), "")
-        return bool(pattern) and not credential_name(pattern)
+        upper = pattern.upper().strip("^$.*")
+        return bool(pattern) and not credential_name(pattern) and not (
+            len(upper) >= 3 and any(upper in w for w in _CREDENTIAL_WORDS))
     return False
 
 
@@ -16097,8 +16174,8 @@ def _judge_git_worktree(ctx, cmd, extractor=None):
     covers = []
 
     def reaches(paths):
-        covers[:] = [ctx.root if p == UNKNOWN_WORD or p.startswith(":") else
-                     ctx.resolve(p, cmd.cwd, False) for p in paths]
+        covers[:] = [ctx.root if p == UNKNOWN_WORD or p.startswith(":") or any(
+            ch in p for ch in "*?[") else ctx.resolve(p, cmd.cwd, False) for p in paths]
         return any(is_within(s, c) for s in samples for c in covers)
 
     found = git_rewrites(
@@ -16142,7 +16219,7 @@ def _line_git_view(ctx, cmd, sub, args):
                 src, _, dst = spec.lstrip("+").partition(":")
                 if dst:
                     alias[dst.replace("refs/heads/", "")] = alias.get(src, src)
-        elif osub == "branch" and len(words) == 2:
+        elif osub in ("branch", "tag") and len(words) == 2:
             alias[words[0]] = alias.get(words[1], words[1])
         elif osub == "update-ref" and len(words) >= 2:
             if words[0] == "HEAD":
@@ -16513,6 +16590,12 @@ def _found_may_read_secret(ctx, path):
         full = os.path.join(path, sample)
         if is_secret_path(full, ctx.home) and _find_tests_match(path.finder, path, full):
             return True
+    if ctx.home and ctx.home != "/" and is_within(ctx.home, str(path)):
+        for rel in HOME_SECRET_PATHS:  # ~/.aws/credentials below a find of ~
+            if "*" not in rel:
+                full = os.path.join(ctx.home, rel)
+                if _find_tests_match(path.finder, path, full):
+                    return True
     return False
 
 
@@ -17504,6 +17587,21 @@ def follow_git(cmd, cmds, depth):
         kind = git_key_kind(key)
         if kind:
             _git_value(cmd, kind, key, value, cmds, depth)
+    if i < len(argv) and argv[i] in ("clone", "submodule"):
+        # clone -c/--config KEY=VALUE: the setting is the new clone's, and its first
+        # checkout (fsmonitor, filters, hooks) already runs it; aliases wait for a call
+        rest = list(argv[i + 1:])
+        for k, arg in enumerate(rest):
+            value = None
+            if arg in ("-c", "--config") and k + 1 < len(rest):
+                value = rest[k + 1]
+            elif arg.startswith("--config="):
+                value = arg[9:]
+            if value is not None:
+                key, _, val = str(value).partition("=")
+                kind = git_key_kind(key)
+                if kind:
+                    _git_value(cmd, kind, key, val, cmds, depth)
     if i < len(argv):
         follower = _GIT_CODE_VERBS.get(argv[i])
         if follower is not None:
@@ -18270,7 +18368,7 @@ def _code_call(name, args, keywords, state):
     if last in _CODE_CWD_CALLS:
         return "."
     if last in ("getenv", "get", "env", "fetch") and first == "HOME" and (
-            last != "get" or head.endswith("environ")):
+            last != "get" or head.endswith(("environ", "env"))):
         return "~"
     if last == "chr" and isinstance(first, str) and first.isdigit():
         return chr(int(first)) if int(first) < 0x110000 else None
@@ -18280,6 +18378,20 @@ def _code_call(name, args, keywords, state):
             return binascii.a2b_base64(first).decode("utf-8", "replace")
         except (ValueError, TypeError):
             return None
+    if last == "compile" and head.endswith("py_compile"):
+        target = keywords.get("cfile") or (args[1] if len(args) > 1 else None)
+        if isinstance(target, str):
+            _code_write(state, target)
+        elif isinstance(first, str):
+            _code_write(state, os.path.join(os.path.dirname(first) or ".", "__pycache__",
+                                            "x.pyc"))
+        return None
+    if last in ("compile_dir", "compile_file") and head.endswith("compileall") and \
+            isinstance(first, str):
+        _code_write(state, os.path.join(first if last == "compile_dir" else
+                                        os.path.dirname(first) or ".", "__pycache__",
+                                        "x.pyc"))
+        return None
     if last in ("require", "import_module", "__import__"):
         return _ModuleValue(first) if isinstance(first, str) else None
     path = _code_path_call(head, last, args)
