@@ -4172,10 +4172,11 @@ def _run_stdin(cmd, cmds, depth):
         _nested(cmd, body, cmds, depth)
     elif _from_network(cmd):
         return  # pipe-to-shell: a download run unread
-    elif cmd.feeds is not None or any(r.op in ("<", "<&") for r in cmd.redirects):
+    elif cmd.feeds is not None or any(r.op in ("<", "<&") for r in cmd.redirects) or \
+            cmd.pos > 0:  # a pipe from a group or subshell: `(echo ...) | sh`
         unknown_code(cmd, None, "reads its commands from %s" % (
             "`%s`" % cmd.feeds.shown(60) if cmd.feeds is not None else "a file it is "
-            "given on stdin"))
+            "given on stdin" if cmd.pos == 0 else "a pipe"))
     elif cmd.depth == 0 and cmd.shared.interactive is None:
         cmd.shared.interactive = cmd
 
@@ -4439,6 +4440,39 @@ def _fan_out(cmd, command, items, replace, cmds, depth, origin):
         spawn_argv(cmd, argv, cmds, depth + 1, origin, env=env)
 
 
+_ENV_RUNNER_VALUES = ("-n", "--name", "-p", "--prefix", "-e", "--env", "-E",
+                      "--environment", "--cwd", "-C", "-I", "--arg", "--argstr", "-A",
+                      "--attr", "-k", "--keep", "--project", "--manifest-path")
+
+
+def _peel_env_runner(cmd, cmds, depth):
+    """The tools that run a command inside an environment they set up: `conda run
+    [-n ENV] CMD`, `mise exec -- CMD`, `pixi run CMD`, `nix-shell --run STRING`,
+    `nix develop -c CMD`: the command is judged as one."""
+    argv = cmd.argv
+    for flag in ("--run", "--command"):
+        if cmd.prog == "nix-shell" and flag in argv[1:-1]:
+            _nested(cmd, str(argv[argv.index(flag) + 1]), cmds, depth, origin=cmd.prog)
+            return None
+    verbs = ("run", "exec", "x") if cmd.prog not in ("nix",) else ("develop", "shell")
+    at = next((k for k in range(1, min(len(argv), 4)) if argv[k] in verbs), None)
+    if at is None:
+        return None
+    rest = list(argv[at + 1:])
+    if cmd.prog == "nix":
+        if "-c" in rest or "--command" in rest:
+            k = rest.index("-c") if "-c" in rest else rest.index("--command")
+            spawn_argv(cmd, rest[k + 1:], cmds, depth + 1, "nix")
+        return None
+    j = _take_options(["_"] + rest, _ENV_RUNNER_VALUES)
+    inner = rest[j - 1:]
+    if cmd.prog in ("mise", "rtx", "asdf"):  # `mise exec node@20 -- node x`: the
+        inner = rest[rest.index("--") + 1:] if "--" in rest else []  # tools come first
+    if inner:
+        spawn_argv(cmd, inner, cmds, depth + 1, "%s %s" % (cmd.prog, argv[at]))
+    return None
+
+
 def _peel_ansible(cmd, cmds, depth):
     """ansible HOSTS -m shell|command|raw -a CMD: CMD runs as a shell line (on
     localhost, here)."""
@@ -4519,6 +4553,19 @@ _PEELERS = {
     "command": _peel_command, "env": _peel_env, "flock": _peel_flock,
     "watch": _peel_watch, "xargs": _peel_xargs, "parallel": _peel_parallel,
     "ansible": lambda cmd, state, cmds, depth: _peel_ansible(cmd, cmds, depth),
+    "conda": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "mamba": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "micromamba": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "mise": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "rtx": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "pixi": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "devbox": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "hatch": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "pdm": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "rye": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "asdf": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "nix-shell": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "nix": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
     "sem": _peel_sem, "su": _peel_su, "runuser": _peel_su, "eval": _peel_eval,
     "trap": _peel_trap, "script": _peel_script, "cd": _peel_cd, "pushd": _peel_cd,
     "export": _peel_export, "declare": _peel_export, "typeset": _peel_export,
@@ -18491,7 +18538,12 @@ def _code_open(state, args):
         if len(strings) >= 2 and strings[0].strip() in (">", ">>", "+<", "+>", "w", "a"):
             _code_write(state, strings[1])
         elif len(strings) >= 2 and strings[0].strip() in ("-|", "|-"):
-            state.effects.append(("shell", " ".join(strings[1:])))
+            line = " ".join(strings[1:])
+            state.effects.append(("shell", line))
+            if strings[0].strip() == "|-" and os.path.basename(line.split()[0] if
+                                                               line.split() else "") in \
+                    SHELL_NAMES:  # what the code prints into it runs as commands
+                state.effects.append(("unknown", "prints commands into a shell"))
         elif strings:
             spec = strings[0].strip()
             if spec.startswith("|") or spec.endswith("|"):
