@@ -4537,7 +4537,16 @@ def _feeder_items(feeder, lines=False):
                      for a in args) or "--all" in args or "--almost-all" in args
         folders = [a for a in args if not a.startswith("-")] or ["."]
         names = (".*", "*") if hidden else ("*",)
-        return [Glob(os.path.join(f, n)) for f in folders for n in names]
+        plain = any(a.startswith("-") and not a.startswith("--") and "d" in a for a in args)
+        items = []
+        for f in folders:  # a file or a pattern is printed as itself, a folder listed
+            if plain or isinstance(f, Glob) or any(c in f for c in "*?[") or not \
+                    _is_folder(feeder, f):
+                items.append(Glob(f) if isinstance(f, Glob) or any(
+                    c in f for c in "*?[") else f)
+            else:
+                items += [Glob(os.path.join(f, n)) for n in names]
+        return items
     else:
         return None
     if any(isinstance(a, (Opaque, Found)) for a in args):
@@ -4629,7 +4638,8 @@ def _follow(cmd, state, cmds, depth):
     elif prog in _FILE_COPIERS or prog in ("dd", "cat", "echo", "printf", "tee") or \
             cmd.redirects:
         _note_written(cmd)
-        if cmd.shared.pending and any("hooks" in str(t) for t, _m in written_paths(cmd)):
+        if cmd.shared.pending and any("hooks" in str(t) or str(t).endswith(
+                ("config", ".gitconfig", "config.worktree")) for t, _m in written_paths(cmd)):
             _follow_git_hook_writes(cmd, cmds, depth)
 
 
@@ -4640,6 +4650,12 @@ def _follow_git_hook_writes(cmd, cmds, depth):
         if isinstance(text, Opaque):
             continue
         path = _resolve_in(cmd, text)
+        if path.endswith(("/.git/config", "/.gitconfig", "/.git/config.worktree",
+                          "/.config/git/config")):
+            body = _script_text(path, cmd.shared, SCRIPT_READ_MAX, False)
+            if isinstance(body, str) and not isinstance(body, Opaque):
+                readers().follow_git_config_text(cmd, body, cmds, depth)
+            continue
         if "/.git/hooks/" not in path and not path.rsplit("/", 2)[-2:-1] == ["hooks"]:
             continue
         body = _script_text(path, cmd.shared, SCRIPT_READ_MAX, False)
@@ -6384,6 +6400,13 @@ class GateContext:
             low = tool.lower()
             keys = _COMMAND_KEYS + (_SHELLISH_KEYS if any(
                 w in low for w in _SHELLISH_TOOL_WORDS) else ())
+            language = next((prog for word, prog in (("python", "python3 -c"), (
+                "node", "node -e"), ("javascript", "node -e"), ("ruby", "ruby -e"), (
+                    "perl", "perl -e")) if word in low), None)
+            code = next((event.tool_input.get(k) for k in ("code", "script", "source")
+                         if isinstance(event.tool_input.get(k), str)), None)
+            if language and code:  # a tool that runs code in a language: its -c
+                return "%s %s" % (language, _quote_arg(code))
             for key in keys:
                 command = event.tool_input.get(key)
                 if isinstance(command, list) and command and all(
@@ -17160,6 +17183,8 @@ def listing_text(args, cwd):
     None (a long listing, several folders, a folder not on disk)."""
     flags = "".join(a[1:] for a in args if a.startswith("-") and a != "-")
     folders = [a for a in args if not a.startswith("-")]
+    if flags and set(flags) <= set("d1") and folders:
+        return "".join(f + "\n" for f in folders)  # ls -d: the names as given
     if set(flags) - set("aA1") or len(folders) > 1 or not isinstance(cwd, str):
         return None
     folder = os.path.join(cwd, os.path.expanduser(folders[0])) if folders else cwd
@@ -17656,6 +17681,30 @@ def follow_git(cmd, cmds, depth):
     for arg in argv[i + 1:]:
         if str(arg).startswith("ext::"):
             _git_value(cmd, "url", "the URL", arg, cmds, depth)
+
+
+def follow_git_config_text(cmd, text, cmds, depth):
+    """Git config text this line writes (`echo ... >> .git/config`): each setting git
+    will run, judged as `git -c KEY=VALUE` would be."""
+    section = ""
+    for raw in text.replace("\\n", "\n").replace("\\t", "\t").splitlines()[:400]:
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            head = line[1:line.find("]")] if "]" in line else line[1:]
+            name, _, sub = head.partition(" ")
+            section = name + ("." + sub.strip().strip('"') if sub.strip() else "")
+            line = line[line.find("]") + 1:].strip() if "]" in line else ""
+            if not line:
+                continue
+        key, eq, value = line.partition("=")
+        if not eq or not section:
+            continue
+        full = "%s.%s" % (section, key.strip())
+        kind = git_key_kind(full)
+        if kind:
+            _git_value(cmd, kind, full, value.strip().strip('"'), cmds, depth)
 
 
 def _git_value(cmd, kind, key, value, cmds, depth):
