@@ -3027,7 +3027,8 @@ _SHELL_KEYWORDS = frozenset(("!", "{", "}", "then", "do", "else", "elif", "if", 
 SHELL_NAMES = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish",
                          "busybox", "rbash", "yash", "tcsh", "csh"))
 INTERPRETERS = frozenset(("python", "python2", "python3", "node", "nodejs", "deno", "bun",
-                          "perl", "ruby", "php", "lua", "Rscript", "pwsh", "osascript"))
+                          "perl", "ruby", "php", "lua", "luajit", "Rscript", "R", "pwsh",
+                          "osascript", "expect", "tclsh", "wish", "julia", "raku"))
 PARSE_DEPTH_MAX = 8
 PARSE_TEXT_MAX = 1 << 20          # characters of shell text in one piece
 PARSE_WORDS_MAX = 50000           # words in one tool call, what it runs included
@@ -3577,6 +3578,11 @@ def expand_word(word, env, cwd, depth=0):
     parts = word.parts
     if len(parts) == 1 and parts[0][0] == "var" and isinstance(env.get(parts[0][1]), Found):
         return env[parts[0][1]], False, False
+    if len(parts) == 1 and parts[0][0] == "sub" and depth < 2 and \
+            parts[0][1].lstrip().startswith("find ") and "|" not in parts[0][1]:
+        found = _substituted_find(parts[0][1], env, cwd)  # $(find DIR ...): what it finds
+        if found is not None:
+            return found, False, False
     out, unknown, globbed = [], False, False
     for part in parts:
         kind = part[0]
@@ -3614,6 +3620,17 @@ def expand_word(word, env, cwd, depth=0):
             else:
                 out.append(value)
     return "".join(out), unknown, globbed
+
+
+def _substituted_find(script, env, cwd):
+    """The paths `$(find ...)` prints, as a Found of that find, or None."""
+    if len(script) > 1024 or not isinstance(cwd, str):
+        return None
+    cmds = parse_shell(script, cwd, env, 2, ParseShared())
+    if len(cmds) != 1 or cmds[0].prog != "find" or cmds[0].find is None or \
+            cmds[0].find.execs or not cmds[0].find.roots:
+        return None
+    return found_word(cmds[0].find.roots[0], cmds[0])
 
 
 def _user_home(user):
@@ -3657,6 +3674,12 @@ def _evaluate_substitution(script, env, cwd, depth):
         return " ".join(args)
     if prog == "printf" and args and "%" not in args[0]:
         return args[0].replace("\\n", "")
+    if prog == "printf" and args and "-v" not in args[:1]:
+        text = readers()._printf_text(args)
+        return None if text is None else text.rstrip("\n")
+    if prog == "ls":
+        text = readers().listing_text(args, cwd)
+        return None if text is None else text.rstrip("\n")
     if prog in ("realpath", "readlink") and operands:
         return os.path.normpath(os.path.join(cwd, operands[-1]))
     if prog == "dirname" and operands:
@@ -3673,7 +3696,14 @@ def _evaluate_substitution(script, env, cwd, depth):
         return git_top(cwd)
     if (prog == "which" or (prog in ("command", "type") and len(argv) >= 3 and
                             argv[1] in ("-v", "-p", "-P"))) and len(argv) >= 2:
-        return argv[-1]
+        import shutil
+        name = argv[-1]  # the program as PATH finds it (the interpreter on the machine)
+        found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH")) \
+            if "/" not in name else None
+        return found or name
+    if prog == "git" and args[:1] == ["rev-parse"] and len(operands) == 2 and all(
+            a in ("--verify", "-q", "--quiet") for a in args[1:] if a.startswith("-")):
+        return operands[1]  # `$(git rev-parse REV)` names what REV names
     return None
 
 
@@ -4469,10 +4499,11 @@ def _run_stdin(cmd, cmds, depth):
         _nested(cmd, body, cmds, depth)
     elif _from_network(cmd):
         return  # pipe-to-shell: a download run unread
-    elif cmd.feeds is not None or any(r.op in ("<", "<&") for r in cmd.redirects):
+    elif cmd.feeds is not None or any(r.op in ("<", "<&") for r in cmd.redirects) or \
+            cmd.pos > 0:  # a pipe from a group or subshell: `(echo ...) | sh`
         unknown_code(cmd, None, "reads its commands from %s" % (
             "`%s`" % cmd.feeds.shown(60) if cmd.feeds is not None else "a file it is "
-            "given on stdin"))
+            "given on stdin" if cmd.pos == 0 else "a pipe"))
     elif cmd.depth == 0 and cmd.shared.interactive is None:
         cmd.shared.interactive = cmd
 
@@ -4588,7 +4619,9 @@ def _stdin_script(cmd):
     for source in (cmd, cmd.feeds):
         if source is None:
             continue
-        for redirect in source.redirects:
+        for redirect in (source.redirects if source is cmd or source.prog in (
+                "cat", "tee") or not source.argv else ()):  # a filter's input is not
+            # what it prints: `base64 -d <<< X | sh` runs the decoded text
             if redirect.op in ("<<", "<<-") and redirect.body is not None:
                 return redirect.body
             if redirect.op == "<<<" and isinstance(redirect.target, str):
@@ -4710,7 +4743,9 @@ def _peel_xargs(cmd, state, cmds, depth):
             arg_file = arg[11:]
         i += 2 if arg in _XARGS_VALUES else 1
     command = argv[i:] or ["echo"]
-    items = _feed_items(cmd, nul, delim, arg_file)
+    items = _feed_items(cmd, nul, delim, arg_file, lines=bool(replace))
+    if arg_file is not None:  # the items are the file's words: it is read
+        spawn_argv(cmd, ["cat", arg_file], cmds, depth + 1, "xargs -a")
     if items and isinstance(items[0], Found) and items[0].finder is not None and \
             items[0].finder.prog not in ("find", "fd", "fdfind") and (
             os.path.basename(command[0]) in _LISTER_BLIND):
@@ -4736,7 +4771,55 @@ def _fan_out(cmd, command, items, replace, cmds, depth, origin):
         spawn_argv(cmd, argv, cmds, depth + 1, origin, env=env)
 
 
-def _feed_items(cmd, nul=False, delim=None, arg_file=None):
+_ENV_RUNNER_VALUES = ("-n", "--name", "-p", "--prefix", "-e", "--env", "-E",
+                      "--environment", "--cwd", "-C", "-I", "--arg", "--argstr", "-A",
+                      "--attr", "-k", "--keep", "--project", "--manifest-path")
+
+
+def _peel_env_runner(cmd, cmds, depth):
+    """The tools that run a command inside an environment they set up: `conda run
+    [-n ENV] CMD`, `mise exec -- CMD`, `pixi run CMD`, `nix-shell --run STRING`,
+    `nix develop -c CMD`: the command is judged as one."""
+    argv = cmd.argv
+    for flag in ("--run", "--command"):
+        if cmd.prog == "nix-shell" and flag in argv[1:-1]:
+            _nested(cmd, str(argv[argv.index(flag) + 1]), cmds, depth, origin=cmd.prog)
+            return None
+    verbs = ("run", "exec", "x") if cmd.prog not in ("nix",) else ("develop", "shell")
+    at = next((k for k in range(1, min(len(argv), 4)) if argv[k] in verbs), None)
+    if at is None:
+        return None
+    rest = list(argv[at + 1:])
+    if cmd.prog == "nix":
+        if "-c" in rest or "--command" in rest:
+            k = rest.index("-c") if "-c" in rest else rest.index("--command")
+            spawn_argv(cmd, rest[k + 1:], cmds, depth + 1, "nix")
+        return None
+    j = _take_options(["_"] + rest, _ENV_RUNNER_VALUES)
+    inner = rest[j - 1:]
+    if cmd.prog in ("mise", "rtx", "asdf"):  # `mise exec node@20 -- node x`: the
+        inner = rest[rest.index("--") + 1:] if "--" in rest else []  # tools come first
+    if inner:
+        spawn_argv(cmd, inner, cmds, depth + 1, "%s %s" % (cmd.prog, argv[at]))
+    return None
+
+
+def _peel_ansible(cmd, cmds, depth):
+    """ansible HOSTS -m shell|command|raw -a CMD: CMD runs as a shell line (on
+    localhost, here)."""
+    module = option_values(cmd, ("-m", "--module-name"))
+    line = option_values(cmd, ("-a", "--args"))
+    if line and (not module or module[-1] in ("shell", "command", "raw",
+                                              "ansible.builtin.shell",
+                                              "ansible.builtin.command")):
+        if isinstance(line[-1], Opaque):
+            unknown_code(cmd, line[-1], "runs a command the gate cannot know")
+        else:
+            _nested(cmd, str(line[-1]), cmds, depth, origin="ansible")
+    return None
+
+
+def _feed_items(cmd, nul=False, delim=None, arg_file=None, lines=False):
     """The items a command reads on its stdin, as words: from a here-string, a
     heredoc, a small file, an echo/printf before it, the paths a find or ls
     yields; None when the line cannot tell."""
@@ -4753,9 +4836,11 @@ def _feed_items(cmd, nul=False, delim=None, arg_file=None):
             return None
         text = _script_text(_resolve_in(cmd, arg_file), cmd.shared, SMALL_FILE_MAX, False)
     if text is None:
-        return _feeder_items(cmd.feeds)
+        return _feeder_items(cmd.feeds, lines)
     if isinstance(text, Opaque):
         return None
+    if lines and not (nul or delim):  # xargs -I: one item a line, blanks kept
+        return [p.strip() for p in text.split("\n") if p.strip()]
     if nul or delim:
         parts = text.split("\0" if nul else (delim.replace("\\n", "\n") or "\n"))
     else:
@@ -4817,9 +4902,13 @@ def _lister_items(feeder):
     return [found_word(info.roots[0], stand_in)]
 
 
-def _feeder_items(feeder):
+def _feeder_items(feeder, lines=False):
     if feeder is None or not feeder.argv:
         return None
+    if lines and feeder.prog in ("echo", "printf"):
+        text = readers().printed_text(feeder)
+        if text is not None:
+            return [p.strip() for p in text.split("\n") if p.strip()]
     prog, args = feeder.prog, feeder.argv[1:]
     if prog == "echo":
         while args and args[:1] in (["-n"], ["-e"], ["-E"]):
@@ -4835,7 +4924,16 @@ def _feeder_items(feeder):
                      for a in args) or "--all" in args or "--almost-all" in args
         folders = [a for a in args if not a.startswith("-")] or ["."]
         names = (".*", "*") if hidden else ("*",)
-        return [Glob(os.path.join(f, n)) for f in folders for n in names]
+        plain = any(a.startswith("-") and not a.startswith("--") and "d" in a for a in args)
+        items = []
+        for f in folders:  # a file or a pattern is printed as itself, a folder listed
+            if plain or isinstance(f, Glob) or any(c in f for c in "*?[") or not \
+                    _is_folder(feeder, f):
+                items.append(Glob(f) if isinstance(f, Glob) or any(
+                    c in f for c in "*?[") else f)
+            else:
+                items += [Glob(os.path.join(f, n)) for n in names]
+        return items
     else:
         return None
     if any(isinstance(a, (Opaque, Found)) for a in args):
@@ -4850,6 +4948,20 @@ def _feeder_items(feeder):
 _PEELERS = {
     "command": _peel_command, "env": _peel_env, "flock": _peel_flock,
     "watch": _peel_watch, "xargs": _peel_xargs, "parallel": _peel_parallel,
+    "ansible": lambda cmd, state, cmds, depth: _peel_ansible(cmd, cmds, depth),
+    "conda": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "mamba": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "micromamba": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "mise": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "rtx": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "pixi": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "devbox": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "hatch": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "pdm": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "rye": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "asdf": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "nix-shell": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "nix": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
     "sem": _peel_sem, "su": _peel_su, "runuser": _peel_su, "eval": _peel_eval,
     "trap": _peel_trap, "script": _peel_script, "cd": _peel_cd, "pushd": _peel_cd,
     "export": _peel_export, "declare": _peel_export, "typeset": _peel_export,
@@ -4913,6 +5025,31 @@ def _follow(cmd, state, cmds, depth):
     elif prog in _FILE_COPIERS or prog in ("dd", "cat", "echo", "printf", "tee") or \
             cmd.redirects:
         _note_written(cmd)
+        if cmd.shared.pending and any("hooks" in str(t) or str(t).endswith(
+                ("config", ".gitconfig", "config.worktree")) for t, _m in written_paths(cmd)):
+            _follow_git_hook_writes(cmd, cmds, depth)
+
+
+def _follow_git_hook_writes(cmd, cmds, depth):
+    """A file written into a git hooks folder (.git/hooks/post-checkout) runs at the
+    next commit, checkout or merge: its text is judged now, as the hook git runs."""
+    for text, _mode in written_paths(cmd):
+        if isinstance(text, Opaque):
+            continue
+        path = _resolve_in(cmd, text)
+        if path.endswith(("/.git/config", "/.gitconfig", "/.git/config.worktree",
+                          "/.config/git/config")):
+            body = _script_text(path, cmd.shared, SCRIPT_READ_MAX, False)
+            if isinstance(body, str) and not isinstance(body, Opaque):
+                readers().follow_git_config_text(cmd, body, cmds, depth)
+            continue
+        if "/.git/hooks/" not in path and not path.rsplit("/", 2)[-2:-1] == ["hooks"]:
+            continue
+        body = _script_text(path, cmd.shared, SCRIPT_READ_MAX, False)
+        if isinstance(body, Opaque):
+            unknown_code(cmd, None, "writes a git hook the gate cannot read")
+        elif body:
+            _nested(cmd, body, cmds, depth, origin="git hook %s" % os.path.basename(path))
 
 
 _CODE_OPTION_PROGRAMS = frozenset(("awk", "gawk", "mawk", "nawk", "busybox", "sed", "gsed",
@@ -4923,7 +5060,7 @@ _CODE_OPTION_PROGRAMS = frozenset(("awk", "gawk", "mawk", "nawk", "busybox", "se
 # What makes a git command run programs of its own choosing: cheap tests first,
 # follow_git (below the cold line) for the few that pass.
 _GIT_CODE_FIRST = frozenset(("config", "bisect", "submodule", "filter-branch", "difftool",
-                             "mergetool"))
+                             "mergetool", "clone"))
 _GIT_CODE_ENV = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER", "EDITOR",
                  "VISUAL", "GIT_EXTERNAL_DIFF", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS",
                  "SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_CONFIG_PARAMETERS",
@@ -4991,6 +5128,9 @@ def _note_written(cmd):
     if prog in ("cat", "tee") and len(cmd.argv) <= 2:
         body = next((r.body if r.op in ("<<", "<<-") else r.target for r in cmd.redirects
                      if r.op in ("<<", "<<-", "<<<")), None)
+    elif prog == "printf" and cmd.argv[1:] and "-v" not in cmd.argv[1:2] and not any(
+            isinstance(a, Opaque) for a in cmd.argv[1:]):
+        body = readers()._printf_text(cmd.argv[1:])
     elif prog in ("echo", "printf"):
         body = " ".join(a for a in cmd.argv[1:] if a not in ("-e", "-n", "-E"))
         body = body.replace("\\n", "\n")
@@ -5013,9 +5153,12 @@ def _note_written(cmd):
         if len(sources) == 1 and isinstance(sources[0], str):
             body = ("copy", sources[0])
     if body is None or isinstance(body, Opaque):
-        return
+        # what the program prints is text the gate cannot know: a script or patch
+        # made of it, run or applied later in the line, is code it cannot read
+        body = Opaque(UNKNOWN_WORD)
     for target in targets:
-        if isinstance(target, str) and not isinstance(target, Opaque):
+        if isinstance(target, str) and not isinstance(target, Opaque) and \
+                not target.startswith("/dev/"):
             shared.note(cmd, target, body)
 
 
@@ -5166,7 +5309,8 @@ def run_script(cmd, path_text, args, cmds, depth, kind):
         return
     text = _script_text(path, cmd.shared)
     if isinstance(text, Opaque):
-        unknown_code(cmd, None, "runs what a process substitution prints")
+        unknown_code(cmd, None, "runs a script made of text the gate cannot read (what "
+                     "a program or a process substitution prints)")
         return
     if not text:
         return
@@ -5196,7 +5340,8 @@ def _shebang_language(text):
 def _language(prog):
     for prefix, language in (("python", "python"), ("pypy", "python"), ("node", "node"),
                              ("deno", "node"), ("bun", "node"), ("perl", "perl"),
-                             ("ruby", "ruby"), ("php", "php")):
+                             ("ruby", "ruby"), ("php", "php"), ("expect", "tcl"),
+                             ("tclsh", "tcl"), ("wish", "tcl")):
         if prog.startswith(prefix):
             return language
     return "other" if prog in INTERPRETERS else ""
@@ -5285,6 +5430,14 @@ def interpreter_parts(argv):
                 if letters[cut] == "c":
                     return [value], None, None, nxt
                 return codes, None, value, nxt
+        if language in ("perl", "ruby") and arg.startswith("-") and not \
+                arg.startswith("--") and len(arg) > 2 and "e" in arg[1:] and \
+                arg[1:arg.index("e", 1)].isalpha():  # a bundle: -ne, -lne, -pe1
+            cut = arg.index("e", 1)
+            value = arg[cut + 1:] or (argv[i + 1] if i + 1 < len(argv) else "")
+            codes.append(value)
+            i += 1 if arg[cut + 1:] else 2
+            continue
         if language == "php" and arg == "-f" and i + 1 < len(argv):
             return codes, i + 1, None, i + 2
         if arg == "--":
@@ -5360,7 +5513,10 @@ def _run_code_file(cmd, path_text, args, language, cmds, depth):
         cmd.cli = list(args) if kind == "cli" else [kind] + list(args)
         return
     text = _script_text(path, cmd.shared)
-    if text:
+    if isinstance(text, Opaque):
+        unknown_code(cmd, None, "runs a script this line made of text the gate cannot "
+                     "read")
+    elif text:
         _follow_code(cmd, text, language, [path_text] + list(args), cmds, depth,
                      os.path.basename(path_text))
 
@@ -5377,6 +5533,11 @@ def _follow_code(cmd, code, language, argv, cmds, depth, origin):
         elif kind == "argv":
             spawn_argv(cmd, [Opaque(w) if w == UNKNOWN_WORD else str(w) for w in value],
                        cmds, depth + 1, origin)
+        elif kind == "made" and cmd.shared is not None:
+            cmd.shared.note(cmd, str(value), Opaque(UNKNOWN_WORD))  # written, text unseen
+        elif kind == "unknown" and cmd.shared is not None and list(argv[:1]) == ["-c"]:
+            unknown_code(cmd, None, value)  # inline code only: a project's own scripts
+            # run programs from variables all the time (ring 2 confines them)
 
 
 # ---- make and package scripts -------------------------------------------------
@@ -5820,6 +5981,11 @@ def _paths_download(cmd):
     """curl, wget: what they save, and the files they upload or read (file://)."""
     found = [(p, "write") for p in option_values(cmd, (
         "-o", "--output", "-O", "--output-document")) if p != "-"]
+    argv = cmd.argv
+    for k, arg in enumerate(argv[1:-1], 1):  # a bundle that ends in o/O: -qO FILE, -sSo F
+        if arg.startswith("-") and not arg.startswith("--") and len(arg) > 2 and \
+                arg[-1] in ("o", "O") and arg[1:-1].isalpha() and argv[k + 1] != "-":
+            found.append((argv[k + 1], "write"))
     found += [(p, "read") for p in option_values(cmd, (
         "-T", "--upload-file", "--post-file", "--body-file", "-i", "--input-file"))]
     for value in option_values(cmd, ("-d", "--data", "--data-binary", "--data-raw",
@@ -5908,6 +6074,11 @@ def _paths_interpreter(cmd):
         expands = _code_expands(code)
         found += [(t, "code") for t in _code_tokens(code)
                   if expands or not any(ch in t for ch in "*?")]
+    # the words after the code or the script are the program's own arguments: a
+    # program the gate cannot read, given a path, may read and write it
+    start = rest if _script is None else _script + 1
+    if codes or _script is not None:
+        found += _paths_unknown(_words_cmd(["_"] + list(cmd.argv[start:])))
     return found
 
 
@@ -6179,6 +6350,8 @@ _GIT_PATH_RULES = {
     "hash-object": _git_paths_stage, "stash": _git_paths_stash, "config": _git_paths_config,
     "commit": _git_paths_message, "tag": _git_paths_message, "notes": _git_paths_message,
     "apply": git_patch_targets, "am": git_patch_targets,
+    "merge-file": lambda cmd, args: [] if any(a in ("-p", "--stdout") for a in args)
+    else [(p, "write") for p in _git_words(args)[:1]],
 }
 
 
@@ -6334,6 +6507,8 @@ HOME_HARNESS_SAMPLES = (".claude/settings.json", ".claude/settings.local.json",
 AGENTS_BLOCK_MARKERS = ("<!-- notrest:begin -->", "<!-- notrest:end -->")
 AGENTS_READ_MAX = 1 << 20
 SECRET_NAMES = (".env", ".env.*", ".env-*", ".env_*", "*.env", ".envrc", "*.tfvars",
+                "*.tfstate", "*.tfstate.backup", "secrets.yml", "secrets.yaml",
+                "secrets.json", "secrets.toml", "*.keystore", "*.jks",
                 "*.tfvars.json", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
                 "id_ecdsa_sk", "id_ed25519_sk", "*.pem", "*.key", "*.p12", "*.pfx",
                 ".pgpass", ".my.cnf", ".netrc", ".git-credentials", ".vault-token")
@@ -6613,6 +6788,36 @@ class GateContext:
             if isinstance(command, list):
                 return " ".join(_quote_arg(str(a)) for a in command)
             return command if isinstance(command, str) else ""
+        tool = event.tool or ""
+        if tool in ("Write", "create_file") and isinstance(event.tool_input, dict):
+            target = event.tool_input.get("file_path") or event.tool_input.get("path")
+            content = event.tool_input.get("content")
+            if isinstance(target, str) and isinstance(content, str) and (
+                    "/.git/hooks/" in target or target.startswith(".git/hooks/")):
+                return content  # a git hook: git runs it at the next commit or checkout
+        if tool and tool not in PATHLESS_TOOLS and tool not in FILE_WRITE_TOOLS and \
+                tool not in FILE_READ_TOOLS and tool not in SPAWN_TOOLS and tool not in (
+                    "Grep", "Glob", "LS") and "patch" not in tool.lower() and \
+                isinstance(event.tool_input, dict):
+            # a tool of any name (MCP's) handed a command line runs it as a shell does;
+            # one named for a shell or a terminal runs what it is given under any key
+            low = tool.lower()
+            keys = _COMMAND_KEYS + (_SHELLISH_KEYS if any(
+                w in low for w in _SHELLISH_TOOL_WORDS) else ())
+            language = next((prog for word, prog in (("python", "python3 -c"), (
+                "node", "node -e"), ("javascript", "node -e"), ("ruby", "ruby -e"), (
+                    "perl", "perl -e")) if word in low), None)
+            code = next((event.tool_input.get(k) for k in ("code", "script", "source")
+                         if isinstance(event.tool_input.get(k), str)), None)
+            if language and code:  # a tool that runs code in a language: its -c
+                return "%s %s" % (language, _quote_arg(code))
+            for key in keys:
+                command = event.tool_input.get(key)
+                if isinstance(command, list) and command and all(
+                        isinstance(a, str) for a in command):
+                    return " ".join(_quote_arg(a) for a in command)
+                if isinstance(command, str) and command.strip():
+                    return command
         return ""
 
     @property
@@ -6741,20 +6946,34 @@ class GateContext:
                 if isinstance(value, str) and value:
                     if tool == "Glob" and key == "path":
                         continue
-                    yield (resolve_path(value, self.cwd, self.home), mode, tool, None)
+                    path = resolve_path(value, self.cwd, self.home)
+                    if tool == "Grep" and self._hidden_folder(path):
+                        mode = "tree"  # rg skips hidden names below, not the one named
+                    yield (path, mode, tool, None)
         if tool == "Grep" and isinstance(ti.get("glob"), str) and ti["glob"]:
             folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
-            pattern = ti["glob"].lstrip("*/") if ti["glob"].startswith("**/") else ti["glob"]
-            yield (Glob(resolve_path(os.path.join(folder or ".", pattern), self.cwd,
-                                     self.home)), "read", tool, None)
+            for glob_text in _brace_texts(ti["glob"]):
+                deep = glob_text.startswith("**/")
+                pattern = glob_text.lstrip("*/") if deep else glob_text
+                for sub in ("",) + (_DEEP_SECRET_FOLDERS if deep else ()):
+                    yield (Glob(resolve_path(os.path.join(folder or ".", sub, pattern),
+                                             self.cwd, self.home)), "read", tool, None)
+        elif tool in PATHLESS_TOOLS:
+            for text in _pathlike_strings(ti):
+                if text.startswith("file://"):  # WebFetch of file:///...: a read
+                    yield (resolve_path(text[7:], self.cwd, self.home), "read", tool,
+                           None)
         elif tool and tool not in PATHLESS_TOOLS and tool not in SHELL_TOOLS and \
                 tool not in SPAWN_TOOLS and tool not in FILE_WRITE_TOOLS and \
                 tool not in FILE_READ_TOOLS and tool not in ("Grep", "Glob", "LS",
                                                              "apply_patch"):
             mode = "read" if any(w in tool.lower() for w in _READ_TOOL_WORDS) else "any"
             for text in _pathlike_strings(ti):
-                yield (resolve_path(text[7:] if text.startswith("file://") else text,
-                                    self.cwd, self.home), mode, tool, None)
+                path = resolve_path(text[7:] if text.startswith("file://") else text,
+                                    self.cwd, self.home)
+                if "list" not in tool.lower() and self._hidden_folder(path):
+                    yield (path, "tree", tool, None)  # a folder handed to a tool
+                yield (path, mode, tool, None)
         if tool == "apply_patch" or (tool and "patch" in tool.lower()):
             text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
             if isinstance(text, list):
@@ -6780,6 +6999,22 @@ class GateContext:
                 elif isinstance(text, Glob):
                     path = Glob(path)
                 yield (path, mode, what, cmd)
+
+    def _hidden_folder(self, path):
+        """Whether path is a folder on disk with a hidden name on its way down from
+        the project or the home folder (~/.aws, .git/x, the project's .config):
+        a tool that searches a folder given by name reads such a one whole."""
+        if not isinstance(path, str) or isinstance(path, (Glob, Opaque)):
+            return False
+        for base in (self.root, self.home):
+            if base and base != "/" and is_within(path, base) and path != base:
+                rel = path[len(base.rstrip("/")) + 1:]
+                if any(part.startswith(".") for part in rel.split("/")):
+                    try:
+                        return os.path.isdir(path)
+                    except (OSError, ValueError):
+                        return False
+        return False
 
     def resolve(self, text, cwd, follow=True):
         """resolve_path through the line's own symlinks, once per distinct word."""
@@ -6861,20 +7096,38 @@ _READ_TOOL_WORDS = ("read", "get", "view", "list", "search", "find", "grep", "gl
                     "info", "show", "open", "cat", "head", "tail", "fetch", "query")
 
 
+# where a `**/NAME` glob reaches a secret file below a folder: its secret folders
+_DEEP_SECRET_FOLDERS = (".aws", ".ssh", ".kube", ".docker", ".config/gh", ".config/gcloud",
+                        ".codex", ".claude")
+_SHELLISH_TOOL_WORDS = ("shell", "bash", "exec", "terminal", "command", "run", "zsh",
+                        "console", "tty", "pty", "process", "script")
+_SHELLISH_KEYS = ("argv", "args", "input", "code", "text", "keys", "line", "data")
+_COMMAND_KEYS = ("command", "cmd", "script", "shell", "command_line", "commandLine",
+                 "cmdline", "bash", "sh")
+_PATH_KEYS = frozenset(("path", "paths", "file", "files", "filename", "filepath",
+                        "file_path", "filePath", "source", "src", "destination", "dest",
+                        "dst", "target", "dir", "directory", "folder", "root", "from",
+                        "to", "uri", "url", "old_path", "new_path", "notebook_path",
+                        "cwd", "repo_path", "location"))
+
+
 def _pathlike_strings(value, limit=64):
-    """The strings in a tool's input that may be paths (any depth, bounded)."""
-    out, todo = [], [(value, 0)]
+    """The strings in a tool's input that may be paths (any depth, bounded): any
+    that looks like one, and any value of a key that names a path (file,
+    source, dir ...) whatever its shape."""
+    out, todo = [], [(value, 0, False)]
     while todo and len(out) < limit:
-        item, depth = todo.pop()
+        item, depth, named = todo.pop()
         if isinstance(item, str):
             if 0 < len(item) < 4096 and "\n" not in item and (
                     item.startswith(("/", "~", "./", "../", "file://", ".")) or (
-                        "/" in item and " " not in item and "://" not in item)):
+                        "/" in item and " " not in item and "://" not in item) or (
+                        named and "://" not in item and " " not in item)):
                 out.append(item)
         elif depth < 4 and isinstance(item, dict):
-            todo.extend((v, depth + 1) for v in item.values())
+            todo.extend((v, depth + 1, k in _PATH_KEYS) for k, v in item.items())
         elif depth < 4 and isinstance(item, list):
-            todo.extend((v, depth + 1) for v in item[:limit])
+            todo.extend((v, depth + 1, named) for v in item[:limit])
     return out
 
 
@@ -7604,8 +7857,26 @@ TREE_READ_INSTEAD = ("search only the folders that hold the code (`grep -rn PATT
 def predicate_secrets(ctx):
     extra = ctx.secret_paths
     for path, mode, what, cmd in ctx.accesses:
+        if isinstance(path, Opaque) and mode not in ("delete", "meta") and \
+                path.startswith("/proc/") and path.endswith("/environ"):
+            return "`%s` reads the environment of a process, the client's " \
+                "credentials included" % redact_clip(what, 120)
+        if mode == "delete" and cmd is not None and cmd.prog == "mv" and \
+                not isinstance(path, Opaque) and is_secret_path(path, ctx.home, extra):
+            landing = [d for s_, d, _t in copy_plan(cmd) if d is not None]
+            if not landing or not all(is_secret_path(ctx.resolve(d, cmd.cwd), ctx.home)
+                                      for d in landing if isinstance(d, str)):
+                return "`%s` gives the secret file %s another name, which a later " \
+                    "command would read" % (redact_clip(what, 120),
+                                            display_path(path, ctx.root))
         if mode in ("delete", "meta") or isinstance(path, Opaque):
             continue
+        if isinstance(path, Glob) and "/" in path and any(
+                ch in path.rsplit("/", 1)[0] for ch in "*?["):
+            hit = _glob_secret(ctx, path, extra)  # ~/.[a]ws/credentials
+            if hit:
+                return "`%s` reads the secret file %s" % (redact_clip(what, 120),
+                                                          display_path(hit, ctx.root))
         if isinstance(path, Found):
             if mode == "read" and path.finder is not None and _found_may_read_secret(
                     ctx, path):
@@ -7649,7 +7920,35 @@ def predicate_secrets(ctx):
             found = prints_credentials(ctx, cmd)
             if found:
                 return found
+        elif (cmd.prog in INTERPRETERS or cmd.prog.startswith("python")) and any(
+                w in str(a) for a in cmd.argv[1:] for w in ("environ", "env", "ENV")):
+            codes = interpreter_parts(cmd.argv)[0]
+            if any(_prints_environment(code) for code in codes) and not _consumed(ctx, cmd):
+                return "`%s` prints the whole environment, the client's credentials " \
+                    "included" % redact_clip(cmd.shown(), 120)
     return None
+
+
+_ENV_ONE = None
+
+
+def _prints_environment(code):
+    """Whether inline code prints the whole environment (print(os.environ), node -p
+    process.env, perl's %ENV, ruby's ENV.to_h): what remains once each lookup of one
+    variable (environ['X'], environ.get('X'), process.env.X, $ENV{X}, ENV['X']) is
+    taken out, next to a print."""
+    global _ENV_ONE
+    import re
+    if _ENV_ONE is None:
+        _ENV_ONE = re.compile(r"(os\.environ|environ|process\.env|ENV)\s*(\[[^\]]*\]|"
+                              r"\.(get|fetch|getenv)\s*\([^)]*\)|\.(?!(?:items|copy|to_h|to_a|inspect|keys|"
+                              r"values|each|entries|dump)\b)[A-Za-z_][A-Za-z0-9_]*|\{[^}]*\})|\$ENV\{[^}]*\}|getenv\s*\([^)]*\)")
+    rest = _ENV_ONE.sub("", code)
+    if not re.search(r"(os\.environ|\bprocess\.env\b|%ENV\b|\bENV\b|environ\b)", rest):
+        return False
+    return bool(re.search(r"\b(print|puts|p|pp|console\.log|echo|say|printf|write|dump|"
+                          r"dumps|json|inspect|to_h|items|each)\b", code)) or \
+        code.strip() in ("process.env", "ENV", "os.environ")
 
 
 # Programs that print a credential: the words after the program that make it
@@ -7674,13 +7973,22 @@ CREDENTIAL_PRINTERS = {
     "keyring": (("get",),),
     "gpg": (("--export-secret-keys",), ("--export-secret-subkeys",)),
     "pass": ("",),
+    # the secret managers a team reads on purpose (vault, op, doppler, cloud secret
+    # stores) are the secret-managers pack's: reading them is allowed there
+    "gopass": (("show",), ("cat",)),
+    "bw": (("get", "password"),),
+    "sops": (("-d",), ("--decrypt",), ("decrypt",)),
+    "npm": (("token", "list"),),
 }
+_CONFIG_GETTERS = ("npm", "pnpm", "yarn", "pip", "pip3", "poetry", "composer", "gem",
+                   "cargo", "bundle", "conda", "git")
 _PASS_HARMLESS = ("ls", "list", "find", "search", "init", "git", "help", "version",
                   "--help", "--version", "insert", "generate", "edit", "rm", "mv", "cp")
 _CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY",
                      "PRIVATE_KEY", "ACCESS_KEY", "CREDENTIAL", "AUTH")
 _PRINTERS = frozenset(("echo", "printf", "printenv", "env", "ps", "set", "export",
-                       "declare", "typeset", "compgen")) | frozenset(CREDENTIAL_PRINTERS)
+                       "declare", "typeset", "compgen")) | frozenset(
+    CREDENTIAL_PRINTERS) | frozenset(_CONFIG_GETTERS)
 
 
 def credential_name(name):
@@ -7702,6 +8010,15 @@ def prints_credentials(ctx, cmd):
             return "`%s` prints a password from the store" % cmd.shown()
         if all(w in args for w in words):
             return "`%s` prints a credential" % cmd.shown()
+    if prog in _CONFIG_GETTERS and "config" in args[:2] and any(
+            a in ("get", "--get", "--get-all", "list", "-l", "--list") for a in args):
+        asked = [a for a in args if not a.startswith("-") and a not in (
+            "config", "get", "list")]
+        if any(credential_name(a.replace(":_", "_").replace("-", "_")) for a in asked) \
+                or (any(a in ("list", "-l", "--list") for a in args) and prog in (
+                    "npm", "pnpm", "yarn") and any(a in ("-l", "--long", "--json")
+                                                   for a in args)):
+            return "`%s` prints a credential from the tool's settings" % cmd.shown()
     if prog == "printenv" and args:
         named = [a for a in args if not a.startswith("-") and credential_name(a)]
         if named:
@@ -7803,7 +8120,9 @@ def _consumed(ctx, cmd):
         if has_flag(other, "cqlL", ("--count", "--quiet", "--silent")):
             return True
         pattern = next((a for a in other.argv[1:] if not a.startswith("-")), "")
-        return bool(pattern) and not credential_name(pattern)
+        upper = pattern.upper().strip("^$.*")
+        return bool(pattern) and not credential_name(pattern) and not (
+            len(upper) >= 3 and any(upper in w for w in _CREDENTIAL_WORDS))
     return False
 
 
@@ -7830,6 +8149,19 @@ def predicate_harness(ctx):
             if id(cmd) not in writes_code:
                 writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
             if not writes_code[id(cmd)]:
+                continue
+        if mode == "write" and cmd is not None and isinstance(path, str) and \
+                path.endswith("/info/sparse-checkout") and "/.git/" in path:
+            made = cmd.shared.made(path) if cmd.shared is not None else None
+            patterns = made.split() if isinstance(made, str) and not isinstance(
+                made, Opaque) else []
+            found = readers()._judge_sparse(ctx, cmd, ["set"] + patterns) if patterns \
+                else reason(
+                "`%s` writes git's sparse-checkout patterns, which the gate cannot read: "
+                "what they leave out leaves the work tree" % redact_clip(what, 120),
+                uncertain=True)
+            if found:
+                reasons.append(found)
                 continue
         verb = "deletes or moves" if mode == "delete" else (
             "gives a second name to" if mode == "link" else "changes")
@@ -7861,6 +8193,9 @@ def predicate_harness(ctx):
         for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
                       _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
                           cmd)[0] in _GIT_REWRITERS else None,
+                      _judge_git_worktree(ctx, cmd.feeds, cmd) if cmd.prog in (
+                          "tar", "bsdtar") and cmd.feeds is not None and
+                      cmd.feeds.prog == "git" else None,
                       _unknown_writer(ctx, cmd), _target_from_harness(cmd)):
             if found and not getattr(found, "uncertain", False):
                 return found
@@ -8127,7 +8462,8 @@ def _judge_tree_copy(ctx, cmd):
 # ---- git commands that rewrite the work tree ---------------------------------
 
 _GIT_REWRITERS = ("checkout", "switch", "restore", "reset", "stash", "read-tree", "clean",
-                  "merge", "rebase", "cherry-pick", "revert", "pull", "sparse-checkout")
+                  "merge", "rebase", "cherry-pick", "revert", "pull", "sparse-checkout",
+                  "checkout-index", "filter-repo")
 
 
 # ---- the notrest block of AGENTS.md ----------------------------------------------
@@ -16564,11 +16900,20 @@ def _follow_make(cmd, cmds, depth):
         return
     names = [makefile] if makefile else _MAKEFILES
     text = None
+    if makefile in _STDIN_PATHS or makefile == "-":  # make -f -: the makefile is its input
+        text = _stdin_script(cmd)
+        if text is None or isinstance(text, Opaque):
+            unknown_code(cmd, text, "makes a makefile from its input")
+            return
+        names = []
     for name in names:
         path = _resolve_in(cmd, os.path.join(folder, name))
-        if os.path.isfile(path):
+        if os.path.isfile(path) or cmd.shared.made(path) is not None:
             text = _script_text(path, cmd.shared)
             break
+    if isinstance(text, Opaque):
+        unknown_code(cmd, text, "makes a makefile the gate cannot read")
+        return
     if not text:
         return
     env = {k: str(v) for k, v in cmd.env.items() if isinstance(k, str) and not isinstance(
@@ -16801,7 +17146,10 @@ def patch_command_targets(cmd):
             patch_file = operands_[1]
         return out
     text = _patch_text(cmd, patch_file)
-    if text is None:
+    if text is None or isinstance(text, Opaque):
+        if isinstance(text, Opaque) or isinstance(patch_file, (Opaque, Glob)) or (
+                patch_file is None and cmd.feeds is not None):
+            return [(found_word(UNKNOWN_WORD, None), "write")]  # a diff it cannot see
         return []
     return [(os.path.join(folder, p), mode) for p, mode in diff_targets(
         text, strip)]
@@ -16834,10 +17182,12 @@ def git_patch_targets(cmd, args):
     texts = [_patch_text(cmd, f) for f in files] if files else [_patch_text(cmd, None)]
     out = []
     for text in texts:
-        if text:
+        if isinstance(text, Opaque):
+            out.append((found_word(UNKNOWN_WORD, None), "write"))  # a patch made unseen
+        elif text:
             out += [(os.path.join(folder, p) if folder else p, mode)
                     for p, mode in diff_targets(text, strip)]
-        elif any(isinstance(f, Opaque) for f in files) or (not files and (
+        elif any(isinstance(f, (Opaque, Glob)) for f in files) or (not files and (
                 cmd.feeds is not None or any(r.op == "<" for r in cmd.redirects))):
             out.append((found_word(UNKNOWN_WORD, None), "write"))  # a patch unseen
     return out
@@ -16853,23 +17203,40 @@ _GIT_INSTEAD = {
 }
 
 
-def _judge_git_worktree(ctx, cmd):
+def _judge_git_worktree(ctx, cmd, extractor=None):
     """Whether a git command that rewrites the work tree (checkout, switch,
     restore, reset --hard, stash, read-tree -u, clean, merge, rebase, cherry-pick,
     revert) would change the harness. Exact where cheap: a pathspec that cannot
     reach it costs nothing; the index is read without a subprocess; one bounded
     git call (two for stash -u) answers the rest, only for these commands."""
     sub, args = _git_parts(cmd)
+    if extractor is not None:
+        # `git archive REV [PATHS] | tar -x`: REV's files written over the work tree
+        if sub != "archive" or readers().extract_plan(extractor) is not None or any(
+                ctx.resolve(d, extractor.cwd) != ctx.root for d in option_values(
+                    extractor, ("-C", "--directory"))):
+            return None
+        words = [a for a in args if not str(a).startswith("-")]
+        if not words:
+            return None
+        sub, args = "checkout", [words[0], "--"] + (words[1:] or ["."])
     if sub not in _GIT_REWRITERS:
         return None
     if sub == "sparse-checkout":
         return _judge_sparse(ctx, cmd, args)
+    if sub == "filter-repo":
+        if any(a in ("--analyze", "--help", "-h", "--dry-run") for a in args):
+            return None
+        return reason("`%s` rewrites every commit and checks the result out: what it "
+                      "takes out of history leaves the work tree, the harness's files "
+                      "too" % cmd.shown(), uncertain=True, instead=_GIT_INSTEAD["range"])
+    sub, args = _line_git_view(ctx, cmd, sub, list(args))
     samples = [os.path.join(ctx.root, s) for s in HARNESS_SAMPLES]
     covers = []
 
     def reaches(paths):
-        covers[:] = [ctx.root if p == UNKNOWN_WORD or p.startswith(":") else
-                     ctx.resolve(p, cmd.cwd, False) for p in paths]
+        covers[:] = [ctx.root if p == UNKNOWN_WORD or p.startswith(":") or any(
+            ch in p for ch in "*?[") else ctx.resolve(p, cmd.cwd, False) for p in paths]
         return any(is_within(s, c) for s in samples for c in covers)
 
     found = git_rewrites(
@@ -16956,6 +17323,59 @@ def _shared_file_kept(root, path, rev):
     mine = {event: hook for event, (_g, _h, hook) in our_hook_entries(ours).items()}
     return bool(mine) and mine == {event: hook for event, (_g, _h, hook) in
                                    our_hook_entries(theirs).items()}
+
+
+def _line_git_view(ctx, cmd, sub, args):
+    """A rewriter as the line before it leaves git: a ref named by an earlier
+    `git fetch . SRC:DST`, `git branch DST SRC` or `git update-ref refs/heads/DST
+    SRC` is SRC; after `git symbolic-ref HEAD REF`, `git update-ref HEAD REF` or
+    `git reset --soft REF`, a hard reset with no commit resets to REF; after a
+    mixed `git reset REV` or `git read-tree REV`, `git checkout-index -a -f` writes
+    REV's files (it is `git checkout REV -- .`)."""
+    alias, head, index = {}, None, None
+    for other in ctx.cmds:
+        if other is cmd:
+            break
+        if other.prog != "git":
+            continue
+        osub, oargs = _git_parts(other)
+        words = [str(a) for a in oargs if not str(a).startswith("-")]
+        if osub == "fetch" and words[:1] == ["."]:
+            for spec in words[1:]:
+                src, _, dst = spec.lstrip("+").partition(":")
+                if dst:
+                    alias[dst.replace("refs/heads/", "")] = alias.get(src, src)
+        elif osub in ("branch", "tag") and len(words) == 2:
+            alias[words[0]] = alias.get(words[1], words[1])
+        elif osub == "update-ref" and len(words) >= 2:
+            if words[0] == "HEAD":
+                head = alias.get(words[1], words[1])
+            else:
+                alias[words[0].replace("refs/heads/", "")] = alias.get(words[1], words[1])
+        elif osub == "symbolic-ref" and len(words) == 2 and words[0] == "HEAD":
+            head = words[1].replace("refs/heads/", "")
+        elif osub == "reset" and words and not any(
+                str(a) in ("--hard", "--keep", "--merge") for a in oargs):
+            if "--soft" in oargs:
+                head = alias.get(words[0], words[0])
+            else:
+                index = alias.get(words[0], words[0])
+        elif osub == "read-tree" and words and "-u" not in "".join(
+                str(a) for a in oargs if str(a).startswith("-") and not str(a).startswith(
+                    "--")):
+            index = alias.get(words[-1], words[-1])
+    args = [alias.get(a, a) if isinstance(a, str) and not a.startswith("-") else a
+            for a in args]
+    if sub == "reset" and head is not None and "--hard" in args and not [
+            a for a in args if not str(a).startswith("-")]:
+        args = args + [head]
+    if sub == "checkout-index":
+        paths = [a for a in args if not str(a).startswith("-")]
+        if not paths and not any(a in ("-a", "--all") or (str(a).startswith("-") and not
+                                 str(a).startswith("--") and "a" in str(a)) for a in args):
+            return sub, args
+        return "checkout", ([index] if index else []) + ["--"] + (paths or ["."])
+    return sub, args
 
 
 def _judge_sparse(ctx, cmd, args):
@@ -17303,12 +17723,19 @@ def _walk_for_secret(ctx, path, excludes, includes=()):
 
 def _found_may_read_secret(ctx, path):
     tests = path.finder.find.tests
-    if not tests:
-        return False
+    if not tests:  # everything under the starting point: its secrets too
+        return holds_secrets(str(path), ctx.home, ctx.secret_paths) or bool(
+            tree_secret(ctx, str(path)))
     for sample in _SECRET_SAMPLES:
         full = os.path.join(path, sample)
         if is_secret_path(full, ctx.home) and _find_tests_match(path.finder, path, full):
             return True
+    if ctx.home and ctx.home != "/" and is_within(ctx.home, str(path)):
+        for rel in HOME_SECRET_PATHS:  # ~/.aws/credentials below a find of ~
+            if "*" not in rel:
+                full = os.path.join(ctx.home, rel)
+                if _find_tests_match(path.finder, path, full):
+                    return True
     return False
 
 
@@ -17489,6 +17916,8 @@ def printed_text(cmd, depth=0):
         return _echo_text(args)
     if prog == "printf":
         return _printf_text(args) if args and "-v" not in args[:1] else None
+    if prog == "ls":
+        return listing_text(args, cmd.cwd)
     compute = _TEXT_FILTERS.get(prog)
     if compute is None:
         return None
@@ -17832,7 +18261,53 @@ def _sed_replacement(text):
     return "".join(out)
 
 
-_TEXT_FILTERS = {"cat": _filter_lines, "tee": _filter_lines, "base64": _filter_base64,
+def listing_text(args, cwd):
+    """What a plain `ls [-a|-A|-1] [FOLDER]` prints, one name a line (bounded), else
+    None (a long listing, several folders, a folder not on disk)."""
+    flags = "".join(a[1:] for a in args if a.startswith("-") and a != "-")
+    folders = [a for a in args if not a.startswith("-")]
+    if flags and set(flags) <= set("d1") and folders:
+        return "".join(f + "\n" for f in folders)  # ls -d: the names as given
+    if set(flags) - set("aA1") or len(folders) > 1 or not isinstance(cwd, str):
+        return None
+    folder = os.path.join(cwd, os.path.expanduser(folders[0])) if folders else cwd
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    if len(names) > 512:
+        return None
+    if "a" not in flags and "A" not in flags:
+        names = [n for n in names if not n.startswith(".")]
+    elif "a" in flags:
+        names = [".", ".."] + names
+    return "".join(n + "\n" for n in names)
+
+
+def _filter_grep(args, text):
+    """grep PATTERN (fixed strings and plain regular expressions, -v, -i, -E, -F)
+    over known text; None for what it cannot compute."""
+    flags, pattern, rest = set(), None, []
+    for arg in args:
+        if arg.startswith("-") and pattern is None and arg != "-":
+            flags.update(arg[1:])
+        elif pattern is None:
+            pattern = arg
+        else:
+            rest.append(arg)
+    if pattern is None or rest or flags - set("viEFw"):
+        return None
+    import re
+    try:
+        rx = re.compile(re.escape(pattern) if "F" in flags else pattern,
+                        re.I if "i" in flags else 0)
+    except re.error:
+        return None
+    lines = text.splitlines(True)
+    return "".join(l for l in lines if bool(rx.search(l)) != ("v" in flags))
+
+
+_TEXT_FILTERS = {"grep": _filter_grep, "egrep": _filter_grep, "cat": _filter_lines, "tee": _filter_lines, "base64": _filter_base64,
                  "base32": _filter_base32, "basenc": _filter_basenc, "xxd": _filter_xxd,
                  "tr": _filter_tr, "rev": _filter_rev, "tac": _filter_tac,
                  "head": _filter_head, "tail": _filter_tail, "sed": _filter_sed}
@@ -18186,6 +18661,8 @@ def follow_code_options(cmd, cmds, depth):
 # a git alias, a folder of hooks, a file of more config.
 GIT_PROGRAM_KEYS = {
     "core.editor": "shell", "core.pager": "shell", "core.sshcommand": "shell",
+    "core.alternaterefscommand": "shell", "gpg.x509.program": "shell",
+    "merge.*.recursive": "", "web.browser": "",
     "core.fsmonitor": "shell", "core.askpass": "shell", "core.gitproxy": "shell",
     "core.hookspath": "hooks", "init.templatedir": "hooks", "core.worktree": "hooks",
     "sequence.editor": "shell", "diff.external": "shell", "credential.helper": "helper",
@@ -18265,6 +18742,21 @@ def follow_git(cmd, cmds, depth):
         kind = git_key_kind(key)
         if kind:
             _git_value(cmd, kind, key, value, cmds, depth)
+    if i < len(argv) and argv[i] in ("clone", "submodule"):
+        # clone -c/--config KEY=VALUE: the setting is the new clone's, and its first
+        # checkout (fsmonitor, filters, hooks) already runs it; aliases wait for a call
+        rest = list(argv[i + 1:])
+        for k, arg in enumerate(rest):
+            value = None
+            if arg in ("-c", "--config") and k + 1 < len(rest):
+                value = rest[k + 1]
+            elif arg.startswith("--config="):
+                value = arg[9:]
+            if value is not None:
+                key, _, val = str(value).partition("=")
+                kind = git_key_kind(key)
+                if kind:
+                    _git_value(cmd, kind, key, val, cmds, depth)
     if i < len(argv):
         follower = _GIT_CODE_VERBS.get(argv[i])
         if follower is not None:
@@ -18272,6 +18764,30 @@ def follow_git(cmd, cmds, depth):
     for arg in argv[i + 1:]:
         if str(arg).startswith("ext::"):
             _git_value(cmd, "url", "the URL", arg, cmds, depth)
+
+
+def follow_git_config_text(cmd, text, cmds, depth):
+    """Git config text this line writes (`echo ... >> .git/config`): each setting git
+    will run, judged as `git -c KEY=VALUE` would be."""
+    section = ""
+    for raw in text.replace("\\n", "\n").replace("\\t", "\t").splitlines()[:400]:
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            head = line[1:line.find("]")] if "]" in line else line[1:]
+            name, _, sub = head.partition(" ")
+            section = name + ("." + sub.strip().strip('"') if sub.strip() else "")
+            line = line[line.find("]") + 1:].strip() if "]" in line else ""
+            if not line:
+                continue
+        key, eq, value = line.partition("=")
+        if not eq or not section:
+            continue
+        full = "%s.%s" % (section, key.strip())
+        kind = git_key_kind(full)
+        if kind:
+            _git_value(cmd, kind, full, value.strip().strip('"'), cmds, depth)
 
 
 def _git_value(cmd, kind, key, value, cmds, depth):
@@ -18432,7 +18948,7 @@ _CODE_LINKS = frozenset(("symlink", "symlinkSync", "ln_s", "ln_sf", "link", "lin
                          "symlink_to", "hardlink_to"))
 _CODE_MODES = frozenset(("chmod", "chmodSync", "chown", "chownSync", "lchmod", "lchown"))
 _CODE_SHELLS = frozenset((
-    "system", "popen", "getoutput", "getstatusoutput", "check_output", "check_call",
+    "system", "system2", "execute", "popen", "getoutput", "getstatusoutput", "check_output", "check_call",
     "call", "run", "Popen", "execSync", "exec", "execFile", "execFileSync", "spawn",
     "spawnSync", "shell_exec", "passthru", "proc_open", "capture2", "capture2e",
     "capture3", "popen2", "popen3", "popen2e", "pipeline", "execa", "execaSync",
@@ -18444,7 +18960,8 @@ _CODE_EVALS = frozenset(("exec", "eval", "compile", "execfile", "instance_eval",
 _CODE_AMBIGUOUS = frozenset(("remove", "delete", "rm", "copy", "move", "rename",
                              "replace", "run", "call", "exec", "spawn", "link", "open",
                              "write", "cp", "mv", "install", "touch", "truncate",
-                             "pipeline", "system", "popen", "eval", "compile"))
+                             "pipeline", "system", "popen", "eval", "compile", "execute",
+                             "system2"))
 _CODE_MODULES = frozenset((
     "os", "shutil", "subprocess", "fs", "fsp", "fse", "promises", "child_process", "cp",
     "childProcess", "FileUtils", "File", "IO", "Dir", "Files", "Path", "pathlib", "Kernel",
@@ -18456,7 +18973,11 @@ _CODE_BARE = {"python": ("open", "exec", "eval", "compile"),
               "ruby": ("system", "exec", "spawn", "open", "eval"),
               "php": ("unlink", "rmdir", "rename", "copy", "system", "exec", "symlink",
                       "link", "chmod", "fopen", "eval"),
-              "node": ("eval",)}
+              "node": ("eval",),
+              # lua's os.execute, R's system/system2, julia's run, osascript's do shell
+              # script: the other languages' ways to run a command line
+              "other": ("system", "system2", "shell", "execute", "exec", "spawn", "popen",
+                        "eval")}
 _CODE_PATHS = frozenset(("Path", "PurePath", "PosixPath", "join", "resolve", "normalize",
                          "abspath", "realpath", "normpath", "expanduser", "expand_path",
                          "fspath", "str", "String", "new", "absolute", "Pathname",
@@ -18498,6 +19019,12 @@ def code_effects(code, language, argv=(), depth=0):
     the same (rm -rf, : > file, cp, mv, ln -s, chmod), ("notrest", args) when it
     runs notrest itself. argv is what the program sees as its arguments."""
     state = _CodeState(language, argv, depth)
+    if language == "tcl":  # Tcl/expect: `exec CMD ARGS` and `spawn CMD ARGS` run a program
+        for line in code.replace(";", "\n").splitlines():
+            words = line.strip().lstrip("[").split(None, 1)
+            if len(words) == 2 and words[0] in ("exec", "spawn", "system"):
+                state.effects.append(("shell", words[1].rstrip("]")))
+        return state.effects
     tokens = _lex_code(code, language)
     _note_code_imports(tokens, state)
     i, n = 0, len(tokens)
@@ -18514,6 +19041,7 @@ def code_effects(code, language, argv=(), depth=0):
         else:
             i += 1
     if state.notrest is not None:
+        state.effects = [e for e in state.effects if e[0] != "unknown"]
         state.effects.insert(0, ("notrest", state.notrest))
     return state.effects
 
@@ -19019,7 +19547,7 @@ def _code_call(name, args, keywords, state):
     if last in _CODE_CWD_CALLS:
         return "."
     if last in ("getenv", "get", "env", "fetch") and first == "HOME" and (
-            last != "get" or head.endswith("environ")):
+            last != "get" or head.endswith(("environ", "env"))):
         return "~"
     if last == "chr" and isinstance(first, str) and first.isdigit():
         return chr(int(first)) if int(first) < 0x110000 else None
@@ -19029,6 +19557,20 @@ def _code_call(name, args, keywords, state):
             return binascii.a2b_base64(first).decode("utf-8", "replace")
         except (ValueError, TypeError):
             return None
+    if last == "compile" and head.endswith("py_compile"):
+        target = keywords.get("cfile") or (args[1] if len(args) > 1 else None)
+        if isinstance(target, str):
+            _code_write(state, target)
+        elif isinstance(first, str):
+            _code_write(state, os.path.join(os.path.dirname(first) or ".", "__pycache__",
+                                            "x.pyc"))
+        return None
+    if last in ("compile_dir", "compile_file") and head.endswith("compileall") and \
+            isinstance(first, str):
+        _code_write(state, os.path.join(first if last == "compile_dir" else
+                                        os.path.dirname(first) or ".", "__pycache__",
+                                        "x.pyc"))
+        return None
     if last in ("require", "import_module", "__import__"):
         return _ModuleValue(first) if isinstance(first, str) else None
     path = _code_path_call(head, last, args)
@@ -19102,6 +19644,9 @@ def _code_effect(last, args, keywords, state, receiver):
             state.depth < CODE_DEPTH_MAX:
         state.effects.extend(code_effects(args[0], state.language, state.argv,
                                           state.depth + 1))
+    elif last in _CODE_EVALS and last not in _CODE_SHELLS and args and \
+            args[0] is None and last != "compile":
+        state.effects.append(("unknown", "evaluates code made at run time"))
 
 
 def _code_op(state, words, paths, count=1):
@@ -19114,6 +19659,7 @@ def _code_op(state, words, paths, count=1):
 def _code_write(state, path):
     if path and UNKNOWN_WORD not in path:
         state.effects.append(("shell", ": > %s" % _quote_arg(path)))
+        state.effects.append(("made", path))
 
 
 def _code_open(state, args):
@@ -19124,7 +19670,12 @@ def _code_open(state, args):
         if len(strings) >= 2 and strings[0].strip() in (">", ">>", "+<", "+>", "w", "a"):
             _code_write(state, strings[1])
         elif len(strings) >= 2 and strings[0].strip() in ("-|", "|-"):
-            state.effects.append(("shell", " ".join(strings[1:])))
+            line = " ".join(strings[1:])
+            state.effects.append(("shell", line))
+            if strings[0].strip() == "|-" and os.path.basename(line.split()[0] if
+                                                               line.split() else "") in \
+                    SHELL_NAMES:  # what the code prints into it runs as commands
+                state.effects.append(("unknown", "prints commands into a shell"))
         elif strings:
             spec = strings[0].strip()
             if spec.startswith("|") or spec.endswith("|"):
@@ -19143,6 +19694,9 @@ def _code_run(state, last, args, keywords):
         return
     first = args[0]
     words = None
+    if first is None:  # os.system(sys.stdin.read()), exec(cmd) of a value it cannot know
+        state.effects.append(("unknown", "runs a command made at run time"))
+        return
     if isinstance(first, list):
         words = first
     elif isinstance(first, str) and len(args) > 1 and isinstance(args[1], list):
