@@ -2732,6 +2732,9 @@ def _scan_anchor(text, low, table, key, out):
     """Every place the anchor `key` stands, matched against its rules in table order
     (the first that fits wins: a routable GitLab token before a classic one)."""
     rules = table.rules(table.anchors, key, _anchor_priority)
+    if all(rule.keywords for rule in rules) and not any(
+            alt[0] in low for rule in rules for alt in rule.keywords):
+        return                 # "|" is everywhere, "facebook" is not: skip the anchor
     exact = rules[0].infix and not rules[0].ci   # 8Q~, :AA: found as written
     for pos in _find_all(text if exact else low, rules[0].anchor if exact else key):
         for rule in rules:
