@@ -11766,8 +11766,8 @@ def _index_entry(rec):
 # its start record (owed {id: command key}), and the session's fold settles one
 # when a command with that key exits 0 (settled [id], in its index entry too).
 # A debt is open while no index entry settled it and no person acked it (acks.json
-# "debts": its id, acked by itself or with its session; an alert's ack, which says
-# a person saw it, does not settle work).
+# "debts": its id, acked by itself or with its session). An alert's ack (a person
+# saw the session's denials) settles its denied calls, never its unfinished work.
 
 _CHECK_WORDS = ("test", "pytest", "check", "lint", "jest", "vitest", "mocha", "tox",
                 "nox", "mypy", "ruff", "flake8", "pylint", "eslint", "tsc", "rspec",
@@ -11832,7 +11832,8 @@ def _debt_ok(debt):
                                                                     int, float))
 
 
-def open_debts(entries, debt_acks, now, skip=(), live_settled=(), states=None):
+def open_debts(entries, debt_acks, now, skip=(), live_settled=(), states=None,
+               acks=None):
     """The debts no later session settled and no person acked, oldest first: each
     a copy of the debt with its session, client and the session's state. A live
     session's running calls are not debts yet; nor are those of a session that
@@ -11848,9 +11849,12 @@ def open_debts(entries, debt_acks, now, skip=(), live_settled=(), states=None):
         if type(debts) is not list or not debts or entry.get("session") in skip:
             continue
         sid = entry["session"]
+        seen = (acks or {}).get(sid) or 0
         for debt in debts:
             if not _debt_ok(debt) or debt["id"] in settled or debt["id"] in debt_acks:
                 continue
+            if debt["kind"] == "denied" and seen >= (debt.get("t") or 0):
+                continue  # the denial is the alert a person saw
             if debt["kind"] == "unfinished":
                 if sid not in states:
                     states[sid] = _entry_state(entry, now)
@@ -12533,7 +12537,7 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         "debts": [dict(d, key=command_key(d["what"]), what=show_command(
             d["what"], estate.root, home)) for d in
                   open_debts(entries, load_acks(estate, "debts"), now,
-                             skip, live_settled)],
+                             skip, live_settled, acks=load_acks(estate))],
         "shown": {"banked": [choice["banked"]] if choice["banked"] else [],
                   "since": list(choice["since"]), "alerts": list(choice["alerts"])},
     }
@@ -27546,7 +27550,7 @@ def cmd_status(args):
               "laws": [law.id for law in book.active()], "law_problems": book.problems,
               "sync": last_sync(estate),
               "debts": open_debts(entries, load_acks(estate, "debts"),
-                                  now)}
+                                  now, acks=load_acks(estate))}
     if args.json:
         _print_json(status)
         return 0
@@ -27631,7 +27635,8 @@ def cmd_ack(args):
     require_a_person("ack", estate)
     alerts = unseen_alerts(estate)
     now = time.time()
-    debts = open_debts(load_index(estate), load_acks(estate, "debts"), now)
+    debts = open_debts(load_index(estate), load_acks(estate, "debts"), now,
+                       acks=load_acks(estate))
     debt_ids = {d["id"] for d in debts}
     wanted = [find_session(estate, s) for s in args.sessions if s not in debt_ids]
     chosen = [a for a in alerts if not args.sessions or a["session"] in wanted]
