@@ -7569,15 +7569,20 @@ def _judge_chmod(ctx, cmd):
     return []
 
 
-def _find_names_miss(info, start, inner):
-    """Whether a find from start whose only tests are names (-name, -iname) can
-    yield neither inner nor a folder above it: no name on the way down matches."""
+def _find_names_miss(info, start, inner, argv):
+    """Whether a find from start whose only tests are names (-name, -iname) and
+    whose -maxdepth stops above inner can yield neither anything inside inner nor
+    a folder above it (no name on the way down matches)."""
     if not info.tests or any(t not in ("-name", "-iname") for t, _p in info.tests):
         return False
     rel = os.path.relpath(inner, start)
     if rel == "." or rel.startswith(".."):
         return False
-    for part in rel.split(os.sep):
+    parts = rel.split(os.sep)
+    depth = argv[argv.index("-maxdepth") + 1] if "-maxdepth" in argv[:-1] else ""
+    if not (isinstance(depth, str) and depth.isdigit() and int(depth) < len(parts)):
+        return False    # it goes down into inner, where any name may match
+    for part in parts[:int(depth)]:
         for test, pattern in info.tests:
             a, b = (pattern.lower(), part.lower()) if test == "-iname" else (pattern, part)
             if _segment_match(a, b):
@@ -7595,9 +7600,9 @@ def _judge_find(ctx, finder, shown):
                 shown.shown(), redact_clip(root_text, 60)), uncertain=True)
         path = ctx.resolve(root_text, finder.cwd, info.follow or root_text.endswith("/"))
         if path == "/" or (ctx.home != "/" and is_within(ctx.home, path) and not
-                           _find_names_miss(info, path, ctx.home)) or (
+                           _find_names_miss(info, path, ctx.home, finder.argv)) or (
                 is_within(ctx.root, path) and path != ctx.root and not _find_names_miss(
-                    info, path, ctx.root)):
+                    info, path, ctx.root, finder.argv)):
             return "`%s` deletes files under %s, outside the project" % (shown.shown(),
                                                                          path)
         kind, base = ctx.container(path)

@@ -92,6 +92,7 @@ CASES = [
     ("rm src/util.py", "allow"),
     ("find /tmp -maxdepth 1 -name 'nomatch-friction-*' -exec rm -rf {} +", "allow"),
     ("find /tmp -name 'pytest-of-*' -exec rm -rf {} +", "no-destroy"),   # the home's
+    ("find /tmp -name '*.txt' -delete", "no-destroy"),     # goes down into the home
     ("rm -rf src", "no-destroy"),
     ("npx rimraf src", "no-destroy"),
     ("find src -type f -delete", "no-destroy"),
