@@ -3028,7 +3028,11 @@ _OP_STARTS = frozenset(";&|()<>\n")
 _SHELL_KEYWORDS = frozenset(("!", "{", "}", "then", "do", "else", "elif", "if", "while",
                              "until", "fi", "done", "esac", "function", "in"))
 SHELL_NAMES = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish",
-                         "busybox", "rbash", "yash", "tcsh", "csh"))
+                         "busybox", "rbash", "yash", "tcsh", "csh", "oksh", "loksh",
+                         "posh", "mrsh", "osh", "ysh", "oil", "elvish", "xonsh", "nu",
+                         "ion", "rc", "es"))
+# (the last ones are not POSIX shells, but `-c TEXT` runs TEXT as commands, and a
+# simple command reads the same in each: `nu -c "rm -rf ~"` is `rm -rf ~`)
 INTERPRETERS = frozenset(("python", "python2", "python3", "node", "nodejs", "deno", "bun",
                           "perl", "ruby", "php", "lua", "luajit", "Rscript", "R", "pwsh",
                           "osascript", "expect", "tclsh", "wish", "julia", "raku"))
@@ -4218,12 +4222,69 @@ _KNOWN_NOT_WRAPPERS = frozenset((
 
 def _maybe_wrapper(cmd, argv, cmds, depth):
     """A program with no row, given a word that names a program which destroys or
-    runs code, followed by more words: judged as a wrapper of the rest too."""
-    for j in range(1, min(len(argv) - 1, 24)):
+    runs code, followed by more words: judged as a wrapper of the rest too. A word
+    that holds a command line of such a program (`hyperfine 'rm -rf ~'`,
+    `concurrently …`, `nodemon --exec=…`, `psql -c '\\! …'`, a language's
+    `system "…"`) is judged as the line that program may run."""
+    prog = os.path.basename(argv[0])
+    for j in range(1, min(len(argv), 24)):
         word = argv[j]
-        if type(word) is str and os.path.basename(word) in _RUN_NAMES:
-            spawn_argv(cmd, argv[j:], cmds, depth + 1, os.path.basename(argv[0]))
+        if type(word) is not str:
+            continue
+        if j < len(argv) - 1 and os.path.basename(word) in _RUN_NAMES:
+            spawn_argv(cmd, argv[j:], cmds, depth + 1, prog)
             return
+        if argv[j - 1] in _MESSAGE_OPTIONS or word.split("=", 1)[0] in _MESSAGE_OPTIONS:
+            continue  # a message's text (`-m "rm -rf ~ is refused now"`) runs nothing
+        for line in _embedded_lines(word):
+            _nested(cmd, line, cmds, depth, origin="%s, which may run it" % prog)
+
+
+_MESSAGE_OPTIONS = frozenset((
+    "-m", "--message", "--body", "--title", "--summary", "--description", "--comment",
+    "--subject", "--text", "--note", "--notes", "--reason", "--label", "--msg"))
+
+
+# Where a command line may begin inside a word: its start, or after a quote, a
+# bracket, a backtick or a shell escape (`!`, `|`, `;`, `&`, `=`).
+_LINE_OPENERS = frozenset("\"'`([{!|;&=")
+_LINE_STOPS = frozenset("\"'`()[]{};|&=!")
+
+
+def _embedded_lines(word):
+    """The command lines a word holds, each starting with a program of _RUN_NAMES
+    followed by at least one more word, at a place where a line may begin (prose
+    such as "how rm -rf broke it" starts no line). A line ends with the quote it
+    began in, or with the word."""
+    if " " not in word and "\t" not in word:
+        return []
+    lines, i, n, opened = [], 0, len(word), True
+    while i < n and len(lines) < 8:
+        c = word[i]
+        if c in " \t":
+            i += 1
+            continue
+        if c in _LINE_OPENERS:
+            opened, i = True, i + 1
+            continue
+        end = i
+        while end < n and not word[end].isspace() and word[end] not in _LINE_STOPS:
+            end += 1
+        if opened and os.path.basename(word[i:end]) in _RUN_NAMES and end < n and \
+                word[end] in " \t":
+            k = i - 1
+            while k >= 0 and word[k] in " \t":
+                k -= 1
+            quote = word[k] if k >= 0 and word[k] in "\"'`" else ""
+            stop = word.find(quote, end) if quote else -1
+            line = word[i:stop if stop >= 0 else n]
+            if len(line.split()) > 1:
+                lines.append(line)
+            i = stop + 1 if stop >= 0 else n
+            opened = False
+            continue
+        opened, i = False, max(end, i + 1)
+    return lines
 
 
 def _nested(cmd, text, cmds, depth, origin=None, cwd=None, env=None):
@@ -4776,13 +4837,20 @@ def _fan_out(cmd, command, items, replace, cmds, depth, origin):
 
 _ENV_RUNNER_VALUES = ("-n", "--name", "-p", "--prefix", "-e", "--env", "-E",
                       "--environment", "--cwd", "-C", "-I", "--arg", "--argstr", "-A",
-                      "--attr", "-k", "--keep", "--project", "--manifest-path")
+                      "--attr", "-k", "--keep", "--project", "--manifest-path",
+                      # uv run's and poetry run's options that take a value
+                      "--with", "-w", "--with-editable", "--with-requirements",
+                      "--python", "--directory", "--package", "--group", "--only-group",
+                      "--no-group", "--extra", "--env-file", "--index", "--default-index",
+                      "--index-url", "-i", "--extra-index-url", "--find-links", "-f",
+                      "--cache-dir", "--config-file", "--from", "-P")
 
 
 def _peel_env_runner(cmd, cmds, depth):
     """The tools that run a command inside an environment they set up: `conda run
     [-n ENV] CMD`, `mise exec -- CMD`, `pixi run CMD`, `nix-shell --run STRING`,
-    `nix develop -c CMD`: the command is judged as one."""
+    `nix develop -c CMD`, `uv run`, `uvx`, `poetry run`, `pipenv run`: the command is
+    judged as one."""
     argv = cmd.argv
     for flag in ("--run", "--command"):
         if cmd.prog == "nix-shell" and flag in argv[1:-1]:
@@ -4790,6 +4858,8 @@ def _peel_env_runner(cmd, cmds, depth):
             return None
     verbs = ("run", "exec", "x") if cmd.prog not in ("nix",) else ("develop", "shell")
     at = next((k for k in range(1, min(len(argv), 4)) if argv[k] in verbs), None)
+    if cmd.prog == "uvx":  # `uvx [OPTIONS] TOOL ARGS`: the tool runs as a program
+        at = 0
     if at is None:
         return None
     rest = list(argv[at + 1:])
@@ -4802,6 +4872,8 @@ def _peel_env_runner(cmd, cmds, depth):
     inner = rest[j - 1:]
     if cmd.prog in ("mise", "rtx", "asdf"):  # `mise exec node@20 -- node x`: the
         inner = rest[rest.index("--") + 1:] if "--" in rest else []  # tools come first
+    if cmd.prog == "uv" and inner and str(inner[0]).endswith(".py"):
+        inner = ["python"] + inner  # `uv run x.py` runs it with the project's python
     if inner:
         spawn_argv(cmd, inner, cmds, depth + 1, "%s %s" % (cmd.prog, argv[at]))
     return None
@@ -4965,6 +5037,10 @@ _PEELERS = {
     "asdf": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
     "nix-shell": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
     "nix": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "uv": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "uvx": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "poetry": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "pipenv": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
     "sem": _peel_sem, "su": _peel_su, "runuser": _peel_su, "eval": _peel_eval,
     "trap": _peel_trap, "script": _peel_script, "cd": _peel_cd, "pushd": _peel_cd,
     "export": _peel_export, "declare": _peel_export, "typeset": _peel_export,
@@ -5344,7 +5420,8 @@ def _language(prog):
     for prefix, language in (("python", "python"), ("pypy", "python"), ("node", "node"),
                              ("deno", "node"), ("bun", "node"), ("perl", "perl"),
                              ("ruby", "ruby"), ("php", "php"), ("expect", "tcl"),
-                             ("tclsh", "tcl"), ("wish", "tcl")):
+                             ("tclsh", "tcl"), ("wish", "tcl"), ("pwsh", "pwsh"),
+                             ("powershell", "pwsh")):
         if prog.startswith(prefix):
             return language
     return "other" if prog in INTERPRETERS else ""
@@ -5476,6 +5553,9 @@ def interpreter_code(cmd):
 def _follow_interpreter(cmd, cmds, depth):
     """Judge what an interpreter runs: its inline code, its script, or notrest."""
     argv = cmd.argv
+    if _language(cmd.prog) == "pwsh":
+        _follow_pwsh(cmd, cmds, depth)
+        return
     codes, script, module, rest = interpreter_parts(argv)
     language = _language(cmd.prog) or "other"
     if module is not None:
@@ -5502,9 +5582,141 @@ def _follow_interpreter(cmd, cmds, depth):
                                     argv[1:]):
             _run_stdin(cmd, cmds, depth)
     for code in codes:
+        if language == "other":  # a language the gate has no reader for: the
+            for line in _embedded_lines(code):  # command lines its strings hold
+                _nested(cmd, line, cmds, depth, origin="%s, which may run it" % cmd.prog)
         flag = {"python": "-c", "php": "-r"}.get(language, "-e")
         _follow_code(cmd, code, language, ["-c"] + list(argv[rest:]), cmds, depth,
                      "%s %s" % (cmd.prog, flag))
+
+
+# ---- PowerShell: its cmdlets read as the shell commands that do the same ----
+# pwsh takes any unambiguous prefix of a parameter's name, in any case; -Command
+# text (or -EncodedCommand's base64 of UTF-16LE) is statements separated by `;`,
+# each a pipeline. The subset here is what deletes, writes, copies, moves, reads,
+# downloads and evaluates: enough to judge the call by the laws the shell has.
+
+_PWSH_VERBS = {
+    "remove-item": "rm", "rm": "rm", "ri": "rm", "del": "rm", "erase": "rm", "rd": "rm",
+    "rmdir": "rm", "copy-item": "cp", "cp": "cp", "copy": "cp", "cpi": "cp",
+    "move-item": "mv", "mv": "mv", "move": "mv", "mi": "mv", "set-content": "tee",
+    "sc": "tee", "out-file": "tee", "add-content": "tee -a", "ac": "tee -a",
+    "clear-content": "truncate -s 0", "clc": "truncate -s 0", "get-content": "cat",
+    "gc": "cat", "cat": "cat", "type": "cat", "invoke-expression": "sh -c",
+    "iex": "sh -c", "invoke-webrequest": "curl", "iwr": "curl",
+    "invoke-restmethod": "curl", "irm": "curl", "curl": "curl", "wget": "curl",
+    "get-childitem": "ls", "gci": "ls", "ls": "ls", "dir": "ls"}
+_PWSH_FLAGS = {"-recurse": "-r", "-r": "-r", "-rec": "-r", "-force": "-f", "-fo": "-f",
+               "-f": "-f", "-append": "-a"}
+_PWSH_VALUES = ("-value", "-encoding", "-filter", "-include", "-exclude", "-method",
+                "-body", "-headers", "-outfile", "-erroraction", "-ea", "-credential")
+_PWSH_HOME = ("$home", "$env:home", "$env:userprofile", "${env:home}", "~")
+
+
+def _pwsh_words(statement):
+    words, i, n = [], 0, len(statement)
+    while i < n:
+        c = statement[i]
+        if c.isspace():
+            i += 1
+        elif c in "'\"":
+            j = statement.find(c, i + 1)
+            j = n if j < 0 else j
+            words.append(("q" if c == "'" else "d", statement[i + 1:j]))
+            i = j + 1
+        else:
+            j = i
+            while j < n and not statement[j].isspace() and statement[j] not in "'\"":
+                j += 1
+            words.append(("w", statement[i:j]))
+            i = j
+    return words
+
+
+def _pwsh_value(kind, text):
+    """A PowerShell word as a shell word: the home folder as ~, its variables the
+    gate cannot know as an unknown word."""
+    low = text.lower()
+    for home in _PWSH_HOME:
+        if low == home or low.startswith(home + "/") or low.startswith(home + "\\"):
+            return "~" + text[len(home):].replace("\\", "/")
+    if kind != "q" and "$" in text:
+        return UNKNOWN_WORD
+    return _quote_arg(text.replace("\\", "/"))
+
+
+def pwsh_lines(code):
+    """The shell lines that do what PowerShell code does, for the subset above."""
+    lines = []
+    for statement in code.replace("\n", ";").split(";")[:200]:
+        shell, before = [], None
+        for stage in statement.split("|"):
+            words = _pwsh_words(stage.strip())
+            if words and words[0][1] == "&":  # the call operator: `& 'prog' args`
+                words = words[1:]
+            if not words:
+                continue
+            verb = _PWSH_VERBS.get(words[0][1].lower())
+            if verb is None:
+                shell.append(" ".join(_pwsh_value(k, t) for k, t in words))
+                before = None
+                continue
+            out, k = [verb], 1
+            while k < len(words):
+                kind, text = words[k]
+                low = text.lower()
+                if kind == "w" and low in _PWSH_FLAGS:
+                    out.append(_PWSH_FLAGS[low])
+                elif kind == "w" and low in _PWSH_VALUES:
+                    k += 1
+                elif not (kind == "w" and low.startswith("-")):
+                    out.append(_pwsh_value(kind, text))
+                k += 1
+            if verb == "rm" and before and not [w for w in out[1:] if w[:1] != "-"]:
+                out += before  # `gci ~ | Remove-Item -Recurse`: what was listed
+            if verb == "sh -c" and len(out) == 1:
+                out = ["sh"]  # `… | iex`: what comes down the pipe runs
+            before = [w for w in out[1:] if not w.startswith("-")] if verb == "ls" else None
+            shell.append(" ".join(out))
+        if shell:
+            lines.append(" | ".join(shell))
+    return lines
+
+
+def _pwsh_code(argv):
+    """(code, script) of a pwsh command line: -Command's text (all the words after
+    it), -EncodedCommand's decoded text, or the -File / first word's script."""
+    for i in range(1, len(argv)):
+        flag = str(argv[i]).lower()
+        if isinstance(argv[i], Opaque):
+            return argv[i], None
+        if len(flag) > 1 and "-command".startswith(flag) and flag != "-":
+            return " ".join(str(a) for a in argv[i + 1:]), None
+        if flag in ("-ec", "-enc") or (len(flag) > 2 and "-encodedcommand".startswith(flag)):
+            import base64
+            try:
+                text = base64.b64decode(str(argv[i + 1])).decode("utf-16-le")
+            except (ValueError, IndexError, UnicodeDecodeError):
+                return Opaque(UNKNOWN_WORD), None
+            return text, None
+        if len(flag) > 1 and "-file".startswith(flag) and i + 1 < len(argv):
+            return None, argv[i + 1]
+        if not flag.startswith("-"):
+            return None, argv[i]
+    return None, None
+
+
+def _follow_pwsh(cmd, cmds, depth):
+    code, script = _pwsh_code(cmd.argv)
+    if isinstance(code, Opaque):
+        unknown_code(cmd, code, "runs PowerShell the gate cannot read")
+    elif code:
+        for line in pwsh_lines(code):
+            _nested(cmd, line, cmds, depth, origin="%s -Command" % cmd.prog)
+    elif script is not None and cmd.shared is not None and not isinstance(script, Opaque):
+        text = _script_text(_resolve_in(cmd, script), cmd.shared)
+        for line in pwsh_lines(text) if isinstance(text, str) else ():
+            _nested(cmd, line, cmds, depth, origin=os.path.basename(str(script)))
 
 
 def _run_code_file(cmd, path_text, args, language, cmds, depth):
