@@ -12595,7 +12595,7 @@ def read_audit(estate):
     findings = [f for f in data.get("findings") or [] if isinstance(f, dict)] if \
         isinstance(data.get("findings"), list) else []
     return {"schema_version": SCHEMA_VERSION, "cursors": {
-        k: v for k, v in cursors.items() if isinstance(v, int) and v >= 0},
+        k: v for k, v in cursors.items() if isinstance(v, int) and v >= AUDIT_ELSEWHERE},
         "findings": findings}
 
 
@@ -15903,8 +15903,8 @@ def _claude_line(line):
         return [], []
     if line.get("type") == "assistant":
         t = _iso_epoch(line.get("timestamp"))
-        return [(c.get("id"), str(c.get("name") or "?"), c.get("input"), t)
-                for c in content if isinstance(c, dict) and c.get("type") == "tool_use"], []
+        return [(c.get("id"), str(c.get("name") or "?"), c.get("input"), t) for c in
+                content if isinstance(c, dict) and c.get("type") == "tool_use"], []
     results = []
     for c in content:
         if isinstance(c, dict) and c.get("type") == "tool_result":
@@ -15928,8 +15928,8 @@ def _codex_line(line):
     if kind not in ("function_call", "custom_tool_call", "local_shell_call"):
         return [], []
     data = payload.get("arguments", payload.get("input", payload.get("action")))
-    return [(payload.get("call_id") or payload.get("id"), str(payload.get("name") or "shell"),
-             data, _iso_epoch(line.get("timestamp")))], []
+    return [(payload.get("call_id") or payload.get("id"), str(
+        payload.get("name") or "shell"), data, _iso_epoch(line.get("timestamp")))], []
 
 
 def transcript_events(path, client, offset, cap=AUDIT_READ_MAX):

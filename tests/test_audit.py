@@ -178,6 +178,11 @@ def test_the_next_session_start_audits_by_itself_and_only_this_project(tmp_path)
     (proj.root / ".claude" / "settings.local.json").unlink()
     packet = packet_of(proj.hook("SessionStart", proj.payload(
         "SessionStart", "st-3", source="startup")))
+    # what was read is not read again: with nothing new, the state is not rewritten
+    state = proj.root / ".notrest" / "audit.json"
+    stamp = (state.stat().st_ino, state.stat().st_mtime_ns)
+    assert proj.cli("audit").code == 1
+    assert (state.stat().st_ino, state.stat().st_mtime_ns) == stamp
     quoted = packet.split("(quoted data written by the last agent")[1]
     lines = [ln for ln in quoted.splitlines() if "UNJUDGED" in ln]
     assert len(lines) == 2, packet
