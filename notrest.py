@@ -15961,7 +15961,7 @@ def transcript_events(path, client, offset, cap=AUDIT_READ_MAX):
         found, outcomes = reader(line)
         for cid, tool, args, t in found:
             if isinstance(cid, str) and cid:
-                calls.append((at, sanitize_session_id(cid), tool[:64],
+                calls.append((at, sanitize_session_id(cid), redact_clip(tool, 64),
                               _call_text(tool, args), t))
         for cid, ran in outcomes:
             if isinstance(cid, str) and cid:
@@ -15970,12 +15970,13 @@ def transcript_events(path, client, offset, cap=AUDIT_READ_MAX):
 
 
 def journal_judgments(estate, session):
-    """(journal?, ids judged, ids refused, an older notrest's journal?) of a session:
-    a refusal is the deny record the gate writes just before the call's record."""
+    """(journal?, ids judged, ids refused, [(t, what)] of the calls judged with no id
+    (an older notrest's)) of a session: a refusal is the deny record the gate
+    writes just before the call's record."""
     path = estate.journal(sanitize_session_id(session))
     if not os.path.exists(path):
         return False, set(), set(), False
-    ids, denied, bare, last = set(), set(), 0, None
+    ids, denied, bare, last = set(), set(), [], None
     for rec, _line, _end in read_records(path):
         if not rec:
             continue
@@ -15990,10 +15991,10 @@ def journal_judgments(estate, session):
                 ids.add(cid)
                 if last == (rec.get("t"), rec.get("what")):
                     denied.add(cid)
-            else:
-                bare += 1
+            elif isinstance(rec.get("t"), (int, float)):
+                bare.append((rec["t"], str(rec.get("what") or "")))
             last = None
-    return True, ids, denied, bool(bare and not ids)
+    return True, ids, denied, bare
 
 
 def hooks_disabled_by(root, env=None):
@@ -16063,7 +16064,7 @@ def _codex_meta(path, roots):
         with open_plain(path) as handle:
             first = handle.readline(1 << 20)
         meta = json_loads(first.decode("utf-8", "replace")).get("payload") or {}
-        return meta.get("cwd") in roots, str(meta.get("id") or "")
+        return meta.get("cwd") in roots, sanitize_session_id(str(meta.get("id") or ""))
     except (OSError, ValueError, AttributeError):
         return None, ""
 
@@ -16130,7 +16131,7 @@ def _audit_locked(estate, env, deadline, cap, now):
         if path not in cursors and st.st_mtime < since - AUDIT_CLOCK_SLACK_S:
             cursors[path] = st.st_size  # all of it from before notrest was here
             continue
-        session = entry.name[:-6]
+        session = sanitize_session_id(entry.name[:-6])
         if client == "codex":
             ours, session = _codex_meta(path, roots)
             if ours is None:
@@ -16158,11 +16159,11 @@ def _audit_calls(estate, env, client, session, judged, calls, results, end, sinc
                  known, findings):
     """Add the findings of one transcript's new calls and results; returns where
     its cursor goes (before a call that may still be before its hook)."""
-    had, ids, denied, legacy = judged
-    if legacy:
-        return end  # a journal of an older notrest: it kept no call ids
+    had, ids, denied, bare = judged
     for at, cid, tool, what, t in calls:
         if cid in ids or (t is not None and t < since - AUDIT_CLOCK_SLACK_S):
+            continue
+        if _judged_without_id(bare, what, t):
             continue
         ran = results.get(cid, (0, None))
         if ran[1] is False:
@@ -16186,6 +16187,16 @@ def _audit_calls(estate, env, client, session, judged, calls, results, end, sinc
             "t": call[4] if call else None,
             "cause": "the gate denied it, and the transcript shows it ran"})
     return end
+
+
+def _judged_without_id(bare, what, t):
+    """Whether a gate record with no call id (an older notrest kept none) is this
+    call's: the same session, the same command or path, close in time."""
+    head = " ".join(str(what or "").split())[:60]
+    if not bare or t is None or not head:
+        return False
+    return any(abs(bt - t) <= AUDIT_CLOCK_SLACK_S and head in " ".join(bwhat.split())
+               for bt, bwhat in bare)
 
 
 def _audit_add(findings, known, finding):

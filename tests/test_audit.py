@@ -295,3 +295,17 @@ def test_history_from_before_notrest_is_not_read_and_the_start_audit_is_bounded(
         holder.kill()
         holder.wait()
     assert [f["id"] for f in notrest.run_audit(estate, env, budget_s=5)] == ["toolu_h2"]
+
+
+def test_a_journal_with_no_call_ids_is_matched_by_time_and_content(tmp_path):
+    """An older notrest journaled calls without their id: a call is judged when
+    the same session's journal has it, close in time; any other is a finding."""
+    proj = make_project(tmp_path)
+    judged(proj, "lg-1", "", "make build")  # a payload with no tool_use_id
+    records = proj.journal("lg-1")
+    assert [r for r in records if r.get("k") == "call" and "id" not in r]
+    claude_transcript(proj, "lg-1", [("toolu_l1", "make build"),
+                                     ("toolu_l2", "make deploy")])
+    result = proj.cli("audit")
+    assert result.code == 1 and "toolu_l2" in result.stdout, result.stdout
+    assert "toolu_l1" not in result.stdout
