@@ -12579,9 +12579,21 @@ def person_notes_since(estate, since):
     return notes[-PERSON_NOTES_SHOWN:]
 
 
+_AUDIT_READ = {}  # what this process last read or wrote of audit.json, by its stat
+
+
+def _audit_stat(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (path, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def read_audit(estate):
     """{cursors, findings} of audit.json; a damaged one is kept aside and reset."""
     path = estate.path("audit.json")
+    key = _audit_stat(path)  # before reading: a later change is read again
     try:
         data = read_json_file(path, "audit state", ESTATE_FILE_CAP)
     except NotrestError as exc:
@@ -12594,15 +12606,20 @@ def read_audit(estate):
     cursors = data.get("cursors") if isinstance(data.get("cursors"), dict) else {}
     findings = [f for f in data.get("findings") or [] if isinstance(f, dict)] if \
         isinstance(data.get("findings"), list) else []
+    _AUDIT_READ.update(key=key, findings=list(findings))
     return {"schema_version": SCHEMA_VERSION, "cursors": {
         k: v for k, v in cursors.items() if isinstance(v, int) and v >= AUDIT_ELSEWHERE},
         "findings": findings}
 
 
 def audit_findings(estate):
-    """What the last audit found and no person acked (no transcript is read)."""
-    if not os.path.exists(estate.path("audit.json")):
+    """What the last audit found and no person acked (no transcript is read; what
+    this process read or wrote already is not parsed again)."""
+    key = _audit_stat(estate.path("audit.json"))
+    if key is None:
         return []
+    if _AUDIT_READ.get("key") == key:
+        return list(_AUDIT_READ["findings"])
     try:
         return read_audit(estate)["findings"]
     except OSError:
@@ -16152,6 +16169,8 @@ def _audit_locked(estate, env, deadline, cap, now):
                             os.path.exists(p)}
         state["findings"] = findings[-AUDIT_FINDINGS_MAX:]
         write_atomic(estate.path("audit.json"), json_dumps(state) + "\n", durable=False)
+        _AUDIT_READ.update(key=_audit_stat(estate.path("audit.json")),
+                           findings=list(state["findings"]))
     return state["findings"]
 
 
