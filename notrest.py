@@ -15869,7 +15869,8 @@ AUDIT_ELSEWHERE = -1               # the cursor of a Codex rollout of another pr
 # what a result says when the call never ran (a hook's or a person's refusal, an
 # input the client rejected): such a call is no finding, and no breach of a deny
 AUDIT_NOT_RUN = ("hook error", "blocked by pretooluse hook", "<tool_use_error>",
-                 "doesn't want to proceed", "rejected by user", "was blocked")
+                 "doesn't want to proceed", "rejected by user", "was blocked",
+                 "unsupported call: ")
 _AUDIT_MARKS = {"claude": (b'"tool_use"', b'"tool_result"'),
                 "codex": (b'_call"', b'_call_output"')}
 

@@ -89,3 +89,18 @@ def test_where_every_call_was_judged_the_audit_finds_nothing(e2e, client):
     audit = cli(env, "audit")
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert "UNJUDGED" not in next_packet(env) and cli(env, "audit").returncode == 0
+
+
+def test_codex_calls_of_other_tools_are_judged_or_never_ran(e2e):
+    """Codex's other tools go through its hooks too (view_image); a call of a tool
+    this Codex does not offer is answered "unsupported call" and never runs: none
+    of them is a finding."""
+    env = e2e("codex", {"scripts": {"AUDITONE": [
+        tool_turn({"name": "update_plan", "arguments": {"plan": [
+            {"step": "look", "status": "in_progress"}]}}),
+        tool_turn({"name": "view_image", "arguments": {"path": "README.md"}}),
+        tool_turn(shell_call("codex", "ls")), text_turn("done")]}})
+    rig.install_notrest(env.project, env.home, "both", env.codex_home)
+    env.run("AUDITONE: look around", timeout=TIMEOUT).check()
+    audit = cli(env, "audit")
+    assert audit.returncode == 0, audit.stdout + audit.stderr
