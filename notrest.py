@@ -15958,6 +15958,10 @@ def transcript_events(path, client, offset, cap=AUDIT_READ_MAX):
         with open_plain(path) as handle:
             handle.seek(offset)
             data = handle.read(cap)
+            if len(data) >= cap and b"\n" not in data:  # one line longer than cap
+                data += handle.read(max(AUDIT_READ_MAX - len(data), 0))
+                if b"\n" not in data:
+                    return [], {}, _past_line(handle, offset + len(data), offset)
     except OSError:
         return [], {}, offset
     end = data.rfind(b"\n") + 1
@@ -15985,6 +15989,20 @@ def transcript_events(path, client, offset, cap=AUDIT_READ_MAX):
             if isinstance(cid, str) and cid:
                 results[sanitize_session_id(cid)] = (at, ran)
     return calls, results, offset + end
+
+
+def _past_line(handle, at, offset):
+    """Where the line that runs past AUDIT_READ_MAX ends (it is skipped: no call of
+    a client is that long, a tool's output can be), or offset while it is being
+    written."""
+    while True:
+        chunk = handle.read(1 << 20)
+        if not chunk:
+            return offset
+        cut = chunk.find(b"\n")
+        if cut >= 0:
+            return at + cut + 1
+        at += len(chunk)
 
 
 def journal_judgments(estate, session):
@@ -16157,13 +16175,19 @@ def _audit_locked(estate, env, deadline, cap, now):
             if not ours:
                 cursors[path] = AUDIT_ELSEWHERE
                 continue
-        calls, results, end = transcript_events(path, client, offset, cap)
-        if calls or results:
-            if session not in journals:
-                journals[session] = journal_judgments(estate, session)
-            end = _audit_calls(estate, env, client, session, journals[session], calls,
-                               results, end, since, now, known, findings)
-        cursors[path] = end
+        while True:  # chunk by chunk: to its end, a call held back, or the budget
+            calls, results, read = transcript_events(path, client, offset, cap)
+            end = read
+            if calls or results:
+                if session not in journals:
+                    journals[session] = journal_judgments(estate, session)
+                end = _audit_calls(estate, env, client, session, journals[session],
+                                   calls, results, read, since, now, known, findings)
+            cursors[path] = end
+            if end < read or end <= offset or end >= st.st_size or (
+                    deadline is not None and time.time() > deadline):
+                break
+            offset = end
     if (dict(cursors), len(findings)) != before:
         seen = {path for _c, path, _e in listing}
         state["cursors"] = {p: v for p, v in cursors.items() if p in seen or

@@ -309,3 +309,18 @@ def test_a_journal_with_no_call_ids_is_matched_by_time_and_content(tmp_path):
     result = proj.cli("audit")
     assert result.code == 1 and "toolu_l2" in result.stdout, result.stdout
     assert "toolu_l1" not in result.stdout
+
+
+def test_a_line_longer_than_a_read_is_passed_not_stuck_on(tmp_path):
+    """A tool's output of 9 MB on one line: the audit goes past it (SessionStart's
+    shorter reads too) and finds the call after it."""
+    proj = make_project(tmp_path)
+    path = claude_transcript(proj, "ln-1", [])
+    with open(path, "a") as handle:
+        handle.write(json.dumps({"type": "user", "timestamp": now_iso(), "message": {
+            "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x",
+                                         "content": "x" * (9 * 1024 * 1024)}]}}) + "\n")
+    claude_transcript(proj, "ln-1", [("toolu_after", "make after")])
+    packet = packet_of(proj.hook("SessionStart", proj.payload(
+        "SessionStart", "ln-2", source="startup")))
+    assert '"make after"' in packet
