@@ -16204,6 +16204,7 @@ def _audit_calls(estate, env, client, session, judged, calls, results, end, sinc
     """Add the findings of one transcript's new calls and results; returns where
     its cursor goes (before a call that may still be before its hook)."""
     had, ids, denied, bare = judged
+    cause = []  # the settings files are read once per transcript, when needed
     for at, cid, tool, what, t in calls:
         if cid in ids or (t is not None and t < since - AUDIT_CLOCK_SLACK_S):
             continue
@@ -16215,10 +16216,10 @@ def _audit_calls(estate, env, client, session, judged, calls, results, end, sinc
         if cid not in results and t is not None and t > now - AUDIT_PENDING_S:
             end = at  # its hook may be judging it now: read it again next time
             break
+        cause = cause or [_unjudged_cause(client, had, estate.root, env)]
         _audit_add(findings, known, {
             "kind": "unjudged", "client": client, "session": session, "id": cid,
-            "tool": tool, "what": what, "t": t,
-            "cause": _unjudged_cause(client, had, estate.root, env)})
+            "tool": tool, "what": what, "t": t, "cause": cause[0]})
     calls_at = {c[1]: c for c in calls}
     for cid, (at, ran) in sorted(results.items(), key=lambda item: item[1][0]):
         if at >= end or cid not in denied or ran is not True:
