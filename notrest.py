@@ -13105,7 +13105,8 @@ def _packet_alerts(snapshot, add, cli):
 def _packet_notes(snapshot, add, cli):
     """Calls that ran unjudged (`notrest audit`) and a person's notes."""
     for finding in snapshot.get("unjudged") or []:
-        add(audit_packet_line(finding), 0)
+        add((globals().get("audit_packet_line") or cold_module().audit_packet_line)(
+            finding), 0)
     for note in snapshot.get("person_notes") or []:
         add("> a person's note, written outside any session (%s): %s" % (
             iso_time(note.get("t")), _q(note.get("note") or note.get("next"), 300)), 0)
@@ -13598,7 +13599,9 @@ def _cold_session_start(estate, event, env, call):
     best_effort(register_session, estate, session, event.client, pid, pid_start,
                 now, ns)
     _export_session_id(env, session)
-    audit_at_start(estate, env)  # incremental, bounded: the packet names its findings
+    # incremental and bounded; the packet names its findings. In the warm part (a
+    # cut that moved it out would cost the whole module, never the packet)
+    (globals().get("audit_at_start") or cold_module().audit_at_start)(estate, env)
     owed, ctx = {}, {}
     packet, digest = start_packet(estate, session, now, call.config, git,
                                   source=event.source, client=event.client, owed=owed,
