@@ -12791,9 +12791,21 @@ def person_notes_since(estate, since):
     return notes[-PERSON_NOTES_SHOWN:]
 
 
+_AUDIT_READ = {}  # what this process last read or wrote of audit.json, by its stat
+
+
+def _audit_stat(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (path, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def read_audit(estate):
     """{cursors, findings} of audit.json; a damaged one is kept aside and reset."""
     path = estate.path("audit.json")
+    key = _audit_stat(path)  # before reading: a later change is read again
     try:
         data = read_json_file(path, "audit state", ESTATE_FILE_CAP)
     except NotrestError as exc:
@@ -12806,15 +12818,20 @@ def read_audit(estate):
     cursors = data.get("cursors") if isinstance(data.get("cursors"), dict) else {}
     findings = [f for f in data.get("findings") or [] if isinstance(f, dict)] if \
         isinstance(data.get("findings"), list) else []
+    _AUDIT_READ.update(key=key, findings=list(findings))
     return {"schema_version": SCHEMA_VERSION, "cursors": {
-        k: v for k, v in cursors.items() if isinstance(v, int) and v >= 0},
+        k: v for k, v in cursors.items() if isinstance(v, int) and v >= AUDIT_ELSEWHERE},
         "findings": findings}
 
 
 def audit_findings(estate):
-    """What the last audit found and no person acked (no transcript is read)."""
-    if not os.path.exists(estate.path("audit.json")):
+    """What the last audit found and no person acked (no transcript is read; what
+    this process read or wrote already is not parsed again)."""
+    key = _audit_stat(estate.path("audit.json"))
+    if key is None:
         return []
+    if _AUDIT_READ.get("key") == key:
+        return list(_AUDIT_READ["findings"])
     try:
         return read_audit(estate)["findings"]
     except OSError:
@@ -13300,10 +13317,8 @@ def _packet_alerts(snapshot, add, cli):
 def _packet_notes(snapshot, add, cli):
     """Calls that ran unjudged (`notrest audit`) and a person's notes."""
     for finding in snapshot.get("unjudged") or []:
-        add("> UNJUDGED: %s call in %s session %s ran with no gate decision (%s): %s" % (
-            _q(finding.get("tool"), 40), _q(finding.get("client"), 10), short_id(str(
-                finding.get("session"))), _q(finding.get("cause"), 120), _q(
-                    finding.get("what"), 160)), 0)
+        add((globals().get("audit_packet_line") or cold_module().audit_packet_line)(
+            finding), 0)
     for note in snapshot.get("person_notes") or []:
         add("> a person's note, written outside any session (%s): %s" % (
             iso_time(note.get("t")), _q(note.get("note") or note.get("next"), 300)), 0)
@@ -13796,6 +13811,9 @@ def _cold_session_start(estate, event, env, call):
     best_effort(register_session, estate, session, event.client, pid, pid_start,
                 now, ns)
     _export_session_id(env, session)
+    # incremental and bounded; the packet names its findings. In the warm part (a
+    # cut that moved it out would cost the whole module, never the packet)
+    (globals().get("audit_at_start") or cold_module().audit_at_start)(estate, env)
     owed, ctx = {}, {}
     packet, digest = start_packet(estate, session, now, call.config, git,
                                   source=event.source, client=event.client, owed=owed,
@@ -16040,6 +16058,433 @@ def start_sync_quietly(estate, config, kind):
     except Exception as exc:  # advisory: a sync that cannot start never fails a hook
         sys.stderr.write("notrest: sync not started: %s\n" % clip(neutralise(exc), 200))
         return None
+
+
+# ==== audit reading =========================================================
+# What SessionStart needs of `notrest audit` (the audit section, below, has the
+# command, doctor's findings and the ack): reading what this project's transcripts
+# added since the last audit, bounded in time, and the packet line of a finding.
+# It sits in the warm part, so that SessionStart loads no more than that part.
+
+def _audit_claude_home(env):
+    """Claude Code's folder: $CLAUDE_CONFIG_DIR, else ~/.claude (claude_home)."""
+    return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or "~", ".claude")
+
+
+AUDIT_READ_MAX = 8 * 1024 * 1024   # bytes read of one transcript per run
+AUDIT_START_READ_MAX = 1024 * 1024  # ... per run at SessionStart
+AUDIT_START_BUDGET_S = 0.5         # SessionStart reads this long; the rest waits
+AUDIT_FINDINGS_MAX = 200           # findings kept until a person acks them
+AUDIT_CLOCK_SLACK_S = 60           # transcripts keep whole seconds; clocks differ
+# A call with no result in its transcript yet may still be before its hook (both
+# clients write the call, then run PreToolUse): younger than this it is read again
+# next time, not named; older, or once it has a result, it is judged or a finding.
+AUDIT_PENDING_S = 3 * HOOK_EVENTS["PreToolUse"][1]
+AUDIT_ELSEWHERE = -1               # the cursor of a Codex rollout of another project
+# what a result says when the call never ran (a hook's or a person's refusal, an
+# input the client rejected): such a call is no finding, and no breach of a deny
+AUDIT_NOT_RUN = ("hook error", "blocked by pretooluse hook", "<tool_use_error>",
+                 "doesn't want to proceed", "rejected by user", "was blocked",
+                 "unsupported call: ")
+_AUDIT_MARKS = {"claude": (b'"tool_use"', b'"tool_result"'),
+                "codex": (b'_call"', b'_call_output"')}
+
+
+def _iso_epoch(text):
+    """Seconds since the epoch of an ISO-8601 UTC time ("...Z"), or None."""
+    if not isinstance(text, str) or len(text) < 19:
+        return None
+    import calendar
+    try:
+        parts = time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return None
+    return float(calendar.timegm(parts))
+
+
+def _call_text(name, data):
+    """What a transcript says a call did, as the journal would say it."""
+    if isinstance(data, str):
+        try:
+            data = json_loads(data)
+        except ValueError:
+            return redact_clip(data, 200)
+    if isinstance(data, dict):
+        for key in ("command", "cmd", "file_path", "path", "pattern", "url", "input"):
+            value = data.get(key)
+            if isinstance(value, list):
+                value = " ".join(str(v) for v in value)
+            if isinstance(value, str) and value:
+                return redact_clip(value, 200)
+    return redact_clip(json_dumps(data), 200)
+
+
+def _result_ran(text, is_error):
+    """Whether a call's result shows it ran: False when it says it was refused or
+    rejected; None when it cannot tell (a Claude error: failed, or refused)."""
+    low = text[:4000].lower()
+    if any(mark in low for mark in AUDIT_NOT_RUN):
+        return False
+    return None if is_error else True
+
+
+def _claude_line(line):
+    """([(id, tool, input, t)], [(id, ran)]) of one Claude transcript line."""
+    content = (line.get("message") or {}).get("content") if isinstance(
+        line.get("message"), dict) else None
+    if not isinstance(content, list):
+        return [], []
+    if line.get("type") == "assistant":
+        t = _iso_epoch(line.get("timestamp"))
+        return [(c.get("id"), str(c.get("name") or "?"), c.get("input"), t) for c in
+                content if isinstance(c, dict) and c.get("type") == "tool_use"], []
+    results = []
+    for c in content:
+        if isinstance(c, dict) and c.get("type") == "tool_result":
+            body = c.get("content")
+            text = body if isinstance(body, str) else json_dumps(body)
+            results.append((c.get("tool_use_id"), _result_ran(text, c.get(
+                "is_error") is True)))
+    return [], results
+
+
+def _codex_line(line):
+    payload = line.get("payload")
+    if line.get("type") != "response_item" or not isinstance(payload, dict):
+        return [], []
+    kind = payload.get("type")
+    if kind in ("function_call_output", "custom_tool_call_output",
+                "local_shell_call_output"):
+        body = payload.get("output")
+        text = body if isinstance(body, str) else json_dumps(body)
+        return [], [(payload.get("call_id"), _result_ran(text, False))]
+    if kind not in ("function_call", "custom_tool_call", "local_shell_call"):
+        return [], []
+    data = payload.get("arguments", payload.get("input", payload.get("action")))
+    return [(payload.get("call_id") or payload.get("id"), str(
+        payload.get("name") or "shell"), data, _iso_epoch(line.get("timestamp")))], []
+
+
+def transcript_events(path, client, offset, cap=AUDIT_READ_MAX):
+    """What a transcript added after offset (at most cap bytes, whole lines):
+    ([(line start, id, tool, what, t)], {id: (line start, ran)}, end offset). Only
+    the lines that can hold a call or a result are parsed."""
+    try:
+        with open_plain(path) as handle:
+            handle.seek(offset)
+            data = handle.read(cap)
+            if len(data) >= cap and b"\n" not in data:  # one line longer than cap
+                data += handle.read(max(AUDIT_READ_MAX - len(data), 0))
+                if b"\n" not in data:
+                    return [], {}, _past_line(handle, offset + len(data), offset)
+    except OSError:
+        return [], {}, offset
+    end = data.rfind(b"\n") + 1
+    reader = _claude_line if client == "claude" else _codex_line
+    marks = _AUDIT_MARKS[client]
+    calls, results, start = [], {}, 0
+    while start < end:
+        stop = data.index(b"\n", start) + 1
+        raw = data[start:stop]
+        at, start = offset + start, stop
+        if marks[0] not in raw and marks[1] not in raw:
+            continue
+        try:
+            line = json_loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if not isinstance(line, dict):
+            continue
+        found, outcomes = reader(line)
+        for cid, tool, args, t in found:
+            if isinstance(cid, str) and cid:
+                calls.append((at, sanitize_session_id(cid), redact_clip(tool, 64),
+                              _call_text(tool, args), t))
+        for cid, ran in outcomes:
+            if isinstance(cid, str) and cid:
+                results[sanitize_session_id(cid)] = (at, ran)
+    return calls, results, offset + end
+
+
+def _past_line(handle, at, offset):
+    """Where the line that runs past AUDIT_READ_MAX ends (it is skipped: no call of
+    a client is that long, a tool's output can be), or offset while it is being
+    written."""
+    while True:
+        chunk = handle.read(1 << 20)
+        if not chunk:
+            return offset
+        cut = chunk.find(b"\n")
+        if cut >= 0:
+            return at + cut + 1
+        at += len(chunk)
+
+
+def journal_judgments(estate, session):
+    """(journal?, ids judged, ids refused, [(t, what)] of the calls judged with no id
+    (an older notrest's)) of a session: a refusal is the deny record the gate
+    writes just before the call's record."""
+    path = estate.journal(sanitize_session_id(session))
+    if not os.path.exists(path):
+        return False, set(), set(), False
+    ids, denied, bare, last = set(), set(), [], None
+    for rec, _line, _end in read_records(path):
+        if not rec:
+            continue
+        kind = rec.get("k")
+        if kind == "deny":
+            refused = rec.get("action") in ("deny", "block") or (
+                rec.get("action") == "ask" and rec.get("c") == "codex")
+            last = (rec.get("t"), rec.get("what")) if refused else None
+        elif kind == "call":
+            cid = rec.get("id")
+            if isinstance(cid, str):
+                ids.add(cid)
+                if last == (rec.get("t"), rec.get("what")):
+                    denied.add(cid)
+            elif isinstance(rec.get("t"), (int, float)):
+                bare.append((rec["t"], str(rec.get("what") or "")))
+            last = None
+    return True, ids, denied, bare
+
+
+def hooks_disabled_by(root, env=None):
+    """The Claude settings file that sets disableAllHooks, or ""."""
+    env = os.environ if env is None else env
+    home = _audit_claude_home(env)
+    for path in (os.path.join(root, ".claude", "settings.local.json"),
+                 os.path.join(root, ".claude", "settings.json"),
+                 os.path.join(home, "settings.json"),
+                 "/etc/claude-code/managed-settings.json"):
+        try:
+            data = read_json_file(path, "settings", SMALL_FILE_CAP)
+        except NotrestError:
+            continue
+        if isinstance(data, dict) and data.get("disableAllHooks") is True:
+            return path
+    return ""
+
+
+def _unjudged_cause(client, had_journal, root, env):
+    if had_journal:
+        return "its hook did not judge it (timed out, crashed, or was skipped)"
+    if client == "claude":
+        by = hooks_disabled_by(root, env)
+        return ("hooks disabled by disableAllHooks in %s" % by if by else
+                "no notrest hook fired (hooks disabled, or notrest not installed "
+                "where it ran)")
+    return ("no notrest hook fired: Codex skips hooks untrusted or changed since "
+            "(`notrest trust codex`)")
+
+
+def _audit_listing(root, env):
+    """[(client, path, st_size, st_mtime)] of every transcript the audit may read:
+    Claude's of this project (its folder names the project), and every Codex
+    rollout (its first line names the cwd: read once, then the cursor says)."""
+    out = []
+    for path in sorted({root, os.path.realpath(root)}):
+        folder = os.path.join(_audit_claude_home(env), "projects", "".join(
+            ch if ch.isalnum() and ch.isascii() else "-" for ch in path))
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith(".jsonl"):
+                out.append(("claude", entry.path, entry))
+    base = os.path.join(env.get("CODEX_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".codex"), "sessions")
+    stack = [base]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
+                out.append(("codex", entry.path, entry))
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return out
+
+
+def _codex_meta(path, roots):
+    """(whether a rollout is of this project or None when its first line is not
+    whole yet, its session id)."""
+    try:
+        with open_plain(path) as handle:
+            first = handle.readline(1 << 20)
+        meta = json_loads(first.decode("utf-8", "replace")).get("payload") or {}
+        return meta.get("cwd") in roots, sanitize_session_id(str(meta.get("id") or ""))
+    except (OSError, ValueError, AttributeError):
+        return None, ""
+
+
+def _try_lock(path):
+    """An fd holding the audit's lock, or None when another audit holds it."""
+    _ensure_dir(os.path.dirname(path))
+    fd = _open_for_append(path, os.O_RDWR | os.O_CREAT)
+    try:
+        os.lockf(fd, os.F_TLOCK, 0)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def run_audit(estate, env=None, budget_s=None, cap=AUDIT_READ_MAX, now=None):
+    """Read what is new in this project's transcripts; returns the findings no
+    person acked. The cost follows what is new: one stat per transcript (none for
+    another project's Codex rollout), no write when nothing changed. With budget_s
+    (SessionStart) it stops reading after that long and never waits for another
+    audit: what is left is read the next time."""
+    env = os.environ if env is None else env
+    now = time.time() if now is None else now
+    lock = estate.path(".audit.lock")
+    if budget_s is None:
+        with _Lock(lock):
+            return _audit_locked(estate, env, None, cap, now)
+    fd = _try_lock(lock)
+    if fd is None:
+        return audit_findings(estate)
+    try:
+        return _audit_locked(estate, env, time.time() + budget_s, cap, now)
+    finally:
+        os.close(fd)
+
+
+def _audit_locked(estate, env, deadline, cap, now):
+    root = estate.root
+    roots = {root, os.path.realpath(root)}
+    state = read_audit(estate)
+    cursors, findings = state["cursors"], state["findings"]
+    before = (dict(cursors), len(findings))
+    since = None
+    known = {(f.get("session"), f.get("id"), f.get("kind")) for f in findings}
+    journals = {}
+    listing = _audit_listing(root, env)
+    for client, path, entry in listing:
+        offset = cursors.get(path, 0)
+        if offset == AUDIT_ELSEWHERE:
+            continue
+        try:
+            st = entry.stat()
+        except OSError:
+            continue
+        if st.st_size == offset:
+            continue
+        if deadline is not None and time.time() > deadline:
+            break
+        if since is None:
+            since = (load_manifest(project_store(root, env)) or {}).get("since") or 0
+        if st.st_size < offset:
+            offset = 0  # a transcript rewritten from the start
+        if path not in cursors and st.st_mtime < since - AUDIT_CLOCK_SLACK_S:
+            cursors[path] = st.st_size  # all of it from before notrest was here
+            continue
+        session = sanitize_session_id(entry.name[:-6])
+        if client == "codex":
+            ours, session = _codex_meta(path, roots)
+            if ours is None:
+                continue
+            if not ours:
+                cursors[path] = AUDIT_ELSEWHERE
+                continue
+        while True:  # chunk by chunk: to its end, a call held back, or the budget
+            calls, results, read = transcript_events(path, client, offset, cap)
+            end = read
+            if calls or results:
+                if session not in journals:
+                    journals[session] = journal_judgments(estate, session)
+                end = _audit_calls(estate, env, client, session, journals[session],
+                                   calls, results, read, since, now, known, findings)
+            cursors[path] = end
+            if end < read or end <= offset or end >= st.st_size or (
+                    deadline is not None and time.time() > deadline):
+                break
+            offset = end
+    if (dict(cursors), len(findings)) != before:
+        seen = {path for _c, path, _e in listing}
+        state["cursors"] = {p: v for p, v in cursors.items() if p in seen or
+                            os.path.exists(p)}
+        state["findings"] = findings[-AUDIT_FINDINGS_MAX:]
+        write_atomic(estate.path("audit.json"), json_dumps(state) + "\n", durable=False)
+        _AUDIT_READ.update(key=_audit_stat(estate.path("audit.json")),
+                           findings=list(state["findings"]))
+    return state["findings"]
+
+
+def _audit_calls(estate, env, client, session, judged, calls, results, end, since, now,
+                 known, findings):
+    """Add the findings of one transcript's new calls and results; returns where
+    its cursor goes (before a call that may still be before its hook)."""
+    had, ids, denied, bare = judged
+    cause = []  # the settings files are read once per transcript, when needed
+    for at, cid, tool, what, t in calls:
+        if cid in ids or (t is not None and t < since - AUDIT_CLOCK_SLACK_S):
+            continue
+        if _judged_without_id(bare, what, t):
+            continue
+        ran = results.get(cid, (0, None))
+        if ran[1] is False:
+            continue  # refused or rejected: it never ran
+        if cid not in results and t is not None and t > now - AUDIT_PENDING_S:
+            end = at  # its hook may be judging it now: read it again next time
+            break
+        cause = cause or [_unjudged_cause(client, had, estate.root, env)]
+        _audit_add(findings, known, {
+            "kind": "unjudged", "client": client, "session": session, "id": cid,
+            "tool": tool, "what": what, "t": t, "cause": cause[0]})
+    calls_at = {c[1]: c for c in calls}
+    for cid, (at, ran) in sorted(results.items(), key=lambda item: item[1][0]):
+        if at >= end or cid not in denied or ran is not True:
+            continue
+        call = calls_at.get(cid)
+        _audit_add(findings, known, {
+            "kind": "ran-denied", "client": client, "session": session, "id": cid,
+            "tool": call[2] if call else "?", "what": call[3] if call else
+            "(the call is in an earlier part of the transcript)",
+            "t": call[4] if call else None,
+            "cause": "the gate denied it, and the transcript shows it ran"})
+    return end
+
+
+def _judged_without_id(bare, what, t):
+    """Whether a gate record with no call id (an older notrest kept none) is this
+    call's: the same session, the same command or path, close in time."""
+    head = " ".join(str(what or "").split())[:60]
+    if not bare or t is None or not head:
+        return False
+    return any(abs(bt - t) <= AUDIT_CLOCK_SLACK_S and head in " ".join(bwhat.split())
+               for bt, bwhat in bare)
+
+
+def _audit_add(findings, known, finding):
+    key = (finding["session"], finding["id"], finding["kind"])
+    if key not in known:
+        known.add(key)
+        findings.append(finding)
+
+
+def audit_at_start(estate, env):
+    """SessionStart's audit: bounded in time, never waiting on another audit; a
+    failure is noted, never fatal (the packet shows what the last audit found)."""
+    try:
+        run_audit(estate, env, budget_s=AUDIT_START_BUDGET_S, cap=AUDIT_START_READ_MAX)
+    except Exception as exc:  # advisory here: doctor and `notrest audit` say why
+        estate_note("the audit of the clients' transcripts skipped (%s: %s)" % (
+            type(exc).__name__, one_line(str(exc), 160)))
+
+
+def audit_packet_line(finding):
+    """One packet line per finding, in the quoted-data section: every part from a
+    transcript (the agent's data) quoted and redacted."""
+    denied = finding.get("kind") == "ran-denied"
+    return "> %s: %s call in %s session %s %s (%s): %s" % (
+        "RAN DESPITE A DENY" if denied else "UNJUDGED", _q(finding.get("tool"), 40),
+        _q(finding.get("client"), 10), short_id(str(finding.get("session"))),
+        "ran although the gate denied it" if denied else "ran with no gate decision",
+        _q(finding.get("cause"), 120), _q(finding.get("what"), 160))
 
 
 # ==== doctor ================================================================
@@ -26559,7 +27004,8 @@ def gather_view(estate, now, limit=VIEW_SESSIONS):
             "limit": limit, "laws": [(law.id, law.action, law.text, fired.get(law.id, {}))
                                      for law in book.laws if not law.disabled],
             "unknown_laws": {k: v for k, v in fired.items() if book.get(k) is None},
-            "candidates": load_candidates(estate), "compiled": load_compiled(estate)}
+            "candidates": load_candidates(estate), "compiled": load_compiled(estate),
+            "unjudged": audit_findings(estate)}
 
 
 def render_view(view):
@@ -26579,7 +27025,7 @@ def render_view(view):
         '<header><h1>notrest: %s</h1><p>%s &middot; generated %s &middot; showing %s</p>'
         "</header><main>" % (_h(view["project"]), _h(view["root"]),
                              _h(iso_time(view["generated"])), _h(bound)),
-        _view_timeline(view), _view_sessions(view), _view_laws(view),
+        _view_unjudged(view), _view_timeline(view), _view_sessions(view), _view_laws(view),
         _view_learned(view), "</main></body></html>\n"]
     return "".join(parts)
 
@@ -26797,166 +27243,6 @@ def view_out_path(estate, out):
 # the likeliest cause. The transcripts are the agent's data: evidence of what ran,
 # never a source of permits, and what they say is redacted and quoted.
 
-AUDIT_READ_MAX = 8 * 1024 * 1024   # bytes read of one transcript per run
-AUDIT_FINDINGS_MAX = 200           # findings kept until a person acks them
-AUDIT_CLOCK_SLACK_S = 60           # transcripts keep whole seconds; clocks differ
-
-
-def _iso_epoch(text):
-    """Seconds since the epoch of an ISO-8601 UTC time ("...Z"), or None."""
-    if not isinstance(text, str) or len(text) < 19:
-        return None
-    import calendar
-    try:
-        parts = time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
-    except ValueError:
-        return None
-    return float(calendar.timegm(parts))
-
-
-def _call_text(name, data):
-    """What a transcript says a call did, as the journal would say it."""
-    if isinstance(data, str):
-        try:
-            data = json_loads(data)
-        except ValueError:
-            return redact_clip(data, 200)
-    if isinstance(data, dict):
-        for key in ("command", "cmd", "file_path", "path", "pattern", "url", "input"):
-            value = data.get(key)
-            if isinstance(value, list):
-                value = " ".join(str(v) for v in value)
-            if isinstance(value, str) and value:
-                return redact_clip(value, 200)
-    return redact_clip(json_dumps(data), 200)
-
-
-def _claude_line_calls(line):
-    if line.get("type") != "assistant":
-        return []
-    content = (line.get("message") or {}).get("content")
-    t = _iso_epoch(line.get("timestamp"))
-    return [(c.get("id"), str(c.get("name") or "?"), c.get("input"), t)
-            for c in content if isinstance(c, dict) and c.get("type") == "tool_use"] if (
-                isinstance(content, list)) else []
-
-
-def _codex_line_calls(line):
-    payload = line.get("payload")
-    if line.get("type") != "response_item" or not isinstance(payload, dict):
-        return []
-    if payload.get("type") not in ("function_call", "custom_tool_call", "local_shell_call"):
-        return []
-    data = payload.get("arguments", payload.get("input", payload.get("action")))
-    return [(payload.get("call_id") or payload.get("id"), str(payload.get("name") or "shell"),
-             data, _iso_epoch(line.get("timestamp")))]
-
-
-def transcript_calls(path, client, offset):
-    """([(id, tool, what, t)], new offset) of the tool calls a transcript added
-    after offset; at most AUDIT_READ_MAX bytes, whole lines only."""
-    try:
-        with open_plain(path) as handle:
-            handle.seek(offset)
-            data = handle.read(AUDIT_READ_MAX)
-    except OSError:
-        return [], offset
-    end = data.rfind(b"\n") + 1
-    reader = _claude_line_calls if client == "claude" else _codex_line_calls
-    calls = []
-    for raw in data[:end].split(b"\n"):
-        try:
-            line = json_loads(raw.decode("utf-8", "replace")) if raw.strip() else None
-        except ValueError:
-            continue
-        if isinstance(line, dict):
-            for cid, tool, args, t in reader(line):
-                if isinstance(cid, str) and cid:
-                    calls.append((sanitize_session_id(cid), tool[:64],
-                                  _call_text(tool, args), t))
-    return calls, offset + end
-
-
-def journal_call_ids(estate, session):
-    """(whether the session has a journal, the call ids its gate judged)."""
-    path = estate.journal(sanitize_session_id(session))
-    if not os.path.exists(path):
-        return False, set()
-    ids = set()
-    for rec, _line, _end in read_records(path):
-        if rec and rec.get("k") == "call" and isinstance(rec.get("id"), str):
-            ids.add(rec["id"])
-    return True, ids
-
-
-def hooks_disabled_by(root, env=None):
-    """The Claude settings file that sets disableAllHooks, or ""."""
-    env = os.environ if env is None else env
-    home = claude_home(env)
-    for path in (os.path.join(root, ".claude", "settings.local.json"),
-                 os.path.join(root, ".claude", "settings.json"),
-                 os.path.join(home, "settings.json"),
-                 "/etc/claude-code/managed-settings.json"):
-        try:
-            data = read_json_file(path, "settings", SMALL_FILE_CAP)
-        except NotrestError:
-            continue
-        if isinstance(data, dict) and data.get("disableAllHooks") is True:
-            return path
-    return ""
-
-
-def _unjudged_cause(client, had_journal, root, env):
-    if had_journal:
-        return "its hook did not judge it (timed out, crashed, or was skipped)"
-    if client == "claude":
-        by = hooks_disabled_by(root, env)
-        return ("hooks disabled by disableAllHooks in %s" % by if by else
-                "no notrest hook fired in that session (hooks disabled, settings not "
-                "read, or notrest not installed where it ran)")
-    return ("no notrest hook fired in that session: Codex skips hooks that are "
-            "untrusted or changed since they were trusted (`notrest trust codex`)")
-
-
-def project_transcripts(root, env=None):
-    """[(client, session, path)] of the transcripts of this project's sessions."""
-    env = os.environ if env is None else env
-    out = [("claude", s, p) for _t, s, p in claude_transcript_paths(root, env)]
-    out.extend(("codex", session, path) for _m, session, path in codex_rollouts(root, env))
-    return out
-
-
-def run_audit(estate, env=None):
-    """Read what is new in the transcripts; returns the findings no person acked."""
-    env = os.environ if env is None else env
-    since = (load_manifest(project_store(estate.root, env)) or {}).get("since") or 0
-    with _Lock(estate.path(".audit.lock")):
-        state = read_audit(estate)
-        cursors, findings = state["cursors"], state["findings"]
-        for client, session, path in project_transcripts(estate.root, env):
-            offset = cursors.get(path, 0)
-            try:
-                if os.path.getsize(path) < offset:
-                    offset = 0  # a transcript rewritten from the start
-            except OSError:
-                continue
-            calls, cursors[path] = transcript_calls(path, client, offset)
-            if not calls:
-                continue
-            had, ids = journal_call_ids(estate, session)
-            if had and not ids:
-                continue  # a journal of an older notrest: it kept no call ids
-            for cid, tool, what, t in calls:
-                if cid in ids or (t is not None and t < since - AUDIT_CLOCK_SLACK_S):
-                    continue
-                findings.append({"client": client, "session": session, "id": cid,
-                                 "tool": tool, "what": what, "t": t,
-                                 "cause": _unjudged_cause(client, had, estate.root, env)})
-        state["findings"] = findings[-AUDIT_FINDINGS_MAX:]
-        write_atomic(estate.path("audit.json"), json_dumps(state) + "\n", durable=False)
-    return state["findings"]
-
-
 def audit_doctor_findings(estate):
     """doctor runs the audit: a FAIL per unjudged call no person has acked."""
     try:
@@ -26981,16 +27267,59 @@ def ack_audit(estate):
     return count
 
 
+def _view_unjudged(view):
+    """`notrest view`: the calls the audit found, at the top, until a person acks."""
+    findings = view.get("unjudged") or []
+    if not findings:
+        return ""
+    rows = "".join(
+        '<tr class="deny"><td>%s</td><td>%s</td><td>%s %s</td><td>%s</td><td>%s</td>'
+        '<td class="mono">%s</td></tr>' % (
+            "ran although denied" if f.get("kind") == "ran-denied" else "unjudged",
+            _h(iso_time(f["t"]) if isinstance(f.get("t"), (int, float)) else "?"),
+            _h(f.get("client")), _h(short_id(str(f.get("session")))), _h(f.get("tool")),
+            _h(f.get("cause")), _h(f.get("what"))) for f in findings)
+    return ('<section id="unjudged"><h2 class="deny">%d call(s) ran unjudged</h2><p>'
+            'Tool calls in the clients\' transcripts that no notrest gate judged '
+            '(<code>notrest audit</code>); a person clears them with <code>notrest ack'
+            '</code>.</p><table><tr><th>finding</th><th>time</th><th>session</th><th>'
+            'tool</th><th>likeliest cause</th><th>what ran (from the transcript)</th>'
+            '</tr>%s</table></section>' % (len(findings), rows))
+
+
 def audit_line(finding):
-    return "%s call %s ran with no gate decision (%s %s, %s): %s" % (
-        finding.get("tool"), finding.get("id"), finding.get("client"),
+    return "%s call %s %s (%s %s, %s): %s" % (
+        finding.get("tool"), finding.get("id"), "RAN ALTHOUGH THE GATE DENIED IT" if
+        finding.get("kind") == "ran-denied" else "ran with no gate decision",
+        finding.get("client"),
         short_id(str(finding.get("session"))), iso_time(finding.get("t")) if finding.get(
             "t") else "time unknown", finding.get("cause"))
 
 
+def audit_since(text, now=None):
+    """Seconds since the epoch of --since (a UTC date or time, or an age)."""
+    import calendar
+    text = (text or "").strip()
+    now = time.time() if now is None else now
+    units = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+    if text[:-1].isdigit() and text[-1:] in units:
+        return now - int(text[:-1]) * units[text[-1]]
+    for shape in ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            return float(calendar.timegm(time.strptime(text.rstrip("Z"), shape)))
+        except ValueError:
+            continue
+    raise NotrestError("--since %r is neither a UTC date or time (2026-12-01, "
+                       "2026-12-01T08:00) nor an age (90m, 6h, 2d)" % one_line(text, 40))
+
+
 def cmd_audit(args):
     estate = _estate(args, must_exist=True)
+    since = audit_since(args.since) if getattr(args, "since", None) else None
     findings = run_audit(estate)
+    if since is not None:
+        findings = [f for f in findings if not isinstance(f.get("t"), (int, float)) or
+                    f["t"] >= since]
     if args.json:
         _print_json({"findings": findings, "unjudged": len(findings)})
         return 1 if findings else 0
@@ -26999,7 +27328,8 @@ def cmd_audit(args):
                          "ack was judged by notrest's gate\n")
         return 0
     for finding in findings:
-        sys.stdout.write("UNJUDGED  %s\n          %s\n" % (
+        sys.stdout.write("%-10s  %s\n            %s\n" % (
+            "DENIED-RAN" if finding.get("kind") == "ran-denied" else "UNJUDGED",
             audit_line(finding), one_line(finding.get("what"), 200)))
     sys.stdout.write("%d call(s) ran unjudged; a person clears them with `%s ack` once "
                      "seen\n" % (len(findings), cli_hint(estate)))
@@ -27126,6 +27456,8 @@ def build_parser():
     cmd = add("audit", "name every tool call in this project's client transcripts that ran "
               "with no gate decision: exit 0 none, 1 some")
     cmd.add_argument("--json", action="store_true")
+    cmd.add_argument("--since", metavar="WHEN", help="only calls since WHEN: a UTC "
+                     "date or time (2026-12-01, 2026-12-01T08:00) or an age (90m, 6h, 2d)")
     add("rebuild", "recreate session records and the index from the journals")
     cmd = add("learn", "mine the journals for repeated work")
     cmd.add_argument("--list", action="store_true", help="show the candidates")
