@@ -8990,6 +8990,92 @@ def git_options(sub, args):
     return letters, longs, words, []
 
 
+def _git_forced(letters, longs):
+    return "f" in letters or "--force" in longs
+
+
+def _discard_reset(letters, longs, words, after, args):
+    if longs & {"--hard", "--merge"}:
+        return "tracked", "git reset --hard", []
+    return None
+
+
+def _discard_checkout(letters, longs, words, after, args):
+    if _git_forced(letters, longs):
+        return "tracked", "git checkout --force", []
+    if "--pathspec-from-file" in longs:
+        return "tracked", "git checkout --pathspec-from-file", []
+    if letters & set("bB") or "--orphan" in longs:
+        return None
+    if after or "--" in args:
+        return "tracked", "git checkout -- PATH", after or ["."]
+    return ("tracked", "git checkout PATH", words) if words else None
+
+
+def _discard_switch(letters, longs, words, after, args):
+    if "f" in letters or longs & {"--force", "--discard-changes"}:
+        return "tracked", "git switch --discard-changes", []
+    return None
+
+
+def _discard_restore(letters, longs, words, after, args):
+    if ("S" in letters or "--staged" in longs) and not (
+            "W" in letters or "--worktree" in longs):
+        return None
+    if "--pathspec-from-file" in longs:
+        return "tracked", "git restore", []
+    paths = words + after
+    if not paths and not ("p" in letters or "--patch" in longs):
+        return None
+    return "tracked", "git restore", paths
+
+
+def _discard_clean(letters, longs, words, after, args):
+    if "n" in letters or "i" in letters or longs & {"--dry-run", "--interactive"}:
+        return None
+    if not _git_forced(letters, longs):
+        return None
+    return ("ignored" if letters & set("xX") else "untracked"), "git clean -f", \
+        words + after
+
+
+def _discard_stash(letters, longs, words, after, args):
+    if words[:1] in (["drop"], ["clear"]):
+        return "stash", "git stash " + words[0], []
+    return None
+
+
+def _discard_branch(letters, longs, words, after, args):
+    forced = _git_forced(letters, longs)
+    deleting = "D" in letters or (("d" in letters or "--delete" in longs) and forced)
+    if deleting and words:
+        return "branch", "git branch -D", words
+    if forced and words and not ("d" in letters or "--delete" in longs) and not (
+            letters & set("mMcC")):
+        return "branch", "git branch --force", words[:1]
+    return None
+
+
+def _discard_rm(letters, longs, words, after, args):
+    if _git_forced(letters, longs) and "--cached" not in longs:
+        return "tracked", "git rm --force", words + after
+    return None
+
+
+def _discard_worktree(letters, longs, words, after, args):
+    if words[:1] == ["remove"] and _git_forced(letters, longs) and len(words) > 1:
+        return "worktree", "git worktree remove --force", words[1:2]
+    return None
+
+
+# git subcommand -> what it discards, from (letters, longs, words, after, args)
+_GIT_DISCARDS = {"reset": _discard_reset, "checkout": _discard_checkout,
+                 "switch": _discard_switch, "restore": _discard_restore,
+                 "clean": _discard_clean, "stash": _discard_stash,
+                 "branch": _discard_branch, "rm": _discard_rm,
+                 "worktree": _discard_worktree}
+
+
 def git_discard_plan(argv):
     """What a git command would throw away, for the probe: (kind, what, names)
     with kind "tracked" (changes to tracked files in the paths `names`, [] = the
@@ -9000,67 +9086,13 @@ def git_discard_plan(argv):
     if i >= len(argv):
         return None
     sub, args = argv[i], argv[i + 1:]
+    discard = _GIT_DISCARDS.get(sub)
+    if discard is None:
+        return None
     letters, longs, words, after = git_options(sub, args)
     if "h" in letters or "--help" in longs:
         return None
-    if sub == "reset":
-        if longs & {"--hard", "--merge"}:
-            return "tracked", "git reset --hard", []
-        return None
-    if sub == "checkout":
-        if "f" in letters or "--force" in longs:
-            return "tracked", "git checkout --force", []
-        if "--pathspec-from-file" in longs:
-            return "tracked", "git checkout --pathspec-from-file", []
-        if letters & set("bB") or "--orphan" in longs:
-            return None
-        if after or "--" in args:
-            return "tracked", "git checkout -- PATH", after or ["."]
-        return ("tracked", "git checkout PATH", words) if words else None
-    if sub == "switch":
-        if "f" in letters or longs & {"--force", "--discard-changes"}:
-            return "tracked", "git switch --discard-changes", []
-        return None
-    if sub == "restore":
-        if ("S" in letters or "--staged" in longs) and not (
-                "W" in letters or "--worktree" in longs):
-            return None
-        if "--pathspec-from-file" in longs:
-            return "tracked", "git restore", []
-        paths = words + after
-        if not paths and not ("p" in letters or "--patch" in longs):
-            return None
-        return "tracked", "git restore", paths
-    if sub == "clean":
-        if "n" in letters or "i" in letters or longs & {"--dry-run", "--interactive"}:
-            return None
-        if not ("f" in letters or "--force" in longs):
-            return None
-        return ("ignored" if letters & set("xX") else "untracked"), "git clean -f", \
-            words + after
-    if sub == "stash":
-        if words[:1] in (["drop"], ["clear"]):
-            return "stash", "git stash " + words[0], []
-        return None
-    if sub == "branch":
-        forced = "f" in letters or "--force" in longs
-        deleting = "D" in letters or (("d" in letters or "--delete" in longs) and forced)
-        if deleting and words:
-            return "branch", "git branch -D", words
-        if forced and words and not ("d" in letters or "--delete" in longs) and not (
-                letters & set("mMcC")):
-            return "branch", "git branch --force", words[:1]
-        return None
-    if sub == "rm":
-        if ("f" in letters or "--force" in longs) and "--cached" not in longs:
-            return "tracked", "git rm --force", words + after
-        return None
-    if sub == "worktree":
-        if words[:1] == ["remove"] and ("f" in letters or "--force" in longs) and \
-                len(words) > 1:
-            return "worktree", "git worktree remove --force", words[1:2]
-        return None
-    return None
+    return discard(letters, longs, words, after, args)
 
 
 _HTTP = ("curl", "wget", "http", "https", "xh", "curlie")
