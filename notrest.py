@@ -20822,6 +20822,67 @@ def _spawn_capture(argv, timeout, extra_env=None):
 _GIT_PLACE_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 
+def _stash_probe(kind, names, base, worktree, cwd):
+    return base + ["rev-parse", "-q", "--verify", "refs/stash"]
+
+
+def _branch_probe(kind, names, base, worktree, cwd):
+    names = [n for n in names if n and not n.startswith("-")]
+    if not names:
+        return None
+    return base + ["rev-list", "-n", "1", "--ignore-missing"] + [
+        "refs/heads/" + n for n in names] + ["--not"] + [
+        "--exclude=" + n for n in names] + ["--branches", "--tags", "--remotes"]
+
+
+def _worktree_probe(kind, names, base, worktree, cwd):
+    folder = os.path.join(cwd, names[0]) if names else ""
+    if not os.path.isdir(folder):
+        return None
+    return worktree + ["status", "--porcelain", "-z", "--untracked-files=normal"]
+
+
+def _status_probe(kind, names, base, worktree, cwd):
+    probe = base + ["status", "--porcelain", "-z", "--untracked-files=%s" % (
+        "no" if kind == "tracked" else "normal")]
+    if kind == "ignored":
+        probe.append("--ignored")
+    probe += ["--"] + [n for n in names if n] if names else []
+    return probe
+
+
+# plan kind -> the one read-only git argv that tells what it loses (None: nothing);
+# "tracked", "untracked" and "ignored" ask git status
+_GIT_RISK_PROBES = {"stash": _stash_probe, "branch": _branch_probe,
+                    "worktree": _worktree_probe}
+_GIT_RISK_WHAT = {"tracked": "uncommitted changes in", "untracked": "untracked files:",
+                  "ignored": "untracked or ignored files:",
+                  "worktree": "the worktree's changes:"}
+
+
+def _git_risk_read(kind, code, out):
+    """(lost, detail) from the probe's exit code and output."""
+    if kind == "stash":
+        return (code == 0), "the stash holds work"
+    if kind == "branch":
+        return (code == 0 and bool(out.strip())), "commits no other branch holds"
+    if code != 0:
+        return False, "not a git work tree"
+    changed = []
+    for entry in out.decode("utf-8", "replace").split("\0"):
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        untracked = status in ("??", "!!")
+        if kind == "worktree" or untracked == (kind != "tracked"):
+            changed.append(path)
+    if not changed:
+        return False, ""
+    shown = ", ".join(one_line(p, 60) for p in changed[:3])
+    more = " and %d more" % (len(changed) - 3) if len(changed) > 3 else ""
+    return True, "%s %s%s" % (_GIT_RISK_WHAT[kind], shown, more)
+
+
 def git_work_at_risk(cmd, plan, timeout=GIT_PROBE_TIMEOUT_S):
     """What the planned discard would lose, from ONE read-only git call made where
     the command runs: (lost, detail). lost is True, False, or None when git could
@@ -20840,53 +20901,16 @@ def git_work_at_risk(cmd, plan, timeout=GIT_PROBE_TIMEOUT_S):
             kind == "worktree" and names) else None
     except GitUnsafe as exc:
         return None, "its repository's git config could not be read in full (%s)" % exc
-    if kind == "stash":
-        probe = base + ["rev-parse", "-q", "--verify", "refs/stash"]
-    elif kind == "branch":
-        names = [n for n in names if n and not n.startswith("-")]
-        if not names:
-            return False, ""
-        probe = base + ["rev-list", "-n", "1", "--ignore-missing"] + [
-            "refs/heads/" + n for n in names] + ["--not"] + [
-            "--exclude=" + n for n in names] + ["--branches", "--tags", "--remotes"]
-    elif kind == "worktree":
-        folder = os.path.join(cmd.cwd, names[0]) if names else ""
-        if not os.path.isdir(folder):
-            return False, ""
-        probe = worktree + ["status", "--porcelain", "-z", "--untracked-files=normal"]
-    else:
-        probe = base + ["status", "--porcelain", "-z", "--untracked-files=%s" % (
-            "no" if kind == "tracked" else "normal")]
-        if kind == "ignored":
-            probe.append("--ignored")
-        probe += ["--"] + [n for n in names if n] if names else []
+    probe = _GIT_RISK_PROBES.get(kind, _status_probe)(kind, names, base, worktree,
+                                                       cmd.cwd)
+    if probe is None:
+        return False, ""
     code, out = _spawn_capture(probe, timeout, where) if where else _spawn_capture(
         probe, timeout)
     if code in (124, 127):
         return None, ("git took longer than %gs to answer" % timeout if code == 124
                       else "git could not be started")
-    if kind == "stash":
-        return (code == 0), "the stash holds work"
-    if kind == "branch":
-        return (code == 0 and bool(out.strip())), "commits no other branch holds"
-    if code != 0:
-        return False, "not a git work tree"
-    changed = []
-    for entry in out.decode("utf-8", "replace").split("\0"):
-        if len(entry) < 4:
-            continue
-        status, path = entry[:2], entry[3:]
-        untracked = status in ("??", "!!")
-        if kind == "worktree" or untracked == (kind != "tracked"):
-            changed.append(path)
-    if not changed:
-        return False, ""
-    what = {"tracked": "uncommitted changes in", "untracked": "untracked files:",
-            "ignored": "untracked or ignored files:",
-            "worktree": "the worktree's changes:"}[kind]
-    shown = ", ".join(one_line(p, 60) for p in changed[:3])
-    more = " and %d more" % (len(changed) - 3) if len(changed) > 3 else ""
-    return True, "%s %s%s" % (what, shown, more)
+    return _git_risk_read(kind, code, out)
 
 
 # ---- databases ------------------------------------------------------------------
