@@ -18745,11 +18745,9 @@ def git_key_kind(key):
     return kind
 
 
-def follow_git(cmd, cmds, depth):
-    """What a git command makes run besides git: the programs -c settings, the
-    environment and `git config` name (editors, pagers, ssh, hooks, aliases,
-    helpers, filters), and the commands of rebase --exec, bisect run, submodule
-    foreach, difftool -x, filter-branch, ext:: URLs and --upload-pack."""
+def _git_global_settings(cmd):
+    """(the -c and --config-env settings before the subcommand, the subcommand's
+    index) of a git command; --exec-path is code it cannot judge."""
     argv, i, settings = cmd.argv, 1, []
     while i < len(argv) and argv[i].startswith("-"):
         arg = argv[i]
@@ -18768,6 +18766,11 @@ def follow_git(cmd, cmds, depth):
             unknown_code(cmd, None, "runs git's programs from a folder it names")
         i += 2 if arg in ("-C", "--git-dir", "--work-tree", "--namespace",
                           "--super-prefix") else 1
+    return settings, i
+
+
+def _follow_git_environment(cmd, cmds, depth):
+    """The programs git's environment names; returns the GIT_CONFIG_COUNT settings."""
     for name in GIT_PROGRAM_ENV:
         value = cmd.env.get(name)
         if value:
@@ -18776,31 +18779,46 @@ def follow_git(cmd, cmds, depth):
                  "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR"):
         if cmd.env.get(name):
             unknown_code(cmd, None, "runs git with configuration from %s" % name)
-    count = cmd.env.get("GIT_CONFIG_COUNT")
+    settings, count = [], cmd.env.get("GIT_CONFIG_COUNT")
     if count and str(count).isdigit():
         for n in range(min(int(count), 32)):
             settings.append("%s=%s" % (cmd.env.get("GIT_CONFIG_KEY_%d" % n, ""),
                                        cmd.env.get("GIT_CONFIG_VALUE_%d" % n, "")))
+    return settings
+
+
+def _follow_git_setting(cmd, setting, cmds, depth):
+    key, _, value = str(setting).partition("=")
+    kind = git_key_kind(key)
+    if kind:
+        _git_value(cmd, kind, key, value, cmds, depth)
+
+
+def _follow_clone_config(cmd, rest, cmds, depth):
+    # clone -c/--config KEY=VALUE: the setting is the new clone's, and its first
+    # checkout (fsmonitor, filters, hooks) already runs it; aliases wait for a call
+    for k, arg in enumerate(rest):
+        value = None
+        if arg in ("-c", "--config") and k + 1 < len(rest):
+            value = rest[k + 1]
+        elif arg.startswith("--config="):
+            value = arg[9:]
+        if value is not None:
+            _follow_git_setting(cmd, value, cmds, depth)
+
+
+def follow_git(cmd, cmds, depth):
+    """What a git command makes run besides git: the programs -c settings, the
+    environment and `git config` name (editors, pagers, ssh, hooks, aliases,
+    helpers, filters), and the commands of rebase --exec, bisect run, submodule
+    foreach, difftool -x, filter-branch, ext:: URLs and --upload-pack."""
+    argv = cmd.argv
+    settings, i = _git_global_settings(cmd)
+    settings += _follow_git_environment(cmd, cmds, depth)
     for setting in settings:
-        key, _, value = str(setting).partition("=")
-        kind = git_key_kind(key)
-        if kind:
-            _git_value(cmd, kind, key, value, cmds, depth)
+        _follow_git_setting(cmd, setting, cmds, depth)
     if i < len(argv) and argv[i] in ("clone", "submodule"):
-        # clone -c/--config KEY=VALUE: the setting is the new clone's, and its first
-        # checkout (fsmonitor, filters, hooks) already runs it; aliases wait for a call
-        rest = list(argv[i + 1:])
-        for k, arg in enumerate(rest):
-            value = None
-            if arg in ("-c", "--config") and k + 1 < len(rest):
-                value = rest[k + 1]
-            elif arg.startswith("--config="):
-                value = arg[9:]
-            if value is not None:
-                key, _, val = str(value).partition("=")
-                kind = git_key_kind(key)
-                if kind:
-                    _git_value(cmd, kind, key, val, cmds, depth)
+        _follow_clone_config(cmd, list(argv[i + 1:]), cmds, depth)
     if i < len(argv):
         follower = _GIT_CODE_VERBS.get(argv[i])
         if follower is not None:
