@@ -21390,7 +21390,7 @@ def _aws_parts(argv):
     return (words[0] if words else ""), (words[1] if len(words) > 1 else "")
 
 
-def _aws_danger(argv):
+def _aws_danger(argv, cmd=None):
     service, op = _aws_parts(argv)
     if not op or service in AWS_SECRET_SERVICES or (service == "ssm" and "parameter" in
                                                      op) or _dry_run(argv):
@@ -21426,75 +21426,105 @@ def _verb_scan(argv, verbs, values=(), limit=6, reads=_CLOUD_READS):
     return None
 
 
+def _gcloud_danger(argv, cmd):
+    words = _words(argv, limit=3)
+    if words[:1] in (["secrets"], ["kms"]) or _dry_run(argv):
+        return None
+    verb = _verb_scan(argv, _CLOUD_VERBS - {"rb", "untag"})
+    return "runs gcloud … %s" % verb if verb else None
+
+
+def _az_danger(argv, cmd):
+    if _words(argv, limit=1) == ["keyvault"] or _dry_run(argv):
+        return None
+    verb = _verb_scan(argv, _CLOUD_VERBS | {"purge"})
+    return "runs az … %s" % verb if verb else None
+
+
+def _bucket_tool_danger(argv, cmd):
+    words = _words(argv, values=("-o", "-h", "-u", "-i", "-c", "--config"), limit=3)
+    head = words[0] if words else ""
+    if head in ("rm", "rb", "del", "delete-bucket", "delete-file-version"):
+        return "deletes buckets or objects"
+    if head in ("rsync", "sync") and _flag(argv, "d", ("--delete-removed",
+                                                      "--delete")):
+        return "deletes what the source lacks"
+    return None
+
+
+def _azcopy_danger(argv, cmd):
+    words = _words(argv, limit=1)
+    if words[:1] in (["remove"], ["rm"]):
+        return "deletes blobs"
+    value = _option(argv, ("--delete-destination",))
+    if words[:1] == ["sync"] and value is not None and value.lower() != "false":
+        return "deletes what the source lacks"
+    return None
+
+
+def _minio_danger(argv, cmd):
+    words = _words(argv, limit=4)
+    if words[:1] in (["rb"], ["rm"]):
+        return "deletes buckets or objects"
+    if words[:1] == ["mirror"] and _flag(argv, "", ("--remove",)):
+        return "deletes what the source lacks"
+    if words[:1] == ["admin"] and set(words[1:4]) & {"remove", "delete", "rm",
+                                                     "disable", "unset"}:
+        return "removes MinIO buckets, users or policies"
+    return None
+
+
+def _nsupdate_danger(argv, cmd):
+    script = "\n".join(filter(None, [_stdin_text(cmd) if cmd is not None else None] +
+                               [_read_small(a, cmd.cwd) for a in _words(argv, values=(
+                                   "-k", "-y", "-p", "-t", "-u", "-r"))
+                                if cmd is not None]))
+    if any(line.split()[:1] == ["delete"] or line.split()[1:2] == ["delete"] for line
+           in script.lower().splitlines()):
+        return "deletes DNS records"
+    return None
+
+
+def _rclone_danger(argv, cmd):
+    words = _words(argv, limit=1)
+    head = words[0] if words else ""
+    if head in ("delete", "deletefile", "purge", "rmdir", "rmdirs", "cleanup",
+                "dedupe", "move", "moveto"):
+        return "deletes files in cloud storage"
+    if head in ("sync", "bisync") and not (_dry_run(argv) or _flag(argv, "n")):
+        return "deletes what the source lacks"
+    return None
+
+
+def _wrangler_danger(argv, cmd):
+    verb = _verb_scan(argv, frozenset(("delete", "rollback")))
+    return "runs wrangler … %s" % verb if verb else None
+
+
+def _hosting_danger(argv, cmd):
+    for word in _words(argv, limit=3):
+        if word.endswith((":destroy", ":delete", ":remove", ":wipe")) or word in (
+                "pg:reset", "destroy"):
+            return "runs %s %s" % (_prog_name(argv[0]), word)
+    return None
+
+
+# program -> what its command deletes; the other cloud programs by their verbs
+_CLOUD_DANGERS = {"aws": _aws_danger, "gcloud": _gcloud_danger,
+                  "az": _az_danger, "gsutil": _bucket_tool_danger,
+                  "s3cmd": _bucket_tool_danger, "s5cmd": _bucket_tool_danger,
+                  "b2": _bucket_tool_danger, "azcopy": _azcopy_danger,
+                  "mc": _minio_danger, "nsupdate": _nsupdate_danger,
+                  "rclone": _rclone_danger, "wrangler": _wrangler_danger,
+                  "heroku": _hosting_danger, "netlify": _hosting_danger,
+                  "firebase": _hosting_danger}
+
+
 def _cloud_danger(argv, cmd=None, ctx=None):
     prog = _prog_name(argv[0])
-    if prog == "aws":
-        return _aws_danger(argv)
-    if prog == "gcloud":
-        words = _words(argv, limit=3)
-        if words[:1] in (["secrets"], ["kms"]) or _dry_run(argv):
-            return None
-        verb = _verb_scan(argv, _CLOUD_VERBS - {"rb", "untag"})
-        return "runs gcloud … %s" % verb if verb else None
-    if prog == "az":
-        if _words(argv, limit=1) == ["keyvault"] or _dry_run(argv):
-            return None
-        verb = _verb_scan(argv, _CLOUD_VERBS | {"purge"})
-        return "runs az … %s" % verb if verb else None
-    if prog in ("gsutil", "s3cmd", "s5cmd", "b2"):
-        words = _words(argv, values=("-o", "-h", "-u", "-i", "-c", "--config"), limit=3)
-        head = words[0] if words else ""
-        if head in ("rm", "rb", "del", "delete-bucket", "delete-file-version"):
-            return "deletes buckets or objects"
-        if head in ("rsync", "sync") and _flag(argv, "d", ("--delete-removed",
-                                                          "--delete")):
-            return "deletes what the source lacks"
-        return None
-    if prog == "azcopy":
-        words = _words(argv, limit=1)
-        if words[:1] in (["remove"], ["rm"]):
-            return "deletes blobs"
-        value = _option(argv, ("--delete-destination",))
-        if words[:1] == ["sync"] and value is not None and value.lower() != "false":
-            return "deletes what the source lacks"
-        return None
-    if prog == "mc":
-        words = _words(argv, limit=4)
-        if words[:1] in (["rb"], ["rm"]):
-            return "deletes buckets or objects"
-        if words[:1] == ["mirror"] and _flag(argv, "", ("--remove",)):
-            return "deletes what the source lacks"
-        if words[:1] == ["admin"] and set(words[1:4]) & {"remove", "delete", "rm",
-                                                         "disable", "unset"}:
-            return "removes MinIO buckets, users or policies"
-        return None
-    if prog == "nsupdate":
-        script = "\n".join(filter(None, [_stdin_text(cmd) if cmd is not None else None] +
-                                   [_read_small(a, cmd.cwd) for a in _words(argv, values=(
-                                       "-k", "-y", "-p", "-t", "-u", "-r"))
-                                    if cmd is not None]))
-        if any(line.split()[:1] == ["delete"] or line.split()[1:2] == ["delete"] for line
-               in script.lower().splitlines()):
-            return "deletes DNS records"
-        return None
-    if prog == "rclone":
-        words = _words(argv, limit=1)
-        head = words[0] if words else ""
-        if head in ("delete", "deletefile", "purge", "rmdir", "rmdirs", "cleanup",
-                    "dedupe", "move", "moveto"):
-            return "deletes files in cloud storage"
-        if head in ("sync", "bisync") and not (_dry_run(argv) or _flag(argv, "n")):
-            return "deletes what the source lacks"
-        return None
-    if prog == "wrangler":
-        verb = _verb_scan(argv, frozenset(("delete", "rollback")))
-        return "runs wrangler … %s" % verb if verb else None
-    if prog in ("heroku", "netlify", "firebase"):
-        for word in _words(argv, limit=3):
-            if word.endswith((":destroy", ":delete", ":remove", ":wipe")) or word in (
-                    "pg:reset", "destroy"):
-                return "runs %s %s" % (prog, word)
-        return None
+    danger = _CLOUD_DANGERS.get(prog)
+    if danger is not None:
+        return danger(argv, cmd)
     if prog not in _CLOUD_PROGRAMS:
         return None     # a package manager's remove/rm/rb is no cloud delete
     verb = _verb_scan(argv, _CLOUD_VERBS | {"remove", "destroy"})
