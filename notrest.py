@@ -22007,75 +22007,116 @@ def _scratch_name(name):
         t.endswith(("test", "tests", "tmp", "dev")) for t in tokens)
 
 
-def _scratch_database(argv, cmd):
-    """Whether a destructive database command reaches only a scratch database:
-    local (no host, or localhost) and named test/dev/tmp (app_test, webapp_tmp,
-    /tmp/x.db), each database it drops as well; Redis FLUSHDB of a numbered
-    database other than 0 on this machine; Django's flush of the `test` alias,
-    Rails in the test environment."""
-    import re
-    prog = _prog_name(argv[0])
-    env = dict(getattr(cmd, "env", None) or {})
+def _database_host(prog, argv, env):
+    """The host a database client connects to ("" for a local socket)."""
     host = _option(argv, ("-h", "--host")) or ""
     if prog in ("psql", "pg_restore", "dropdb"):
         host = host or env.get("PGHOST", "")
     if prog in ("mysql", "mariadb", "mysqladmin"):
         host = host or env.get("MYSQL_HOST", "")
-    if host.startswith("/"):
-        host = ""
-    if host.lower() not in _LOCAL_HOSTS:
+    return "" if host.startswith("/") else host
+
+
+def _scratch_redis(prog, argv, cmd, env):
+    words = [w.lower() for w in _words(argv, values=(
+        "-h", "-p", "-a", "-n", "-u", "--user", "--pass", "-s"))]
+    number = _option(argv, ("-n",))
+    return words[:1] == ["flushdb"] and bool(number) and number.isdigit() and \
+        int(number) > 0 and not _option(argv, ("-u",))
+
+
+def _scratch_django(prog, argv, cmd, env):
+    alias = _option(argv, ("--database",))
+    return bool(alias) and _scratch_name(alias)
+
+
+def _scratch_rails(prog, argv, cmd, env):
+    return env.get("RAILS_ENV") in ("test", "development") or any(
+        a in ("RAILS_ENV=test", "RAILS_ENV=development") for a in argv)
+
+
+def _scratch_dropdb(prog, argv, cmd, env):
+    names = _words(argv, values=("-h", "--host", "-p", "--port", "-U", "--username",
+                                 "--maintenance-db"))
+    return bool(names) and all(_scratch_name(n) for n in names)
+
+
+def _scratch_file_database(prog, argv, cmd, env):
+    names = _words(argv, values=("-cmd", "-init", "-separator", "-nullvalue"), limit=1)
+    if not names:
         return False
-    if prog in _REDIS_CLIENTS:
-        words = [w.lower() for w in _words(argv, values=(
-            "-h", "-p", "-a", "-n", "-u", "--user", "--pass", "-s"))]
-        number = _option(argv, ("-n",))
-        return words[:1] == ["flushdb"] and bool(number) and number.isdigit() and \
-            int(number) > 0 and not _option(argv, ("-u",))
-    if prog in ("manage.py", "django-admin") or (prog in ("python", "python3") and len(
-            argv) > 1 and _prog_name(argv[1]) == "manage.py"):
-        alias = _option(argv, ("--database",))
-        return bool(alias) and _scratch_name(alias)
-    if prog in ("rails", "rake"):
-        return env.get("RAILS_ENV") in ("test", "development") or any(
-            a in ("RAILS_ENV=test", "RAILS_ENV=development") for a in argv)
-    if prog == "dropdb":
-        names = _words(argv, values=("-h", "--host", "-p", "--port", "-U", "--username",
-                                     "--maintenance-db"))
-        return bool(names) and all(_scratch_name(n) for n in names)
-    if prog in ("sqlite3", "sqlite", "duckdb"):
-        names = _words(argv, values=("-cmd", "-init", "-separator", "-nullvalue"),
-                       limit=1)
-        if not names:
-            return False
-        path = names[0]
-        return path == ":memory:" or path.startswith(("/tmp/", "/var/tmp/")) or \
-            _scratch_name(path)
-    if prog not in ("psql", "mysql", "mariadb"):
+    path = names[0]
+    return path == ":memory:" or path.startswith(("/tmp/", "/var/tmp/")) or \
+        _scratch_name(path)
+
+
+def _psql_target(argv, env):
+    """The database psql connects to, "" when it names none, None when a URL or
+    connection string points at another machine."""
+    import re
+    target = _option(argv, ("-d", "--dbname")) or env.get("PGDATABASE", "")
+    if not target:
+        words = _words(argv, values=("-h", "--host", "-p", "--port", "-U",
+                                     "--username", "-c", "--command", "-f", "--file",
+                                     "-v", "--set", "-o", "--output"), limit=1)
+        target = words[0] if words else ""
+    if "://" in target or "=" in target:
+        match = re.match(r"^[a-z]+://(?:[^@/]*@)?([^/:?]*)(?::\d+)?/([^?]+)", target)
+        if not match or match.group(1).lower() not in _LOCAL_HOSTS:
+            return None
+        target = match.group(2)
+    return target
+
+
+def _mysql_target(argv, env):
+    target = _option(argv, ("-D", "--database")) or ""
+    if not target:
+        words = _words(argv, values=("-u", "--user", "-h", "--host", "-P", "--port",
+                                     "-e", "--execute", "-S", "--socket"), limit=1)
+        target = words[0] if words else ""
+    return target
+
+
+def _scratch_sql_database(prog, argv, cmd, env):
+    """psql, mysql, mariadb: the database they connect to and each one their SQL
+    drops are scratch ones (or, naming none, what they drop is)."""
+    import re
+    target = (_psql_target if prog == "psql" else _mysql_target)(argv, env)
+    if target is None:
         return False
-    if prog == "psql":
-        target = _option(argv, ("-d", "--dbname")) or env.get("PGDATABASE", "")
-        if not target:
-            words = _words(argv, values=("-h", "--host", "-p", "--port", "-U",
-                                         "--username", "-c", "--command", "-f", "--file",
-                                         "-v", "--set", "-o", "--output"), limit=1)
-            target = words[0] if words else ""
-        if "://" in target or "=" in target:
-            match = re.match(r"^[a-z]+://(?:[^@/]*@)?([^/:?]*)(?::\d+)?/([^?]+)", target)
-            if not match or match.group(1).lower() not in _LOCAL_HOSTS:
-                return False
-            target = match.group(2)
-    else:
-        target = _option(argv, ("-D", "--database")) or ""
-        if not target:
-            words = _words(argv, values=("-u", "--user", "-h", "--host", "-P", "--port",
-                                         "-e", "--execute", "-S", "--socket"), limit=1)
-            target = words[0] if words else ""
     texts = " ".join(_client_texts(argv, cmd)).lower()
     dropped = re.findall(r"drop\s+(?:database|schema)\s+(?:if\s+exists\s+)?([`\"\w.$-]+)",
                          texts)
     if dropped and not all(_scratch_name(n) for n in dropped):
         return False
     return _scratch_name(target) if target else bool(dropped)
+
+
+# client -> whether its destructive command reaches only a scratch database
+_SCRATCH_JUDGES = {"manage.py": _scratch_django, "django-admin": _scratch_django,
+                   "rails": _scratch_rails, "rake": _scratch_rails,
+                   "dropdb": _scratch_dropdb, "sqlite3": _scratch_file_database,
+                   "sqlite": _scratch_file_database, "duckdb": _scratch_file_database,
+                   "psql": _scratch_sql_database, "mysql": _scratch_sql_database,
+                   "mariadb": _scratch_sql_database}
+_SCRATCH_JUDGES.update(dict.fromkeys(_REDIS_CLIENTS, _scratch_redis))
+
+
+def _scratch_database(argv, cmd):
+    """Whether a destructive database command reaches only a scratch database:
+    local (no host, or localhost) and named test/dev/tmp (app_test, webapp_tmp,
+    /tmp/x.db), each database it drops as well; Redis FLUSHDB of a numbered
+    database other than 0 on this machine; Django's flush of the `test` alias,
+    Rails in the test environment."""
+    prog = _prog_name(argv[0])
+    env = dict(getattr(cmd, "env", None) or {})
+    if _database_host(prog, argv, env).lower() not in _LOCAL_HOSTS:
+        return False
+    if prog in ("python", "python3") and len(argv) > 1 and _prog_name(
+            argv[1]) == "manage.py":
+        prog = "manage.py"
+    judge = _SCRATCH_JUDGES.get(prog)
+    return judge(prog, argv, cmd, env) if judge is not None else False
 
 
 PACK_JUDGES = {
