@@ -7862,67 +7862,82 @@ TREE_READ_INSTEAD = ("search only the folders that hold the code (`grep -rn PATT
                      "or `rg PATTERN`, which skips hidden files")
 
 
-def predicate_secrets(ctx):
-    extra = ctx.secret_paths
-    for path, mode, what, cmd in ctx.accesses:
-        if isinstance(path, Opaque) and mode not in ("delete", "meta") and \
-                path.startswith("/proc/") and path.endswith("/environ"):
+_SECRET_VERBS = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
+                 "link": "gives a second name to", "symlink": "links to"}
+
+
+def _secret_renamed(ctx, path, what, cmd, extra):
+    """`mv` of a secret file to a name that is no secret one."""
+    if cmd is None or cmd.prog != "mv" or isinstance(path, Opaque) or \
+            not is_secret_path(path, ctx.home, extra):
+        return None
+    landing = [d for s_, d, _t in copy_plan(cmd) if d is not None]
+    if not landing or not all(is_secret_path(ctx.resolve(d, cmd.cwd), ctx.home)
+                              for d in landing if isinstance(d, str)):
+        return "`%s` gives the secret file %s another name, which a later " \
+            "command would read" % (redact_clip(what, 120), display_path(path, ctx.root))
+    return None
+
+
+def _secret_path_use(ctx, path, mode, what, cmd, extra):
+    """A named path that is, holds or (a folder read whole) contains a secret file."""
+    if mode == "write" and not isinstance(path, Glob) and _new_project_file(ctx, path):
+        return None     # `printf 'DEBUG=1' > .env.test` makes a file: no secret is in it
+    if is_secret_path(path, ctx.home, extra):
+        return "`%s` %s the secret file %s" % (redact_clip(what, 120),
+                                                _SECRET_VERBS.get(mode, "uses"),
+                                                display_path(path, ctx.root))
+    if (mode in ("link", "symlink") or mode in ("read", "tree") and cmd is not None
+            and (cmd.prog in _COPIERS or mode == "tree")) and holds_secrets(
+            path, ctx.home, extra):
+        return "`%s` copies %s, which holds private keys or credentials" % (
+            redact_clip(what, 120), path)
+    if mode == "tree":
+        secret = tree_secret(ctx, path, cmd)
+        if secret:
+            return reason("`%s` reads all of %s, and with it the secret file %s" % (
+                redact_clip(what, 120), display_path(path, ctx.root), display_path(
+                    secret, ctx.root)), instead=TREE_READ_INSTEAD)
+    return None
+
+
+def _secret_access(ctx, path, mode, what, cmd, extra):
+    """Why one access of a command reaches a secret, or None."""
+    if mode in ("delete", "meta"):
+        return _secret_renamed(ctx, path, what, cmd, extra) if mode == "delete" else None
+    if isinstance(path, Opaque):
+        if path.startswith("/proc/") and path.endswith("/environ"):
             return "`%s` reads the environment of a process, the client's " \
                 "credentials included" % redact_clip(what, 120)
-        if mode == "delete" and cmd is not None and cmd.prog == "mv" and \
-                not isinstance(path, Opaque) and is_secret_path(path, ctx.home, extra):
-            landing = [d for s_, d, _t in copy_plan(cmd) if d is not None]
-            if not landing or not all(is_secret_path(ctx.resolve(d, cmd.cwd), ctx.home)
-                                      for d in landing if isinstance(d, str)):
-                return "`%s` gives the secret file %s another name, which a later " \
-                    "command would read" % (redact_clip(what, 120),
-                                            display_path(path, ctx.root))
-        if mode in ("delete", "meta") or isinstance(path, Opaque):
-            continue
-        if isinstance(path, Glob) and "/" in path and any(
-                ch in path.rsplit("/", 1)[0] for ch in "*?["):
-            hit = _glob_secret(ctx, path, extra)  # ~/.[a]ws/credentials
-            if hit:
-                return "`%s` reads the secret file %s" % (redact_clip(what, 120),
-                                                          display_path(hit, ctx.root))
-        if isinstance(path, Found):
-            if mode == "read" and path.finder is not None and _found_may_read_secret(
-                    ctx, path):
-                return "`%s` reads what %s finds, secret files included" % (
-                    redact_clip(what, 120), path.finder.shown(60))
-            continue
-        if mode == "any" and any(ch in path for ch in "*?["):
-            path = _glob_secret(ctx, path, extra) if isinstance(path, Glob) else None
-            if path is None:
-                continue
-        elif isinstance(path, Glob) and any(ch in path for ch in "*?["):
-            # a shell pattern is judged by what it expands to on disk (bounded):
-            # `cat dist/*` reads dist's files, and names a secret only when one is there
-            expanded = _glob_expand(path)
-            if expanded is not None:
-                found = _glob_expansion_secret(ctx, expanded, mode, cmd, extra)
-                if found:
-                    return "`%s` %s" % (redact_clip(what, 120), found)
-                continue
-        if mode == "write" and not isinstance(path, Glob) and _new_project_file(ctx, path):
-            continue    # `printf 'DEBUG=1' > .env.test` makes a file: no secret is in it
-        if is_secret_path(path, ctx.home, extra):
-            verb = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
-                    "link": "gives a second name to",
-                    "symlink": "links to"}.get(mode, "uses")
-            return "`%s` %s the secret file %s" % (redact_clip(what, 120), verb,
-                                                    display_path(path, ctx.root))
-        if (mode in ("link", "symlink") or mode in ("read", "tree") and cmd is not None
-                and (cmd.prog in _COPIERS or mode == "tree")) and holds_secrets(
-                path, ctx.home, extra):
-            return "`%s` copies %s, which holds private keys or credentials" % (
-                redact_clip(what, 120), path)
-        if mode == "tree":
-            secret = tree_secret(ctx, path, cmd)
-            if secret:
-                return reason("`%s` reads all of %s, and with it the secret file %s" % (
-                    redact_clip(what, 120), display_path(path, ctx.root), display_path(
-                        secret, ctx.root)), instead=TREE_READ_INSTEAD)
+        return None
+    if isinstance(path, Glob) and "/" in path and any(
+            ch in path.rsplit("/", 1)[0] for ch in "*?["):
+        hit = _glob_secret(ctx, path, extra)  # ~/.[a]ws/credentials
+        if hit:
+            return "`%s` reads the secret file %s" % (redact_clip(what, 120),
+                                                      display_path(hit, ctx.root))
+    if isinstance(path, Found):
+        if mode == "read" and path.finder is not None and _found_may_read_secret(
+                ctx, path):
+            return "`%s` reads what %s finds, secret files included" % (
+                redact_clip(what, 120), path.finder.shown(60))
+        return None
+    if mode == "any" and any(ch in path for ch in "*?["):
+        path = _glob_secret(ctx, path, extra) if isinstance(path, Glob) else None
+        if path is None:
+            return None
+    elif isinstance(path, Glob) and any(ch in path for ch in "*?["):
+        # a shell pattern is judged by what it expands to on disk (bounded):
+        # `cat dist/*` reads dist's files, and names a secret only when one is there
+        expanded = _glob_expand(path)
+        if expanded is not None:
+            found = _glob_expansion_secret(ctx, expanded, mode, cmd, extra)
+            return "`%s` %s" % (redact_clip(what, 120), found) if found else None
+    return _secret_path_use(ctx, path, mode, what, cmd, extra)
+
+
+def _prints_secrets(ctx):
+    """A command that prints credentials or the whole environment."""
     for cmd in ctx.cmds:
         if cmd.prog in _PRINTERS:
             found = prints_credentials(ctx, cmd)
@@ -7935,6 +7950,15 @@ def predicate_secrets(ctx):
                 return "`%s` prints the whole environment, the client's credentials " \
                     "included" % redact_clip(cmd.shown(), 120)
     return None
+
+
+def predicate_secrets(ctx):
+    extra = ctx.secret_paths
+    for path, mode, what, cmd in ctx.accesses:
+        found = _secret_access(ctx, path, mode, what, cmd, extra)
+        if found is not None:
+            return found
+    return _prints_secrets(ctx)
 
 
 _ENV_ONE = None
