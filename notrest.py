@@ -8170,28 +8170,74 @@ def _glob_hits_harness(path, mode, ctx):
     return False
 
 
+def _code_writes_files(cmd, writes_code):
+    """Whether the code an interpreter runs writes files (memo: writes_code[id(cmd)])."""
+    if id(cmd) not in writes_code:
+        writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
+    return writes_code[id(cmd)]
+
+
+def _sparse_checkout_write(ctx, cmd, path, what):
+    """A write of git's sparse-checkout patterns, judged as `git sparse-checkout set`
+    of what it writes, or an uncertain reason when the patterns cannot be read."""
+    made = cmd.shared.made(path) if cmd.shared is not None else None
+    patterns = made.split() if isinstance(made, str) and not isinstance(
+        made, Opaque) else []
+    if patterns:
+        return readers()._judge_sparse(ctx, cmd, ["set"] + patterns)
+    return reason("`%s` writes git's sparse-checkout patterns, which the gate cannot "
+                  "read: what they leave out leaves the work tree" % redact_clip(what, 120),
+                  uncertain=True)
+
+
+def _harness_path_hit(ctx, path, mode, what, verb):
+    """Why a change of path reaches the harness (an uncertain reason when a path it
+    is fed may), or None."""
+    if isinstance(path, Found):
+        if path.finder is None:
+            return reason("`%s` %s what its input names, which may be the harness" % (
+                redact_clip(what, 120), verb.split()[0]), uncertain=True)
+        hit = ctx.harness_hit(path, "delete") and _find_may_hit_harness(
+            path.finder, path, ctx)
+        shown = "what %s finds" % path.finder.shown(60)
+    elif isinstance(path, Glob) or any(ch in os.path.basename(path) for ch in "*?["):
+        hit, shown = _glob_hits_harness(path, mode, ctx), display_path(path, ctx.root)
+    else:
+        hit, shown = ctx.harness_hit(path, mode), display_path(path, ctx.root)
+    if hit:
+        return "`%s` %s %s, which belongs to the harness" % (redact_clip(what, 120),
+                                                             verb, shown)
+    return None
+
+
+def _harness_commands(ctx, reasons):
+    """The first certain reason a command's own judges give (their uncertain ones
+    go to reasons)."""
+    for cmd in ctx.cmds:
+        for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
+                      _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
+                          cmd)[0] in _GIT_REWRITERS else None,
+                      _judge_git_worktree(ctx, cmd.feeds, cmd) if cmd.prog in (
+                          "tar", "bsdtar") and cmd.feeds is not None and
+                      cmd.feeds.prog == "git" else None,
+                      _unknown_writer(ctx, cmd), _target_from_harness(cmd)):
+            if found and not getattr(found, "uncertain", False):
+                return found
+            if found:
+                reasons.append(found)
+    return None
+
+
 def predicate_harness(ctx):
     reasons, seen, writes_code = [], set(), {}
     for path, mode, what, cmd in ctx.accesses:
         if mode in ("read", "tree", "symlink") or isinstance(path, Opaque):
             continue
-        if mode == "code":
-            if cmd is None:
-                continue
-            if id(cmd) not in writes_code:
-                writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
-            if not writes_code[id(cmd)]:
-                continue
+        if mode == "code" and (cmd is None or not _code_writes_files(cmd, writes_code)):
+            continue
         if mode == "write" and cmd is not None and isinstance(path, str) and \
                 path.endswith("/info/sparse-checkout") and "/.git/" in path:
-            made = cmd.shared.made(path) if cmd.shared is not None else None
-            patterns = made.split() if isinstance(made, str) and not isinstance(
-                made, Opaque) else []
-            found = readers()._judge_sparse(ctx, cmd, ["set"] + patterns) if patterns \
-                else reason(
-                "`%s` writes git's sparse-checkout patterns, which the gate cannot read: "
-                "what they leave out leaves the work tree" % redact_clip(what, 120),
-                uncertain=True)
+            found = _sparse_checkout_write(ctx, cmd, path, what)
             if found:
                 reasons.append(found)
                 continue
@@ -8205,34 +8251,14 @@ def predicate_harness(ctx):
         if key in seen:
             continue
         seen.add(key)
-        if isinstance(path, Found):
-            if path.finder is None:
-                reasons.append(reason("`%s` %s what its input names, which may be the "
-                                      "harness" % (redact_clip(what, 120), verb.split()[0]),
-                                      uncertain=True))
-                continue
-            hit = ctx.harness_hit(path, "delete") and _find_may_hit_harness(
-                path.finder, path, ctx)
-            shown = "what %s finds" % path.finder.shown(60)
-        elif isinstance(path, Glob) or any(ch in os.path.basename(path) for ch in "*?["):
-            hit, shown = _glob_hits_harness(path, mode, ctx), display_path(path, ctx.root)
-        else:
-            hit, shown = ctx.harness_hit(path, mode), display_path(path, ctx.root)
-        if hit:
-            return "`%s` %s %s, which belongs to the harness" % (redact_clip(what, 120),
-                                                                 verb, shown)
-    for cmd in ctx.cmds:
-        for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
-                      _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
-                          cmd)[0] in _GIT_REWRITERS else None,
-                      _judge_git_worktree(ctx, cmd.feeds, cmd) if cmd.prog in (
-                          "tar", "bsdtar") and cmd.feeds is not None and
-                      cmd.feeds.prog == "git" else None,
-                      _unknown_writer(ctx, cmd), _target_from_harness(cmd)):
-            if found and not getattr(found, "uncertain", False):
-                return found
-            if found:
-                reasons.append(found)
+        found = _harness_path_hit(ctx, path, mode, what, verb)
+        if getattr(found, "uncertain", False):
+            reasons.append(found)
+        elif found is not None:
+            return found
+    found = _harness_commands(ctx, reasons)
+    if found is not None:
+        return found
     found = _agents_block_hit(ctx) if _touches_agents(ctx) else None
     return found or estate_ref_tamper(ctx) or _settle(reasons)
 
