@@ -6876,67 +6876,84 @@ class GateContext:
         self._inodes = {}
         home = self.home if self.home and self.home != "/" else None
         extra = self.secret_paths
+        bases = self._inode_bases(home)
+        for base in bases:
+            self._harness_inodes(base, home, extra)
+        if home:
+            for rel in SECRET_DIRS:
+                self._list_inodes(os.path.join(home, rel), home, extra)
+            for rel in HOME_SECRET_PATHS:
+                if "*" not in rel:
+                    self._consider_inode(os.path.join(home, rel), home, extra)
+        for path in extra:
+            self._consider_inode(path, home, extra)
+        if isinstance(self.cwd, str) and self.cwd not in bases:
+            self._list_inodes(self.cwd, home, extra, lambda name: is_secret_path(
+                name, None))
+        self._walk_inodes(data_dir(self.event.env if self.event.env.get("HOME") else dict(
+            self.event.env, HOME=self.home)), home, extra)
+        return self._inodes
 
-        def consider(path):
-            try:
-                st = os.lstat(path)
-            except (OSError, ValueError):
-                return
-            if st.st_nlink > 1 and st.st_mode & 0o170000 == 0o100000 and (
-                    self.harness_hit(path, "write") or is_secret_path(path, home, extra)):
-                self._inodes.setdefault((st.st_dev, st.st_ino), path)
-
-        def walk(folder):
-            budget = PROTECTED_INODE_LIMIT
-            for top, dirs, files in os.walk(folder):
-                dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
-                budget -= len(files) + 1
-                if budget < 0:
-                    return
-                for name in files:
-                    consider(os.path.join(top, name))
-
-        def listing(folder, keep=lambda name: True):
-            try:
-                names = os.listdir(folder)
-            except (OSError, ValueError):
-                return
-            for name in names[:PROTECTED_INODE_LIMIT]:
-                if keep(name):
-                    full = os.path.join(folder, name)
-                    if os.path.isdir(full) and not os.path.islink(full):
-                        walk(full)
-                    else:
-                        consider(full)
-
+    def _inode_bases(self, home):
+        """The folders whose harness files are protected: the project, the home
+        folder and the clients' own (CODEX_HOME, CLAUDE_CONFIG_DIR)."""
         bases = [self.root] + ([home] if home else [])
         for name in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
             value = self.event.env.get(name)
             if isinstance(value, str) and value.startswith("/") and value != "/":
                 bases.append(os.path.normpath(value))
-        for base in bases:
-            walk(os.path.join(base, ".notrest"))
-            for sub in (".claude", ".codex", ""):
-                listing(os.path.join(base, sub) if sub else base, lambda name: (
-                    name.startswith("settings") or name in (
-                        "hooks.json", "config.toml", "auth.json", ".credentials.json")
-                    or name in SHELL_STARTUP_FILES or is_secret_path(name, None)))
-            for skills in (".claude/skills", ".agents/skills", "skills"):
-                listing(os.path.join(base, skills), lambda name: name.startswith(
-                    "notrest"))
-        if home:
-            for rel in SECRET_DIRS:
-                listing(os.path.join(home, rel))
-            for rel in HOME_SECRET_PATHS:
-                if "*" not in rel:
-                    consider(os.path.join(home, rel))
-        for path in extra:
-            consider(path)
-        if isinstance(self.cwd, str) and self.cwd not in bases:
-            listing(self.cwd, lambda name: is_secret_path(name, None))
-        walk(data_dir(self.event.env if self.event.env.get("HOME") else dict(
-            self.event.env, HOME=self.home)))
-        return self._inodes
+        return bases
+
+    def _harness_inodes(self, base, home, extra):
+        """A base's .notrest, its hook settings, client files and notrest skills."""
+        self._walk_inodes(os.path.join(base, ".notrest"), home, extra)
+        for sub in (".claude", ".codex", ""):
+            self._list_inodes(os.path.join(base, sub) if sub else base, home, extra,
+                              self._protected_name)
+        for skills in (".claude/skills", ".agents/skills", "skills"):
+            self._list_inodes(os.path.join(base, skills), home, extra,
+                              lambda name: name.startswith("notrest"))
+
+    @staticmethod
+    def _protected_name(name):
+        """Hook settings, the clients' own files, shell startup files, secret files."""
+        return name.startswith("settings") or name in (
+            "hooks.json", "config.toml", "auth.json", ".credentials.json") or \
+            name in SHELL_STARTUP_FILES or is_secret_path(name, None)
+
+    def _consider_inode(self, path, home, extra):
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            return
+        if st.st_nlink > 1 and st.st_mode & 0o170000 == 0o100000 and (
+                self.harness_hit(path, "write") or is_secret_path(path, home, extra)):
+            self._inodes.setdefault((st.st_dev, st.st_ino), path)
+
+    def _walk_inodes(self, folder, home, extra):
+        budget = PROTECTED_INODE_LIMIT
+        for top, dirs, files in os.walk(folder):
+            dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
+            budget -= len(files) + 1
+            if budget < 0:
+                return
+            for name in files:
+                self._consider_inode(os.path.join(top, name), home, extra)
+
+    def _list_inodes(self, folder, home, extra, keep=None):
+        """The files in folder (those whose names keep accepts), and the whole of
+        each folder in it."""
+        try:
+            names = os.listdir(folder)
+        except (OSError, ValueError):
+            return
+        for name in names[:PROTECTED_INODE_LIMIT]:
+            if keep is None or keep(name):
+                full = os.path.join(folder, name)
+                if os.path.isdir(full) and not os.path.islink(full):
+                    self._walk_inodes(full, home, extra)
+                else:
+                    self._consider_inode(full, home, extra)
 
     def _collect_accesses(self):
         event, ti = self.event, self.event.tool_input
