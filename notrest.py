@@ -6956,28 +6956,13 @@ class GateContext:
                     self._consider_inode(full, home, extra)
 
     def _collect_accesses(self):
-        event, ti = self.event, self.event.tool_input
-        tool = event.tool or ""
+        ti = self.event.tool_input
+        tool = self.event.tool or ""
         if tool in FILE_WRITE_TOOLS or tool in FILE_READ_TOOLS or tool in ("Grep", "Glob",
                                                                            "LS"):
-            mode = "read" if tool in ("Read", "Grep", "Glob", "LS") else "write"
-            for key in ("file_path", "notebook_path", "path"):
-                value = ti.get(key)
-                if isinstance(value, str) and value:
-                    if tool == "Glob" and key == "path":
-                        continue
-                    path = resolve_path(value, self.cwd, self.home)
-                    if tool == "Grep" and self._hidden_folder(path):
-                        mode = "tree"  # rg skips hidden names below, not the one named
-                    yield (path, mode, tool, None)
+            yield from self._file_tool_accesses(tool, ti)
         if tool == "Grep" and isinstance(ti.get("glob"), str) and ti["glob"]:
-            folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
-            for glob_text in _brace_texts(ti["glob"]):
-                deep = glob_text.startswith("**/")
-                pattern = glob_text.lstrip("*/") if deep else glob_text
-                for sub in ("",) + (_DEEP_SECRET_FOLDERS if deep else ()):
-                    yield (Glob(resolve_path(os.path.join(folder or ".", sub, pattern),
-                                             self.cwd, self.home)), "read", tool, None)
+            yield from self._grep_glob_accesses(tool, ti)
         elif tool in PATHLESS_TOOLS:
             for text in _pathlike_strings(ti):
                 if text.startswith("file://"):  # WebFetch of file:///...: a read
@@ -6987,38 +6972,73 @@ class GateContext:
                 tool not in SPAWN_TOOLS and tool not in FILE_WRITE_TOOLS and \
                 tool not in FILE_READ_TOOLS and tool not in ("Grep", "Glob", "LS",
                                                              "apply_patch"):
-            mode = "read" if any(w in tool.lower() for w in _READ_TOOL_WORDS) else "any"
-            for text in _pathlike_strings(ti):
-                path = resolve_path(text[7:] if text.startswith("file://") else text,
-                                    self.cwd, self.home)
-                if "list" not in tool.lower() and self._hidden_folder(path):
-                    yield (path, "tree", tool, None)  # a folder handed to a tool
-                yield (path, mode, tool, None)
+            yield from self._other_tool_accesses(tool, ti)
         if tool == "apply_patch" or (tool and "patch" in tool.lower()):
-            text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
-            if isinstance(text, list):
-                text = "\n".join(map(str, text))
-            for target, mode in patch_targets(text):
-                yield (resolve_path(target, self.cwd, self.home, follow=mode != "delete"),
-                       mode, "apply_patch", None)
+            yield from self._patch_accesses(ti)
         for cmd in self.cmds:
-            what = None
-            for text, mode in command_paths(cmd):
-                if text.startswith("$(") or "/dev/fd/" in text:
+            yield from self._command_accesses(cmd)
+
+    def _file_tool_accesses(self, tool, ti):
+        """The paths a file tool (Read, Write, Edit, Grep, Glob, LS...) is given."""
+        mode = "read" if tool in ("Read", "Grep", "Glob", "LS") else "write"
+        for key in ("file_path", "notebook_path", "path"):
+            value = ti.get(key)
+            if isinstance(value, str) and value:
+                if tool == "Glob" and key == "path":
                     continue
-                if what is None:
-                    what = cmd.shown(120)
-                follow = (mode != "delete" or text.endswith(("/", "/."))) and (
-                    cmd.prog != "ln" or mode in ("link", "symlink"))
-                path = self.resolve(text, cmd.cwd, follow)
-                if isinstance(text, Found):
-                    path = found_word(path, text.finder)
-                elif isinstance(text, Opaque) or isinstance(cmd.cwd, Opaque) and \
-                        not text.startswith("/"):
-                    path = Opaque(path)
-                elif isinstance(text, Glob):
-                    path = Glob(path)
-                yield (path, mode, what, cmd)
+                path = resolve_path(value, self.cwd, self.home)
+                if tool == "Grep" and self._hidden_folder(path):
+                    mode = "tree"  # rg skips hidden names below, not the one named
+                yield (path, mode, tool, None)
+
+    def _grep_glob_accesses(self, tool, ti):
+        """Grep's glob, as patterns it reads (a deep one in the secret folders too)."""
+        folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
+        for glob_text in _brace_texts(ti["glob"]):
+            deep = glob_text.startswith("**/")
+            pattern = glob_text.lstrip("*/") if deep else glob_text
+            for sub in ("",) + (_DEEP_SECRET_FOLDERS if deep else ()):
+                yield (Glob(resolve_path(os.path.join(folder or ".", sub, pattern),
+                                         self.cwd, self.home)), "read", tool, None)
+
+    def _other_tool_accesses(self, tool, ti):
+        """An unknown tool's path-like arguments: read by a tool named for reading,
+        anything by the rest."""
+        mode = "read" if any(w in tool.lower() for w in _READ_TOOL_WORDS) else "any"
+        for text in _pathlike_strings(ti):
+            path = resolve_path(text[7:] if text.startswith("file://") else text,
+                                self.cwd, self.home)
+            if "list" not in tool.lower() and self._hidden_folder(path):
+                yield (path, "tree", tool, None)  # a folder handed to a tool
+            yield (path, mode, tool, None)
+
+    def _patch_accesses(self, ti):
+        text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
+        if isinstance(text, list):
+            text = "\n".join(map(str, text))
+        for target, mode in patch_targets(text):
+            yield (resolve_path(target, self.cwd, self.home, follow=mode != "delete"),
+                   mode, "apply_patch", None)
+
+    def _command_accesses(self, cmd):
+        """The paths one shell command touches, resolved where it runs."""
+        what = None
+        for text, mode in command_paths(cmd):
+            if text.startswith("$(") or "/dev/fd/" in text:
+                continue
+            if what is None:
+                what = cmd.shown(120)
+            follow = (mode != "delete" or text.endswith(("/", "/."))) and (
+                cmd.prog != "ln" or mode in ("link", "symlink"))
+            path = self.resolve(text, cmd.cwd, follow)
+            if isinstance(text, Found):
+                path = found_word(path, text.finder)
+            elif isinstance(text, Opaque) or isinstance(cmd.cwd, Opaque) and \
+                    not text.startswith("/"):
+                path = Opaque(path)
+            elif isinstance(text, Glob):
+                path = Glob(path)
+            yield (path, mode, what, cmd)
 
     def _hidden_folder(self, path):
         """Whether path is a folder on disk with a hidden name on its way down from
