@@ -7088,91 +7088,93 @@ class GateContext:
         self._inodes = {}
         home = self.home if self.home and self.home != "/" else None
         extra = self.secret_paths
+        bases = self._inode_bases(home)
+        for base in bases:
+            self._harness_inodes(base, home, extra)
+        if home:
+            for rel in SECRET_DIRS:
+                self._list_inodes(os.path.join(home, rel), home, extra)
+            for rel in HOME_SECRET_PATHS:
+                if "*" not in rel:
+                    self._consider_inode(os.path.join(home, rel), home, extra)
+        for path in extra:
+            self._consider_inode(path, home, extra)
+        if isinstance(self.cwd, str) and self.cwd not in bases:
+            self._list_inodes(self.cwd, home, extra, lambda name: is_secret_path(
+                name, None))
+        self._walk_inodes(data_dir(self.event.env if self.event.env.get("HOME") else dict(
+            self.event.env, HOME=self.home)), home, extra)
+        return self._inodes
 
-        def consider(path):
-            try:
-                st = os.lstat(path)
-            except (OSError, ValueError):
-                return
-            if st.st_nlink > 1 and st.st_mode & 0o170000 == 0o100000 and (
-                    self.harness_hit(path, "write") or is_secret_path(path, home, extra)):
-                self._inodes.setdefault((st.st_dev, st.st_ino), path)
-
-        def walk(folder):
-            budget = PROTECTED_INODE_LIMIT
-            for top, dirs, files in os.walk(folder):
-                dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
-                budget -= len(files) + 1
-                if budget < 0:
-                    return
-                for name in files:
-                    consider(os.path.join(top, name))
-
-        def listing(folder, keep=lambda name: True):
-            try:
-                names = os.listdir(folder)
-            except (OSError, ValueError):
-                return
-            for name in names[:PROTECTED_INODE_LIMIT]:
-                if keep(name):
-                    full = os.path.join(folder, name)
-                    if os.path.isdir(full) and not os.path.islink(full):
-                        walk(full)
-                    else:
-                        consider(full)
-
+    def _inode_bases(self, home):
+        """The folders whose harness files are protected: the project, the home
+        folder and the clients' own (CODEX_HOME, CLAUDE_CONFIG_DIR)."""
         bases = [self.root] + ([home] if home else [])
         for name in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
             value = self.event.env.get(name)
             if isinstance(value, str) and value.startswith("/") and value != "/":
                 bases.append(os.path.normpath(value))
-        for base in bases:
-            walk(os.path.join(base, ".notrest"))
-            for sub in (".claude", ".codex", ""):
-                listing(os.path.join(base, sub) if sub else base, lambda name: (
-                    name.startswith("settings") or name in (
-                        "hooks.json", "config.toml", "auth.json", ".credentials.json")
-                    or name in SHELL_STARTUP_FILES or is_secret_path(name, None)))
-            for skills in (".claude/skills", ".agents/skills", "skills"):
-                listing(os.path.join(base, skills), lambda name: name.startswith(
-                    "notrest"))
-        if home:
-            for rel in SECRET_DIRS:
-                listing(os.path.join(home, rel))
-            for rel in HOME_SECRET_PATHS:
-                if "*" not in rel:
-                    consider(os.path.join(home, rel))
-        for path in extra:
-            consider(path)
-        if isinstance(self.cwd, str) and self.cwd not in bases:
-            listing(self.cwd, lambda name: is_secret_path(name, None))
-        walk(data_dir(self.event.env if self.event.env.get("HOME") else dict(
-            self.event.env, HOME=self.home)))
-        return self._inodes
+        return bases
+
+    def _harness_inodes(self, base, home, extra):
+        """A base's .notrest, its hook settings, client files and notrest skills."""
+        self._walk_inodes(os.path.join(base, ".notrest"), home, extra)
+        for sub in (".claude", ".codex", ""):
+            self._list_inodes(os.path.join(base, sub) if sub else base, home, extra,
+                              self._protected_name)
+        for skills in (".claude/skills", ".agents/skills", "skills"):
+            self._list_inodes(os.path.join(base, skills), home, extra,
+                              lambda name: name.startswith("notrest"))
+
+    @staticmethod
+    def _protected_name(name):
+        """Hook settings, the clients' own files, shell startup files, secret files."""
+        return name.startswith("settings") or name in (
+            "hooks.json", "config.toml", "auth.json", ".credentials.json") or \
+            name in SHELL_STARTUP_FILES or is_secret_path(name, None)
+
+    def _consider_inode(self, path, home, extra):
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            return
+        if st.st_nlink > 1 and st.st_mode & 0o170000 == 0o100000 and (
+                self.harness_hit(path, "write") or is_secret_path(path, home, extra)):
+            self._inodes.setdefault((st.st_dev, st.st_ino), path)
+
+    def _walk_inodes(self, folder, home, extra):
+        budget = PROTECTED_INODE_LIMIT
+        for top, dirs, files in os.walk(folder):
+            dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
+            budget -= len(files) + 1
+            if budget < 0:
+                return
+            for name in files:
+                self._consider_inode(os.path.join(top, name), home, extra)
+
+    def _list_inodes(self, folder, home, extra, keep=None):
+        """The files in folder (those whose names keep accepts), and the whole of
+        each folder in it."""
+        try:
+            names = os.listdir(folder)
+        except (OSError, ValueError):
+            return
+        for name in names[:PROTECTED_INODE_LIMIT]:
+            if keep is None or keep(name):
+                full = os.path.join(folder, name)
+                if os.path.isdir(full) and not os.path.islink(full):
+                    self._walk_inodes(full, home, extra)
+                else:
+                    self._consider_inode(full, home, extra)
 
     def _collect_accesses(self):
-        event, ti = self.event, self.event.tool_input
-        tool = event.tool or ""
+        ti = self.event.tool_input
+        tool = self.event.tool or ""
         if tool in FILE_WRITE_TOOLS or tool in FILE_READ_TOOLS or tool in ("Grep", "Glob",
                                                                            "LS"):
-            mode = "read" if tool in ("Read", "Grep", "Glob", "LS") else "write"
-            for key in ("file_path", "notebook_path", "path"):
-                value = ti.get(key)
-                if isinstance(value, str) and value:
-                    if tool == "Glob" and key == "path":
-                        continue
-                    path = resolve_path(value, self.cwd, self.home)
-                    if tool == "Grep" and self._hidden_folder(path):
-                        mode = "tree"  # rg skips hidden names below, not the one named
-                    yield (path, mode, tool, None)
+            yield from self._file_tool_accesses(tool, ti)
         if tool == "Grep" and isinstance(ti.get("glob"), str) and ti["glob"]:
-            folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
-            for glob_text in _brace_texts(ti["glob"]):
-                deep = glob_text.startswith("**/")
-                pattern = glob_text.lstrip("*/") if deep else glob_text
-                for sub in ("",) + (_DEEP_SECRET_FOLDERS if deep else ()):
-                    yield (Glob(resolve_path(os.path.join(folder or ".", sub, pattern),
-                                             self.cwd, self.home)), "read", tool, None)
+            yield from self._grep_glob_accesses(tool, ti)
         elif tool in PATHLESS_TOOLS:
             for text in _pathlike_strings(ti):
                 if text.startswith("file://"):  # WebFetch of file:///...: a read
@@ -7182,38 +7184,73 @@ class GateContext:
                 tool not in SPAWN_TOOLS and tool not in FILE_WRITE_TOOLS and \
                 tool not in FILE_READ_TOOLS and tool not in ("Grep", "Glob", "LS",
                                                              "apply_patch"):
-            mode = "read" if any(w in tool.lower() for w in _READ_TOOL_WORDS) else "any"
-            for text in _pathlike_strings(ti):
-                path = resolve_path(text[7:] if text.startswith("file://") else text,
-                                    self.cwd, self.home)
-                if "list" not in tool.lower() and self._hidden_folder(path):
-                    yield (path, "tree", tool, None)  # a folder handed to a tool
-                yield (path, mode, tool, None)
+            yield from self._other_tool_accesses(tool, ti)
         if tool == "apply_patch" or (tool and "patch" in tool.lower()):
-            text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
-            if isinstance(text, list):
-                text = "\n".join(map(str, text))
-            for target, mode in patch_targets(text):
-                yield (resolve_path(target, self.cwd, self.home, follow=mode != "delete"),
-                       mode, "apply_patch", None)
+            yield from self._patch_accesses(ti)
         for cmd in self.cmds:
-            what = None
-            for text, mode in command_paths(cmd):
-                if text.startswith("$(") or "/dev/fd/" in text:
+            yield from self._command_accesses(cmd)
+
+    def _file_tool_accesses(self, tool, ti):
+        """The paths a file tool (Read, Write, Edit, Grep, Glob, LS...) is given."""
+        mode = "read" if tool in ("Read", "Grep", "Glob", "LS") else "write"
+        for key in ("file_path", "notebook_path", "path"):
+            value = ti.get(key)
+            if isinstance(value, str) and value:
+                if tool == "Glob" and key == "path":
                     continue
-                if what is None:
-                    what = cmd.shown(120)
-                follow = (mode != "delete" or text.endswith(("/", "/."))) and (
-                    cmd.prog != "ln" or mode in ("link", "symlink"))
-                path = self.resolve(text, cmd.cwd, follow)
-                if isinstance(text, Found):
-                    path = found_word(path, text.finder)
-                elif isinstance(text, Opaque) or isinstance(cmd.cwd, Opaque) and \
-                        not text.startswith("/"):
-                    path = Opaque(path)
-                elif isinstance(text, Glob):
-                    path = Glob(path)
-                yield (path, mode, what, cmd)
+                path = resolve_path(value, self.cwd, self.home)
+                if tool == "Grep" and self._hidden_folder(path):
+                    mode = "tree"  # rg skips hidden names below, not the one named
+                yield (path, mode, tool, None)
+
+    def _grep_glob_accesses(self, tool, ti):
+        """Grep's glob, as patterns it reads (a deep one in the secret folders too)."""
+        folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
+        for glob_text in _brace_texts(ti["glob"]):
+            deep = glob_text.startswith("**/")
+            pattern = glob_text.lstrip("*/") if deep else glob_text
+            for sub in ("",) + (_DEEP_SECRET_FOLDERS if deep else ()):
+                yield (Glob(resolve_path(os.path.join(folder or ".", sub, pattern),
+                                         self.cwd, self.home)), "read", tool, None)
+
+    def _other_tool_accesses(self, tool, ti):
+        """An unknown tool's path-like arguments: read by a tool named for reading,
+        anything by the rest."""
+        mode = "read" if any(w in tool.lower() for w in _READ_TOOL_WORDS) else "any"
+        for text in _pathlike_strings(ti):
+            path = resolve_path(text[7:] if text.startswith("file://") else text,
+                                self.cwd, self.home)
+            if "list" not in tool.lower() and self._hidden_folder(path):
+                yield (path, "tree", tool, None)  # a folder handed to a tool
+            yield (path, mode, tool, None)
+
+    def _patch_accesses(self, ti):
+        text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
+        if isinstance(text, list):
+            text = "\n".join(map(str, text))
+        for target, mode in patch_targets(text):
+            yield (resolve_path(target, self.cwd, self.home, follow=mode != "delete"),
+                   mode, "apply_patch", None)
+
+    def _command_accesses(self, cmd):
+        """The paths one shell command touches, resolved where it runs."""
+        what = None
+        for text, mode in command_paths(cmd):
+            if text.startswith("$(") or "/dev/fd/" in text:
+                continue
+            if what is None:
+                what = cmd.shown(120)
+            follow = (mode != "delete" or text.endswith(("/", "/."))) and (
+                cmd.prog != "ln" or mode in ("link", "symlink"))
+            path = self.resolve(text, cmd.cwd, follow)
+            if isinstance(text, Found):
+                path = found_word(path, text.finder)
+            elif isinstance(text, Opaque) or isinstance(cmd.cwd, Opaque) and \
+                    not text.startswith("/"):
+                path = Opaque(path)
+            elif isinstance(text, Glob):
+                path = Glob(path)
+            yield (path, mode, what, cmd)
 
     def _hidden_folder(self, path):
         """Whether path is a folder on disk with a hidden name on its way down from
@@ -8074,67 +8111,82 @@ TREE_READ_INSTEAD = ("search only the folders that hold the code (`grep -rn PATT
                      "or `rg PATTERN`, which skips hidden files")
 
 
-def predicate_secrets(ctx):
-    extra = ctx.secret_paths
-    for path, mode, what, cmd in ctx.accesses:
-        if isinstance(path, Opaque) and mode not in ("delete", "meta") and \
-                path.startswith("/proc/") and path.endswith("/environ"):
+_SECRET_VERBS = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
+                 "link": "gives a second name to", "symlink": "links to"}
+
+
+def _secret_renamed(ctx, path, what, cmd, extra):
+    """`mv` of a secret file to a name that is no secret one."""
+    if cmd is None or cmd.prog != "mv" or isinstance(path, Opaque) or \
+            not is_secret_path(path, ctx.home, extra):
+        return None
+    landing = [d for s_, d, _t in copy_plan(cmd) if d is not None]
+    if not landing or not all(is_secret_path(ctx.resolve(d, cmd.cwd), ctx.home)
+                              for d in landing if isinstance(d, str)):
+        return "`%s` gives the secret file %s another name, which a later " \
+            "command would read" % (redact_clip(what, 120), display_path(path, ctx.root))
+    return None
+
+
+def _secret_path_use(ctx, path, mode, what, cmd, extra):
+    """A named path that is, holds or (a folder read whole) contains a secret file."""
+    if mode == "write" and not isinstance(path, Glob) and _new_project_file(ctx, path):
+        return None     # `printf 'DEBUG=1' > .env.test` makes a file: no secret is in it
+    if is_secret_path(path, ctx.home, extra):
+        return "`%s` %s the secret file %s" % (redact_clip(what, 120),
+                                                _SECRET_VERBS.get(mode, "uses"),
+                                                display_path(path, ctx.root))
+    if (mode in ("link", "symlink") or mode in ("read", "tree") and cmd is not None
+            and (cmd.prog in _COPIERS or mode == "tree")) and holds_secrets(
+            path, ctx.home, extra):
+        return "`%s` copies %s, which holds private keys or credentials" % (
+            redact_clip(what, 120), path)
+    if mode == "tree":
+        secret = tree_secret(ctx, path, cmd)
+        if secret:
+            return reason("`%s` reads all of %s, and with it the secret file %s" % (
+                redact_clip(what, 120), display_path(path, ctx.root), display_path(
+                    secret, ctx.root)), instead=TREE_READ_INSTEAD)
+    return None
+
+
+def _secret_access(ctx, path, mode, what, cmd, extra):
+    """Why one access of a command reaches a secret, or None."""
+    if mode in ("delete", "meta"):
+        return _secret_renamed(ctx, path, what, cmd, extra) if mode == "delete" else None
+    if isinstance(path, Opaque):
+        if path.startswith("/proc/") and path.endswith("/environ"):
             return "`%s` reads the environment of a process, the client's " \
                 "credentials included" % redact_clip(what, 120)
-        if mode == "delete" and cmd is not None and cmd.prog == "mv" and \
-                not isinstance(path, Opaque) and is_secret_path(path, ctx.home, extra):
-            landing = [d for s_, d, _t in copy_plan(cmd) if d is not None]
-            if not landing or not all(is_secret_path(ctx.resolve(d, cmd.cwd), ctx.home)
-                                      for d in landing if isinstance(d, str)):
-                return "`%s` gives the secret file %s another name, which a later " \
-                    "command would read" % (redact_clip(what, 120),
-                                            display_path(path, ctx.root))
-        if mode in ("delete", "meta") or isinstance(path, Opaque):
-            continue
-        if isinstance(path, Glob) and "/" in path and any(
-                ch in path.rsplit("/", 1)[0] for ch in "*?["):
-            hit = _glob_secret(ctx, path, extra)  # ~/.[a]ws/credentials
-            if hit:
-                return "`%s` reads the secret file %s" % (redact_clip(what, 120),
-                                                          display_path(hit, ctx.root))
-        if isinstance(path, Found):
-            if mode == "read" and path.finder is not None and _found_may_read_secret(
-                    ctx, path):
-                return "`%s` reads what %s finds, secret files included" % (
-                    redact_clip(what, 120), path.finder.shown(60))
-            continue
-        if mode == "any" and any(ch in path for ch in "*?["):
-            path = _glob_secret(ctx, path, extra) if isinstance(path, Glob) else None
-            if path is None:
-                continue
-        elif isinstance(path, Glob) and any(ch in path for ch in "*?["):
-            # a shell pattern is judged by what it expands to on disk (bounded):
-            # `cat dist/*` reads dist's files, and names a secret only when one is there
-            expanded = _glob_expand(path)
-            if expanded is not None:
-                found = _glob_expansion_secret(ctx, expanded, mode, cmd, extra)
-                if found:
-                    return "`%s` %s" % (redact_clip(what, 120), found)
-                continue
-        if mode == "write" and not isinstance(path, Glob) and _new_project_file(ctx, path):
-            continue    # `printf 'DEBUG=1' > .env.test` makes a file: no secret is in it
-        if is_secret_path(path, ctx.home, extra):
-            verb = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
-                    "link": "gives a second name to",
-                    "symlink": "links to"}.get(mode, "uses")
-            return "`%s` %s the secret file %s" % (redact_clip(what, 120), verb,
-                                                    display_path(path, ctx.root))
-        if (mode in ("link", "symlink") or mode in ("read", "tree") and cmd is not None
-                and (cmd.prog in _COPIERS or mode == "tree")) and holds_secrets(
-                path, ctx.home, extra):
-            return "`%s` copies %s, which holds private keys or credentials" % (
-                redact_clip(what, 120), path)
-        if mode == "tree":
-            secret = tree_secret(ctx, path, cmd)
-            if secret:
-                return reason("`%s` reads all of %s, and with it the secret file %s" % (
-                    redact_clip(what, 120), display_path(path, ctx.root), display_path(
-                        secret, ctx.root)), instead=TREE_READ_INSTEAD)
+        return None
+    if isinstance(path, Glob) and "/" in path and any(
+            ch in path.rsplit("/", 1)[0] for ch in "*?["):
+        hit = _glob_secret(ctx, path, extra)  # ~/.[a]ws/credentials
+        if hit:
+            return "`%s` reads the secret file %s" % (redact_clip(what, 120),
+                                                      display_path(hit, ctx.root))
+    if isinstance(path, Found):
+        if mode == "read" and path.finder is not None and _found_may_read_secret(
+                ctx, path):
+            return "`%s` reads what %s finds, secret files included" % (
+                redact_clip(what, 120), path.finder.shown(60))
+        return None
+    if mode == "any" and any(ch in path for ch in "*?["):
+        path = _glob_secret(ctx, path, extra) if isinstance(path, Glob) else None
+        if path is None:
+            return None
+    elif isinstance(path, Glob) and any(ch in path for ch in "*?["):
+        # a shell pattern is judged by what it expands to on disk (bounded):
+        # `cat dist/*` reads dist's files, and names a secret only when one is there
+        expanded = _glob_expand(path)
+        if expanded is not None:
+            found = _glob_expansion_secret(ctx, expanded, mode, cmd, extra)
+            return "`%s` %s" % (redact_clip(what, 120), found) if found else None
+    return _secret_path_use(ctx, path, mode, what, cmd, extra)
+
+
+def _prints_secrets(ctx):
+    """A command that prints credentials or the whole environment."""
     for cmd in ctx.cmds:
         if cmd.prog in _PRINTERS:
             found = prints_credentials(ctx, cmd)
@@ -8147,6 +8199,15 @@ def predicate_secrets(ctx):
                 return "`%s` prints the whole environment, the client's credentials " \
                     "included" % redact_clip(cmd.shown(), 120)
     return None
+
+
+def predicate_secrets(ctx):
+    extra = ctx.secret_paths
+    for path, mode, what, cmd in ctx.accesses:
+        found = _secret_access(ctx, path, mode, what, cmd, extra)
+        if found is not None:
+            return found
+    return _prints_secrets(ctx)
 
 
 _ENV_ONE = None
@@ -8358,28 +8419,74 @@ def _glob_hits_harness(path, mode, ctx):
     return False
 
 
+def _code_writes_files(cmd, writes_code):
+    """Whether the code an interpreter runs writes files (memo: writes_code[id(cmd)])."""
+    if id(cmd) not in writes_code:
+        writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
+    return writes_code[id(cmd)]
+
+
+def _sparse_checkout_write(ctx, cmd, path, what):
+    """A write of git's sparse-checkout patterns, judged as `git sparse-checkout set`
+    of what it writes, or an uncertain reason when the patterns cannot be read."""
+    made = cmd.shared.made(path) if cmd.shared is not None else None
+    patterns = made.split() if isinstance(made, str) and not isinstance(
+        made, Opaque) else []
+    if patterns:
+        return readers()._judge_sparse(ctx, cmd, ["set"] + patterns)
+    return reason("`%s` writes git's sparse-checkout patterns, which the gate cannot "
+                  "read: what they leave out leaves the work tree" % redact_clip(what, 120),
+                  uncertain=True)
+
+
+def _harness_path_hit(ctx, path, mode, what, verb):
+    """Why a change of path reaches the harness (an uncertain reason when a path it
+    is fed may), or None."""
+    if isinstance(path, Found):
+        if path.finder is None:
+            return reason("`%s` %s what its input names, which may be the harness" % (
+                redact_clip(what, 120), verb.split()[0]), uncertain=True)
+        hit = ctx.harness_hit(path, "delete") and _find_may_hit_harness(
+            path.finder, path, ctx)
+        shown = "what %s finds" % path.finder.shown(60)
+    elif isinstance(path, Glob) or any(ch in os.path.basename(path) for ch in "*?["):
+        hit, shown = _glob_hits_harness(path, mode, ctx), display_path(path, ctx.root)
+    else:
+        hit, shown = ctx.harness_hit(path, mode), display_path(path, ctx.root)
+    if hit:
+        return "`%s` %s %s, which belongs to the harness" % (redact_clip(what, 120),
+                                                             verb, shown)
+    return None
+
+
+def _harness_commands(ctx, reasons):
+    """The first certain reason a command's own judges give (their uncertain ones
+    go to reasons)."""
+    for cmd in ctx.cmds:
+        for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
+                      _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
+                          cmd)[0] in _GIT_REWRITERS else None,
+                      _judge_git_worktree(ctx, cmd.feeds, cmd) if cmd.prog in (
+                          "tar", "bsdtar") and cmd.feeds is not None and
+                      cmd.feeds.prog == "git" else None,
+                      _unknown_writer(ctx, cmd), _target_from_harness(cmd)):
+            if found and not getattr(found, "uncertain", False):
+                return found
+            if found:
+                reasons.append(found)
+    return None
+
+
 def predicate_harness(ctx):
     reasons, seen, writes_code = [], set(), {}
     for path, mode, what, cmd in ctx.accesses:
         if mode in ("read", "tree", "symlink") or isinstance(path, Opaque):
             continue
-        if mode == "code":
-            if cmd is None:
-                continue
-            if id(cmd) not in writes_code:
-                writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
-            if not writes_code[id(cmd)]:
-                continue
+        if mode == "code" and (cmd is None or not _code_writes_files(cmd, writes_code)):
+            continue
         if mode == "write" and cmd is not None and isinstance(path, str) and \
                 path.endswith("/info/sparse-checkout") and "/.git/" in path:
-            made = cmd.shared.made(path) if cmd.shared is not None else None
-            patterns = made.split() if isinstance(made, str) and not isinstance(
-                made, Opaque) else []
-            found = readers()._judge_sparse(ctx, cmd, ["set"] + patterns) if patterns \
-                else reason(
-                "`%s` writes git's sparse-checkout patterns, which the gate cannot read: "
-                "what they leave out leaves the work tree" % redact_clip(what, 120),
-                uncertain=True)
+            found = _sparse_checkout_write(ctx, cmd, path, what)
             if found:
                 reasons.append(found)
                 continue
@@ -8393,34 +8500,14 @@ def predicate_harness(ctx):
         if key in seen:
             continue
         seen.add(key)
-        if isinstance(path, Found):
-            if path.finder is None:
-                reasons.append(reason("`%s` %s what its input names, which may be the "
-                                      "harness" % (redact_clip(what, 120), verb.split()[0]),
-                                      uncertain=True))
-                continue
-            hit = ctx.harness_hit(path, "delete") and _find_may_hit_harness(
-                path.finder, path, ctx)
-            shown = "what %s finds" % path.finder.shown(60)
-        elif isinstance(path, Glob) or any(ch in os.path.basename(path) for ch in "*?["):
-            hit, shown = _glob_hits_harness(path, mode, ctx), display_path(path, ctx.root)
-        else:
-            hit, shown = ctx.harness_hit(path, mode), display_path(path, ctx.root)
-        if hit:
-            return "`%s` %s %s, which belongs to the harness" % (redact_clip(what, 120),
-                                                                 verb, shown)
-    for cmd in ctx.cmds:
-        for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
-                      _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
-                          cmd)[0] in _GIT_REWRITERS else None,
-                      _judge_git_worktree(ctx, cmd.feeds, cmd) if cmd.prog in (
-                          "tar", "bsdtar") and cmd.feeds is not None and
-                      cmd.feeds.prog == "git" else None,
-                      _unknown_writer(ctx, cmd), _target_from_harness(cmd)):
-            if found and not getattr(found, "uncertain", False):
-                return found
-            if found:
-                reasons.append(found)
+        found = _harness_path_hit(ctx, path, mode, what, verb)
+        if getattr(found, "uncertain", False):
+            reasons.append(found)
+        elif found is not None:
+            return found
+    found = _harness_commands(ctx, reasons)
+    if found is not None:
+        return found
     found = _agents_block_hit(ctx) if _touches_agents(ctx) else None
     return found or estate_ref_tamper(ctx) or _settle(reasons)
 
@@ -9202,6 +9289,92 @@ def git_options(sub, args):
     return letters, longs, words, []
 
 
+def _git_forced(letters, longs):
+    return "f" in letters or "--force" in longs
+
+
+def _discard_reset(letters, longs, words, after, args):
+    if longs & {"--hard", "--merge"}:
+        return "tracked", "git reset --hard", []
+    return None
+
+
+def _discard_checkout(letters, longs, words, after, args):
+    if _git_forced(letters, longs):
+        return "tracked", "git checkout --force", []
+    if "--pathspec-from-file" in longs:
+        return "tracked", "git checkout --pathspec-from-file", []
+    if letters & set("bB") or "--orphan" in longs:
+        return None
+    if after or "--" in args:
+        return "tracked", "git checkout -- PATH", after or ["."]
+    return ("tracked", "git checkout PATH", words) if words else None
+
+
+def _discard_switch(letters, longs, words, after, args):
+    if "f" in letters or longs & {"--force", "--discard-changes"}:
+        return "tracked", "git switch --discard-changes", []
+    return None
+
+
+def _discard_restore(letters, longs, words, after, args):
+    if ("S" in letters or "--staged" in longs) and not (
+            "W" in letters or "--worktree" in longs):
+        return None
+    if "--pathspec-from-file" in longs:
+        return "tracked", "git restore", []
+    paths = words + after
+    if not paths and not ("p" in letters or "--patch" in longs):
+        return None
+    return "tracked", "git restore", paths
+
+
+def _discard_clean(letters, longs, words, after, args):
+    if "n" in letters or "i" in letters or longs & {"--dry-run", "--interactive"}:
+        return None
+    if not _git_forced(letters, longs):
+        return None
+    return ("ignored" if letters & set("xX") else "untracked"), "git clean -f", \
+        words + after
+
+
+def _discard_stash(letters, longs, words, after, args):
+    if words[:1] in (["drop"], ["clear"]):
+        return "stash", "git stash " + words[0], []
+    return None
+
+
+def _discard_branch(letters, longs, words, after, args):
+    forced = _git_forced(letters, longs)
+    deleting = "D" in letters or (("d" in letters or "--delete" in longs) and forced)
+    if deleting and words:
+        return "branch", "git branch -D", words
+    if forced and words and not ("d" in letters or "--delete" in longs) and not (
+            letters & set("mMcC")):
+        return "branch", "git branch --force", words[:1]
+    return None
+
+
+def _discard_rm(letters, longs, words, after, args):
+    if _git_forced(letters, longs) and "--cached" not in longs:
+        return "tracked", "git rm --force", words + after
+    return None
+
+
+def _discard_worktree(letters, longs, words, after, args):
+    if words[:1] == ["remove"] and _git_forced(letters, longs) and len(words) > 1:
+        return "worktree", "git worktree remove --force", words[1:2]
+    return None
+
+
+# git subcommand -> what it discards, from (letters, longs, words, after, args)
+_GIT_DISCARDS = {"reset": _discard_reset, "checkout": _discard_checkout,
+                 "switch": _discard_switch, "restore": _discard_restore,
+                 "clean": _discard_clean, "stash": _discard_stash,
+                 "branch": _discard_branch, "rm": _discard_rm,
+                 "worktree": _discard_worktree}
+
+
 def git_discard_plan(argv):
     """What a git command would throw away, for the probe: (kind, what, names)
     with kind "tracked" (changes to tracked files in the paths `names`, [] = the
@@ -9212,67 +9385,13 @@ def git_discard_plan(argv):
     if i >= len(argv):
         return None
     sub, args = argv[i], argv[i + 1:]
+    discard = _GIT_DISCARDS.get(sub)
+    if discard is None:
+        return None
     letters, longs, words, after = git_options(sub, args)
     if "h" in letters or "--help" in longs:
         return None
-    if sub == "reset":
-        if longs & {"--hard", "--merge"}:
-            return "tracked", "git reset --hard", []
-        return None
-    if sub == "checkout":
-        if "f" in letters or "--force" in longs:
-            return "tracked", "git checkout --force", []
-        if "--pathspec-from-file" in longs:
-            return "tracked", "git checkout --pathspec-from-file", []
-        if letters & set("bB") or "--orphan" in longs:
-            return None
-        if after or "--" in args:
-            return "tracked", "git checkout -- PATH", after or ["."]
-        return ("tracked", "git checkout PATH", words) if words else None
-    if sub == "switch":
-        if "f" in letters or longs & {"--force", "--discard-changes"}:
-            return "tracked", "git switch --discard-changes", []
-        return None
-    if sub == "restore":
-        if ("S" in letters or "--staged" in longs) and not (
-                "W" in letters or "--worktree" in longs):
-            return None
-        if "--pathspec-from-file" in longs:
-            return "tracked", "git restore", []
-        paths = words + after
-        if not paths and not ("p" in letters or "--patch" in longs):
-            return None
-        return "tracked", "git restore", paths
-    if sub == "clean":
-        if "n" in letters or "i" in letters or longs & {"--dry-run", "--interactive"}:
-            return None
-        if not ("f" in letters or "--force" in longs):
-            return None
-        return ("ignored" if letters & set("xX") else "untracked"), "git clean -f", \
-            words + after
-    if sub == "stash":
-        if words[:1] in (["drop"], ["clear"]):
-            return "stash", "git stash " + words[0], []
-        return None
-    if sub == "branch":
-        forced = "f" in letters or "--force" in longs
-        deleting = "D" in letters or (("d" in letters or "--delete" in longs) and forced)
-        if deleting and words:
-            return "branch", "git branch -D", words
-        if forced and words and not ("d" in letters or "--delete" in longs) and not (
-                letters & set("mMcC")):
-            return "branch", "git branch --force", words[:1]
-        return None
-    if sub == "rm":
-        if ("f" in letters or "--force" in longs) and "--cached" not in longs:
-            return "tracked", "git rm --force", words + after
-        return None
-    if sub == "worktree":
-        if words[:1] == ["remove"] and ("f" in letters or "--force" in longs) and \
-                len(words) > 1:
-            return "worktree", "git worktree remove --force", words[1:2]
-        return None
-    return None
+    return discard(letters, longs, words, after, args)
 
 
 _HTTP = ("curl", "wget", "http", "https", "xh", "curlie")
@@ -19370,11 +19489,9 @@ def git_key_kind(key):
     return kind
 
 
-def follow_git(cmd, cmds, depth):
-    """What a git command makes run besides git: the programs -c settings, the
-    environment and `git config` name (editors, pagers, ssh, hooks, aliases,
-    helpers, filters), and the commands of rebase --exec, bisect run, submodule
-    foreach, difftool -x, filter-branch, ext:: URLs and --upload-pack."""
+def _git_global_settings(cmd):
+    """(the -c and --config-env settings before the subcommand, the subcommand's
+    index) of a git command; --exec-path is code it cannot judge."""
     argv, i, settings = cmd.argv, 1, []
     while i < len(argv) and argv[i].startswith("-"):
         arg = argv[i]
@@ -19393,6 +19510,11 @@ def follow_git(cmd, cmds, depth):
             unknown_code(cmd, None, "runs git's programs from a folder it names")
         i += 2 if arg in ("-C", "--git-dir", "--work-tree", "--namespace",
                           "--super-prefix") else 1
+    return settings, i
+
+
+def _follow_git_environment(cmd, cmds, depth):
+    """The programs git's environment names; returns the GIT_CONFIG_COUNT settings."""
     for name in GIT_PROGRAM_ENV:
         value = cmd.env.get(name)
         if value:
@@ -19401,31 +19523,46 @@ def follow_git(cmd, cmds, depth):
                  "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR"):
         if cmd.env.get(name):
             unknown_code(cmd, None, "runs git with configuration from %s" % name)
-    count = cmd.env.get("GIT_CONFIG_COUNT")
+    settings, count = [], cmd.env.get("GIT_CONFIG_COUNT")
     if count and str(count).isdigit():
         for n in range(min(int(count), 32)):
             settings.append("%s=%s" % (cmd.env.get("GIT_CONFIG_KEY_%d" % n, ""),
                                        cmd.env.get("GIT_CONFIG_VALUE_%d" % n, "")))
+    return settings
+
+
+def _follow_git_setting(cmd, setting, cmds, depth):
+    key, _, value = str(setting).partition("=")
+    kind = git_key_kind(key)
+    if kind:
+        _git_value(cmd, kind, key, value, cmds, depth)
+
+
+def _follow_clone_config(cmd, rest, cmds, depth):
+    # clone -c/--config KEY=VALUE: the setting is the new clone's, and its first
+    # checkout (fsmonitor, filters, hooks) already runs it; aliases wait for a call
+    for k, arg in enumerate(rest):
+        value = None
+        if arg in ("-c", "--config") and k + 1 < len(rest):
+            value = rest[k + 1]
+        elif arg.startswith("--config="):
+            value = arg[9:]
+        if value is not None:
+            _follow_git_setting(cmd, value, cmds, depth)
+
+
+def follow_git(cmd, cmds, depth):
+    """What a git command makes run besides git: the programs -c settings, the
+    environment and `git config` name (editors, pagers, ssh, hooks, aliases,
+    helpers, filters), and the commands of rebase --exec, bisect run, submodule
+    foreach, difftool -x, filter-branch, ext:: URLs and --upload-pack."""
+    argv = cmd.argv
+    settings, i = _git_global_settings(cmd)
+    settings += _follow_git_environment(cmd, cmds, depth)
     for setting in settings:
-        key, _, value = str(setting).partition("=")
-        kind = git_key_kind(key)
-        if kind:
-            _git_value(cmd, kind, key, value, cmds, depth)
+        _follow_git_setting(cmd, setting, cmds, depth)
     if i < len(argv) and argv[i] in ("clone", "submodule"):
-        # clone -c/--config KEY=VALUE: the setting is the new clone's, and its first
-        # checkout (fsmonitor, filters, hooks) already runs it; aliases wait for a call
-        rest = list(argv[i + 1:])
-        for k, arg in enumerate(rest):
-            value = None
-            if arg in ("-c", "--config") and k + 1 < len(rest):
-                value = rest[k + 1]
-            elif arg.startswith("--config="):
-                value = arg[9:]
-            if value is not None:
-                key, _, val = str(value).partition("=")
-                kind = git_key_kind(key)
-                if kind:
-                    _git_value(cmd, kind, key, val, cmds, depth)
+        _follow_clone_config(cmd, list(argv[i + 1:]), cmds, depth)
     if i < len(argv):
         follower = _GIT_CODE_VERBS.get(argv[i])
         if follower is not None:
@@ -21447,6 +21584,67 @@ def _spawn_capture(argv, timeout, extra_env=None):
 _GIT_PLACE_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 
+def _stash_probe(kind, names, base, worktree, cwd):
+    return base + ["rev-parse", "-q", "--verify", "refs/stash"]
+
+
+def _branch_probe(kind, names, base, worktree, cwd):
+    names = [n for n in names if n and not n.startswith("-")]
+    if not names:
+        return None
+    return base + ["rev-list", "-n", "1", "--ignore-missing"] + [
+        "refs/heads/" + n for n in names] + ["--not"] + [
+        "--exclude=" + n for n in names] + ["--branches", "--tags", "--remotes"]
+
+
+def _worktree_probe(kind, names, base, worktree, cwd):
+    folder = os.path.join(cwd, names[0]) if names else ""
+    if not os.path.isdir(folder):
+        return None
+    return worktree + ["status", "--porcelain", "-z", "--untracked-files=normal"]
+
+
+def _status_probe(kind, names, base, worktree, cwd):
+    probe = base + ["status", "--porcelain", "-z", "--untracked-files=%s" % (
+        "no" if kind == "tracked" else "normal")]
+    if kind == "ignored":
+        probe.append("--ignored")
+    probe += ["--"] + [n for n in names if n] if names else []
+    return probe
+
+
+# plan kind -> the one read-only git argv that tells what it loses (None: nothing);
+# "tracked", "untracked" and "ignored" ask git status
+_GIT_RISK_PROBES = {"stash": _stash_probe, "branch": _branch_probe,
+                    "worktree": _worktree_probe}
+_GIT_RISK_WHAT = {"tracked": "uncommitted changes in", "untracked": "untracked files:",
+                  "ignored": "untracked or ignored files:",
+                  "worktree": "the worktree's changes:"}
+
+
+def _git_risk_read(kind, code, out):
+    """(lost, detail) from the probe's exit code and output."""
+    if kind == "stash":
+        return (code == 0), "the stash holds work"
+    if kind == "branch":
+        return (code == 0 and bool(out.strip())), "commits no other branch holds"
+    if code != 0:
+        return False, "not a git work tree"
+    changed = []
+    for entry in out.decode("utf-8", "replace").split("\0"):
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        untracked = status in ("??", "!!")
+        if kind == "worktree" or untracked == (kind != "tracked"):
+            changed.append(path)
+    if not changed:
+        return False, ""
+    shown = ", ".join(one_line(p, 60) for p in changed[:3])
+    more = " and %d more" % (len(changed) - 3) if len(changed) > 3 else ""
+    return True, "%s %s%s" % (_GIT_RISK_WHAT[kind], shown, more)
+
+
 def git_work_at_risk(cmd, plan, timeout=GIT_PROBE_TIMEOUT_S):
     """What the planned discard would lose, from ONE read-only git call made where
     the command runs: (lost, detail). lost is True, False, or None when git could
@@ -21465,53 +21663,16 @@ def git_work_at_risk(cmd, plan, timeout=GIT_PROBE_TIMEOUT_S):
             kind == "worktree" and names) else None
     except GitUnsafe as exc:
         return None, "its repository's git config could not be read in full (%s)" % exc
-    if kind == "stash":
-        probe = base + ["rev-parse", "-q", "--verify", "refs/stash"]
-    elif kind == "branch":
-        names = [n for n in names if n and not n.startswith("-")]
-        if not names:
-            return False, ""
-        probe = base + ["rev-list", "-n", "1", "--ignore-missing"] + [
-            "refs/heads/" + n for n in names] + ["--not"] + [
-            "--exclude=" + n for n in names] + ["--branches", "--tags", "--remotes"]
-    elif kind == "worktree":
-        folder = os.path.join(cmd.cwd, names[0]) if names else ""
-        if not os.path.isdir(folder):
-            return False, ""
-        probe = worktree + ["status", "--porcelain", "-z", "--untracked-files=normal"]
-    else:
-        probe = base + ["status", "--porcelain", "-z", "--untracked-files=%s" % (
-            "no" if kind == "tracked" else "normal")]
-        if kind == "ignored":
-            probe.append("--ignored")
-        probe += ["--"] + [n for n in names if n] if names else []
+    probe = _GIT_RISK_PROBES.get(kind, _status_probe)(kind, names, base, worktree,
+                                                       cmd.cwd)
+    if probe is None:
+        return False, ""
     code, out = _spawn_capture(probe, timeout, where) if where else _spawn_capture(
         probe, timeout)
     if code in (124, 127):
         return None, ("git took longer than %gs to answer" % timeout if code == 124
                       else "git could not be started")
-    if kind == "stash":
-        return (code == 0), "the stash holds work"
-    if kind == "branch":
-        return (code == 0 and bool(out.strip())), "commits no other branch holds"
-    if code != 0:
-        return False, "not a git work tree"
-    changed = []
-    for entry in out.decode("utf-8", "replace").split("\0"):
-        if len(entry) < 4:
-            continue
-        status, path = entry[:2], entry[3:]
-        untracked = status in ("??", "!!")
-        if kind == "worktree" or untracked == (kind != "tracked"):
-            changed.append(path)
-    if not changed:
-        return False, ""
-    what = {"tracked": "uncommitted changes in", "untracked": "untracked files:",
-            "ignored": "untracked or ignored files:",
-            "worktree": "the worktree's changes:"}[kind]
-    shown = ", ".join(one_line(p, 60) for p in changed[:3])
-    more = " and %d more" % (len(changed) - 3) if len(changed) > 3 else ""
-    return True, "%s %s%s" % (what, shown, more)
+    return _git_risk_read(kind, code, out)
 
 
 # ---- databases ------------------------------------------------------------------
@@ -21973,7 +22134,7 @@ def _aws_parts(argv):
     return (words[0] if words else ""), (words[1] if len(words) > 1 else "")
 
 
-def _aws_danger(argv):
+def _aws_danger(argv, cmd=None):
     service, op = _aws_parts(argv)
     if not op or service in AWS_SECRET_SERVICES or (service == "ssm" and "parameter" in
                                                      op) or _dry_run(argv):
@@ -22009,75 +22170,105 @@ def _verb_scan(argv, verbs, values=(), limit=6, reads=_CLOUD_READS):
     return None
 
 
+def _gcloud_danger(argv, cmd):
+    words = _words(argv, limit=3)
+    if words[:1] in (["secrets"], ["kms"]) or _dry_run(argv):
+        return None
+    verb = _verb_scan(argv, _CLOUD_VERBS - {"rb", "untag"})
+    return "runs gcloud … %s" % verb if verb else None
+
+
+def _az_danger(argv, cmd):
+    if _words(argv, limit=1) == ["keyvault"] or _dry_run(argv):
+        return None
+    verb = _verb_scan(argv, _CLOUD_VERBS | {"purge"})
+    return "runs az … %s" % verb if verb else None
+
+
+def _bucket_tool_danger(argv, cmd):
+    words = _words(argv, values=("-o", "-h", "-u", "-i", "-c", "--config"), limit=3)
+    head = words[0] if words else ""
+    if head in ("rm", "rb", "del", "delete-bucket", "delete-file-version"):
+        return "deletes buckets or objects"
+    if head in ("rsync", "sync") and _flag(argv, "d", ("--delete-removed",
+                                                      "--delete")):
+        return "deletes what the source lacks"
+    return None
+
+
+def _azcopy_danger(argv, cmd):
+    words = _words(argv, limit=1)
+    if words[:1] in (["remove"], ["rm"]):
+        return "deletes blobs"
+    value = _option(argv, ("--delete-destination",))
+    if words[:1] == ["sync"] and value is not None and value.lower() != "false":
+        return "deletes what the source lacks"
+    return None
+
+
+def _minio_danger(argv, cmd):
+    words = _words(argv, limit=4)
+    if words[:1] in (["rb"], ["rm"]):
+        return "deletes buckets or objects"
+    if words[:1] == ["mirror"] and _flag(argv, "", ("--remove",)):
+        return "deletes what the source lacks"
+    if words[:1] == ["admin"] and set(words[1:4]) & {"remove", "delete", "rm",
+                                                     "disable", "unset"}:
+        return "removes MinIO buckets, users or policies"
+    return None
+
+
+def _nsupdate_danger(argv, cmd):
+    script = "\n".join(filter(None, [_stdin_text(cmd) if cmd is not None else None] +
+                               [_read_small(a, cmd.cwd) for a in _words(argv, values=(
+                                   "-k", "-y", "-p", "-t", "-u", "-r"))
+                                if cmd is not None]))
+    if any(line.split()[:1] == ["delete"] or line.split()[1:2] == ["delete"] for line
+           in script.lower().splitlines()):
+        return "deletes DNS records"
+    return None
+
+
+def _rclone_danger(argv, cmd):
+    words = _words(argv, limit=1)
+    head = words[0] if words else ""
+    if head in ("delete", "deletefile", "purge", "rmdir", "rmdirs", "cleanup",
+                "dedupe", "move", "moveto"):
+        return "deletes files in cloud storage"
+    if head in ("sync", "bisync") and not (_dry_run(argv) or _flag(argv, "n")):
+        return "deletes what the source lacks"
+    return None
+
+
+def _wrangler_danger(argv, cmd):
+    verb = _verb_scan(argv, frozenset(("delete", "rollback")))
+    return "runs wrangler … %s" % verb if verb else None
+
+
+def _hosting_danger(argv, cmd):
+    for word in _words(argv, limit=3):
+        if word.endswith((":destroy", ":delete", ":remove", ":wipe")) or word in (
+                "pg:reset", "destroy"):
+            return "runs %s %s" % (_prog_name(argv[0]), word)
+    return None
+
+
+# program -> what its command deletes; the other cloud programs by their verbs
+_CLOUD_DANGERS = {"aws": _aws_danger, "gcloud": _gcloud_danger,
+                  "az": _az_danger, "gsutil": _bucket_tool_danger,
+                  "s3cmd": _bucket_tool_danger, "s5cmd": _bucket_tool_danger,
+                  "b2": _bucket_tool_danger, "azcopy": _azcopy_danger,
+                  "mc": _minio_danger, "nsupdate": _nsupdate_danger,
+                  "rclone": _rclone_danger, "wrangler": _wrangler_danger,
+                  "heroku": _hosting_danger, "netlify": _hosting_danger,
+                  "firebase": _hosting_danger}
+
+
 def _cloud_danger(argv, cmd=None, ctx=None):
     prog = _prog_name(argv[0])
-    if prog == "aws":
-        return _aws_danger(argv)
-    if prog == "gcloud":
-        words = _words(argv, limit=3)
-        if words[:1] in (["secrets"], ["kms"]) or _dry_run(argv):
-            return None
-        verb = _verb_scan(argv, _CLOUD_VERBS - {"rb", "untag"})
-        return "runs gcloud … %s" % verb if verb else None
-    if prog == "az":
-        if _words(argv, limit=1) == ["keyvault"] or _dry_run(argv):
-            return None
-        verb = _verb_scan(argv, _CLOUD_VERBS | {"purge"})
-        return "runs az … %s" % verb if verb else None
-    if prog in ("gsutil", "s3cmd", "s5cmd", "b2"):
-        words = _words(argv, values=("-o", "-h", "-u", "-i", "-c", "--config"), limit=3)
-        head = words[0] if words else ""
-        if head in ("rm", "rb", "del", "delete-bucket", "delete-file-version"):
-            return "deletes buckets or objects"
-        if head in ("rsync", "sync") and _flag(argv, "d", ("--delete-removed",
-                                                          "--delete")):
-            return "deletes what the source lacks"
-        return None
-    if prog == "azcopy":
-        words = _words(argv, limit=1)
-        if words[:1] in (["remove"], ["rm"]):
-            return "deletes blobs"
-        value = _option(argv, ("--delete-destination",))
-        if words[:1] == ["sync"] and value is not None and value.lower() != "false":
-            return "deletes what the source lacks"
-        return None
-    if prog == "mc":
-        words = _words(argv, limit=4)
-        if words[:1] in (["rb"], ["rm"]):
-            return "deletes buckets or objects"
-        if words[:1] == ["mirror"] and _flag(argv, "", ("--remove",)):
-            return "deletes what the source lacks"
-        if words[:1] == ["admin"] and set(words[1:4]) & {"remove", "delete", "rm",
-                                                         "disable", "unset"}:
-            return "removes MinIO buckets, users or policies"
-        return None
-    if prog == "nsupdate":
-        script = "\n".join(filter(None, [_stdin_text(cmd) if cmd is not None else None] +
-                                   [_read_small(a, cmd.cwd) for a in _words(argv, values=(
-                                       "-k", "-y", "-p", "-t", "-u", "-r"))
-                                    if cmd is not None]))
-        if any(line.split()[:1] == ["delete"] or line.split()[1:2] == ["delete"] for line
-               in script.lower().splitlines()):
-            return "deletes DNS records"
-        return None
-    if prog == "rclone":
-        words = _words(argv, limit=1)
-        head = words[0] if words else ""
-        if head in ("delete", "deletefile", "purge", "rmdir", "rmdirs", "cleanup",
-                    "dedupe", "move", "moveto"):
-            return "deletes files in cloud storage"
-        if head in ("sync", "bisync") and not (_dry_run(argv) or _flag(argv, "n")):
-            return "deletes what the source lacks"
-        return None
-    if prog == "wrangler":
-        verb = _verb_scan(argv, frozenset(("delete", "rollback")))
-        return "runs wrangler … %s" % verb if verb else None
-    if prog in ("heroku", "netlify", "firebase"):
-        for word in _words(argv, limit=3):
-            if word.endswith((":destroy", ":delete", ":remove", ":wipe")) or word in (
-                    "pg:reset", "destroy"):
-                return "runs %s %s" % (prog, word)
-        return None
+    danger = _CLOUD_DANGERS.get(prog)
+    if danger is not None:
+        return danger(argv, cmd)
     if prog not in _CLOUD_PROGRAMS:
         return None     # a package manager's remove/rm/rb is no cloud delete
     verb = _verb_scan(argv, _CLOUD_VERBS | {"remove", "destroy"})
@@ -22560,75 +22751,116 @@ def _scratch_name(name):
         t.endswith(("test", "tests", "tmp", "dev")) for t in tokens)
 
 
-def _scratch_database(argv, cmd):
-    """Whether a destructive database command reaches only a scratch database:
-    local (no host, or localhost) and named test/dev/tmp (app_test, webapp_tmp,
-    /tmp/x.db), each database it drops as well; Redis FLUSHDB of a numbered
-    database other than 0 on this machine; Django's flush of the `test` alias,
-    Rails in the test environment."""
-    import re
-    prog = _prog_name(argv[0])
-    env = dict(getattr(cmd, "env", None) or {})
+def _database_host(prog, argv, env):
+    """The host a database client connects to ("" for a local socket)."""
     host = _option(argv, ("-h", "--host")) or ""
     if prog in ("psql", "pg_restore", "dropdb"):
         host = host or env.get("PGHOST", "")
     if prog in ("mysql", "mariadb", "mysqladmin"):
         host = host or env.get("MYSQL_HOST", "")
-    if host.startswith("/"):
-        host = ""
-    if host.lower() not in _LOCAL_HOSTS:
+    return "" if host.startswith("/") else host
+
+
+def _scratch_redis(prog, argv, cmd, env):
+    words = [w.lower() for w in _words(argv, values=(
+        "-h", "-p", "-a", "-n", "-u", "--user", "--pass", "-s"))]
+    number = _option(argv, ("-n",))
+    return words[:1] == ["flushdb"] and bool(number) and number.isdigit() and \
+        int(number) > 0 and not _option(argv, ("-u",))
+
+
+def _scratch_django(prog, argv, cmd, env):
+    alias = _option(argv, ("--database",))
+    return bool(alias) and _scratch_name(alias)
+
+
+def _scratch_rails(prog, argv, cmd, env):
+    return env.get("RAILS_ENV") in ("test", "development") or any(
+        a in ("RAILS_ENV=test", "RAILS_ENV=development") for a in argv)
+
+
+def _scratch_dropdb(prog, argv, cmd, env):
+    names = _words(argv, values=("-h", "--host", "-p", "--port", "-U", "--username",
+                                 "--maintenance-db"))
+    return bool(names) and all(_scratch_name(n) for n in names)
+
+
+def _scratch_file_database(prog, argv, cmd, env):
+    names = _words(argv, values=("-cmd", "-init", "-separator", "-nullvalue"), limit=1)
+    if not names:
         return False
-    if prog in _REDIS_CLIENTS:
-        words = [w.lower() for w in _words(argv, values=(
-            "-h", "-p", "-a", "-n", "-u", "--user", "--pass", "-s"))]
-        number = _option(argv, ("-n",))
-        return words[:1] == ["flushdb"] and bool(number) and number.isdigit() and \
-            int(number) > 0 and not _option(argv, ("-u",))
-    if prog in ("manage.py", "django-admin") or (prog in ("python", "python3") and len(
-            argv) > 1 and _prog_name(argv[1]) == "manage.py"):
-        alias = _option(argv, ("--database",))
-        return bool(alias) and _scratch_name(alias)
-    if prog in ("rails", "rake"):
-        return env.get("RAILS_ENV") in ("test", "development") or any(
-            a in ("RAILS_ENV=test", "RAILS_ENV=development") for a in argv)
-    if prog == "dropdb":
-        names = _words(argv, values=("-h", "--host", "-p", "--port", "-U", "--username",
-                                     "--maintenance-db"))
-        return bool(names) and all(_scratch_name(n) for n in names)
-    if prog in ("sqlite3", "sqlite", "duckdb"):
-        names = _words(argv, values=("-cmd", "-init", "-separator", "-nullvalue"),
-                       limit=1)
-        if not names:
-            return False
-        path = names[0]
-        return path == ":memory:" or path.startswith(("/tmp/", "/var/tmp/")) or \
-            _scratch_name(path)
-    if prog not in ("psql", "mysql", "mariadb"):
+    path = names[0]
+    return path == ":memory:" or path.startswith(("/tmp/", "/var/tmp/")) or \
+        _scratch_name(path)
+
+
+def _psql_target(argv, env):
+    """The database psql connects to, "" when it names none, None when a URL or
+    connection string points at another machine."""
+    import re
+    target = _option(argv, ("-d", "--dbname")) or env.get("PGDATABASE", "")
+    if not target:
+        words = _words(argv, values=("-h", "--host", "-p", "--port", "-U",
+                                     "--username", "-c", "--command", "-f", "--file",
+                                     "-v", "--set", "-o", "--output"), limit=1)
+        target = words[0] if words else ""
+    if "://" in target or "=" in target:
+        match = re.match(r"^[a-z]+://(?:[^@/]*@)?([^/:?]*)(?::\d+)?/([^?]+)", target)
+        if not match or match.group(1).lower() not in _LOCAL_HOSTS:
+            return None
+        target = match.group(2)
+    return target
+
+
+def _mysql_target(argv, env):
+    target = _option(argv, ("-D", "--database")) or ""
+    if not target:
+        words = _words(argv, values=("-u", "--user", "-h", "--host", "-P", "--port",
+                                     "-e", "--execute", "-S", "--socket"), limit=1)
+        target = words[0] if words else ""
+    return target
+
+
+def _scratch_sql_database(prog, argv, cmd, env):
+    """psql, mysql, mariadb: the database they connect to and each one their SQL
+    drops are scratch ones (or, naming none, what they drop is)."""
+    import re
+    target = (_psql_target if prog == "psql" else _mysql_target)(argv, env)
+    if target is None:
         return False
-    if prog == "psql":
-        target = _option(argv, ("-d", "--dbname")) or env.get("PGDATABASE", "")
-        if not target:
-            words = _words(argv, values=("-h", "--host", "-p", "--port", "-U",
-                                         "--username", "-c", "--command", "-f", "--file",
-                                         "-v", "--set", "-o", "--output"), limit=1)
-            target = words[0] if words else ""
-        if "://" in target or "=" in target:
-            match = re.match(r"^[a-z]+://(?:[^@/]*@)?([^/:?]*)(?::\d+)?/([^?]+)", target)
-            if not match or match.group(1).lower() not in _LOCAL_HOSTS:
-                return False
-            target = match.group(2)
-    else:
-        target = _option(argv, ("-D", "--database")) or ""
-        if not target:
-            words = _words(argv, values=("-u", "--user", "-h", "--host", "-P", "--port",
-                                         "-e", "--execute", "-S", "--socket"), limit=1)
-            target = words[0] if words else ""
     texts = " ".join(_client_texts(argv, cmd)).lower()
     dropped = re.findall(r"drop\s+(?:database|schema)\s+(?:if\s+exists\s+)?([`\"\w.$-]+)",
                          texts)
     if dropped and not all(_scratch_name(n) for n in dropped):
         return False
     return _scratch_name(target) if target else bool(dropped)
+
+
+# client -> whether its destructive command reaches only a scratch database
+_SCRATCH_JUDGES = {"manage.py": _scratch_django, "django-admin": _scratch_django,
+                   "rails": _scratch_rails, "rake": _scratch_rails,
+                   "dropdb": _scratch_dropdb, "sqlite3": _scratch_file_database,
+                   "sqlite": _scratch_file_database, "duckdb": _scratch_file_database,
+                   "psql": _scratch_sql_database, "mysql": _scratch_sql_database,
+                   "mariadb": _scratch_sql_database}
+_SCRATCH_JUDGES.update(dict.fromkeys(_REDIS_CLIENTS, _scratch_redis))
+
+
+def _scratch_database(argv, cmd):
+    """Whether a destructive database command reaches only a scratch database:
+    local (no host, or localhost) and named test/dev/tmp (app_test, webapp_tmp,
+    /tmp/x.db), each database it drops as well; Redis FLUSHDB of a numbered
+    database other than 0 on this machine; Django's flush of the `test` alias,
+    Rails in the test environment."""
+    prog = _prog_name(argv[0])
+    env = dict(getattr(cmd, "env", None) or {})
+    if _database_host(prog, argv, env).lower() not in _LOCAL_HOSTS:
+        return False
+    if prog in ("python", "python3") and len(argv) > 1 and _prog_name(
+            argv[1]) == "manage.py":
+        prog = "manage.py"
+    judge = _SCRATCH_JUDGES.get(prog)
+    return judge(prog, argv, cmd, env) if judge is not None else False
 
 
 PACK_JUDGES = {
