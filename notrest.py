@@ -25243,139 +25243,223 @@ def _missing_blobs(git, blobs):
 
 def _sync_locked(estate, git, me, remote, ref, journals, cutoff_asked, dry_run, report,
                  now):
-    state = SyncState(estate, ref)
-    head = state.head
-    cutoff = max(head.get("cutoff") or 0, cutoff_asked)
-    fresh = scan_local(estate, state, me, journals, cutoff, now)
-    bodies = {blob_id(data): data for data in fresh.values()}
-    tracking = tracking_ref(ref, remote)
-    seen = head["remotes"].get(remote) or {}
-    offline, refs = None, None
-    try:
-        remote_tip, refs = _fetch(git, remote, ref, tracking)
-    except SyncFailure as failure:
-        if failure.outcome not in ("offline", "no-remote", "auth") or cutoff_asked:
-            raise
-        offline, remote_tip = failure, None
-    local_tip = (refs if refs is not None else git.refs()).get(ref)
-    pending = {p: b for p, b in state.pending.items() if journals or not p.startswith(
-        "journals/")}  # a journal waits for the next sync that asks for journals
-    lost_objects = _missing_blobs(git, [b for b in pending.values() if b not in bodies])
-    for path in [p for p, b in pending.items() if b in lost_objects]:
-        del pending[path]  # its object was lost since an earlier run: export it again
-        state.forget(path)
-    stored = set()
-    if not dry_run:
-        batch = {b: bodies[b] for b in pending.values() if b in bodies}
-        git.write_blobs(batch, estate.path(SYNC_FOLDER, "tmp-%d" % os.getpid()))
-        stored.update(batch)
-    base_commit = local_tip if offline else remote_tip
-    seen_tree = None if offline else seen.get("tree")
-    send, tree = {}, None
+    run = SyncRun(estate, git, me, remote, ref, cutoff_asked, dry_run, report, now)
+    run.take_stock(journals)
     for attempt in range(SYNC_PUSH_TRIES):
         report["tries"] = attempt + 1
-        if base_commit and base_commit == seen.get("commit") and not offline:
-            base_tree, has_layout, ref_cutoff = seen.get("tree"), True, head["cutoff"]
-        else:
-            base_tree, has_layout, ref_cutoff = _ref_head(git, base_commit)
-        incoming = {}
-        if not offline and base_tree != seen_tree:
-            if seen_tree and _missing_blobs(git, [seen_tree]):
-                seen_tree = None  # the cache names a tree this repository lost
-            incoming = diff_trees(git, seen_tree, base_tree)
-        if ref_cutoff > now + 60:  # a prune in the future would erase what comes
-            report["came_in"]["refused"].append("prune.json: its date is in the future")
-            ref_cutoff = 0
-        cutoff = max(cutoff, ref_cutoff)
-        for path in _pruned_paths(git, pending, bodies, cutoff):
+        changes = run.merge()
+        if dry_run:
+            return
+        if run.push(run.commit(changes), attempt):
+            break
+    else:
+        run.state.save()
+        raise SyncFailure("push", "the remote kept moving: %d pushes were overtaken; "
+                          "run `notrest sync` again" % SYNC_PUSH_TRIES)
+    run.finish()
+
+
+class SyncRun:
+    """One sync under the lock, as steps that share what they learn: what waits here
+    (pending, bodies), what the ref holds (base_commit, base_tree, ref_cutoff) and what
+    the last try built (send, tree). A push overtaken by another machine fetches again
+    and the next try merges anew."""
+
+    def __init__(self, estate, git, me, remote, ref, cutoff_asked, dry_run, report, now):
+        self.estate, self.git, self.me = estate, git, me
+        self.remote, self.ref = remote, ref
+        self.cutoff_asked, self.dry_run, self.report, self.now = (cutoff_asked, dry_run,
+                                                                 report, now)
+        self.state = SyncState(estate, ref)
+        self.head = self.state.head
+        self.cutoff = max(self.head.get("cutoff") or 0, cutoff_asked)
+        self.tracking = tracking_ref(ref, remote)
+        self.seen = self.head["remotes"].get(remote) or {}
+        self.stored, self.send, self.tree = set(), {}, None
+
+    def take_stock(self, journals):
+        """Scan what changed here, fetch the ref (offline is no failure unless a prune
+        was asked) and store the objects of what waits to go out."""
+        fresh = scan_local(self.estate, self.state, self.me, journals, self.cutoff,
+                           self.now)
+        self.bodies = {blob_id(data): data for data in fresh.values()}
+        self.offline, refs = None, None
+        try:
+            self.remote_tip, refs = _fetch(self.git, self.remote, self.ref, self.tracking)
+        except SyncFailure as failure:
+            if failure.outcome not in ("offline", "no-remote", "auth") or \
+                    self.cutoff_asked:
+                raise
+            self.offline, self.remote_tip = failure, None
+        self.local_tip = (refs if refs is not None else self.git.refs()).get(self.ref)
+        self.pending = self._pending(journals)
+        if not self.dry_run:
+            batch = {b: self.bodies[b] for b in self.pending.values() if b in self.bodies}
+            self._write_blobs(batch)
+            self.stored.update(batch)
+        self.base_commit = self.local_tip if self.offline else self.remote_tip
+        self.seen_tree = None if self.offline else self.seen.get("tree")
+
+    def _pending(self, journals):
+        """The paths waiting to go out, less those whose object was lost since an
+        earlier run (forgotten: exported again)."""
+        pending = {p: b for p, b in self.state.pending.items() if journals or not
+                   p.startswith("journals/")}  # a journal waits for a sync that asks
+        lost_objects = _missing_blobs(self.git, [b for b in pending.values() if b not in
+                                                 self.bodies])
+        for path in [p for p, b in pending.items() if b in lost_objects]:
             del pending[path]
-            if not dry_run:
-                state.settled(path, None)  # older than the prune: it stays here
-        send, lost = choose_winners(git, pending, incoming, bodies)
-        import_incoming(estate, git, {p: b for p, b in incoming.items() if p not in send},
-                        me, cutoff, report, dry_run, state,
-                        _senders(git, seen.get("commit"), base_commit, incoming))
-        if not dry_run:
+            self.state.forget(path)
+        return pending
+
+    def _write_blobs(self, batch):
+        self.git.write_blobs(batch, self.estate.path(SYNC_FOLDER, "tmp-%d" % os.getpid()))
+
+    def merge(self):
+        """One try's merge against the ref's head: take in what came, settle what lost
+        or is older than the prune; returns the changes to the ref's tree."""
+        has_layout = self._read_base()
+        incoming = self._incoming()
+        if self.ref_cutoff > self.now + 60:  # a prune in the future erases what comes
+            self.report["came_in"]["refused"].append(
+                "prune.json: its date is in the future")
+            self.ref_cutoff = 0
+        self.cutoff = max(self.cutoff, self.ref_cutoff)
+        for path in _pruned_paths(self.git, self.pending, self.bodies, self.cutoff):
+            del self.pending[path]
+            if not self.dry_run:
+                self.state.settled(path, None)  # older than the prune: it stays here
+        self.send, lost = choose_winners(self.git, self.pending, incoming, self.bodies)
+        import_incoming(self.estate, self.git, {p: b for p, b in incoming.items() if p
+                                                not in self.send},
+                        self.me, self.cutoff, self.report, self.dry_run, self.state,
+                        _senders(self.git, self.seen.get("commit"), self.base_commit,
+                                 incoming))
+        if not self.dry_run:
             for path in lost:
-                state.settled(path, None)
-        changes = dict(send)
-        if cutoff_asked:
-            changes.update(_prune_changes(git, base_tree, cutoff))
-            report["went_out"]["pruned"] = sum(1 for p, b in changes.items() if
-                                               b is None and p.startswith("sessions/"))
-            if not dry_run:
-                _prune_local(estate, cutoff)
+                self.state.settled(path, None)
+        changes = dict(self.send)
+        if self.cutoff_asked:
+            self._prune(changes)
+        self._add_ref_files(changes, has_layout)
+        _count_out(self.report, self.send)
+        return changes
+
+    def _read_base(self):
+        """base_tree and ref_cutoff of base_commit (the cached ones when it is the
+        commit seen last); returns whether the ref has our layout file."""
+        if self.base_commit and self.base_commit == self.seen.get("commit") and \
+                not self.offline:
+            self.base_tree, self.ref_cutoff = self.seen.get("tree"), self.head["cutoff"]
+            return True
+        self.base_tree, has_layout, self.ref_cutoff = _ref_head(self.git,
+                                                                self.base_commit)
+        return has_layout
+
+    def _incoming(self):
+        """{path: blob or None} of what changed on the ref since the tree seen last."""
+        if self.offline or self.base_tree == self.seen_tree:
+            return {}
+        if self.seen_tree and _missing_blobs(self.git, [self.seen_tree]):
+            self.seen_tree = None  # the cache names a tree this repository lost
+        return diff_trees(self.git, self.seen_tree, self.base_tree)
+
+    def _prune(self, changes):
+        changes.update(_prune_changes(self.git, self.base_tree, self.cutoff))
+        self.report["went_out"]["pruned"] = sum(1 for p, b in changes.items() if
+                                                b is None and p.startswith("sessions/"))
+        if not self.dry_run:
+            _prune_local(self.estate, self.cutoff)
+
+    def _add_ref_files(self, changes, has_layout):
+        """prune.json when the cutoff moved on, estate.json when the ref lacks it."""
         extra = {}
-        if cutoff > ref_cutoff:
+        if self.cutoff > self.ref_cutoff:
             extra["prune.json"] = json_pretty({"schema_version": SCHEMA_VERSION,
-                                               "sessions_before": cutoff,
-                                               "machine": me["id"]}).encode()
-        if not has_layout and (changes or base_commit):
+                                               "sessions_before": self.cutoff,
+                                               "machine": self.me["id"]}).encode()
+        if not has_layout and (changes or self.base_commit):
             extra["estate.json"] = json_pretty({"schema_version": SCHEMA_VERSION,
                                                 "layout": SYNC_LAYOUT}).encode()
         for path, data in extra.items():
             changes[path] = blob_id(data)
-            bodies[changes[path]] = data
-        _count_out(report, send)
-        if dry_run:
-            return
-        git.write_blobs({b: bodies[b] for b in set(changes.values()) if b and b not in
-                         stored and b in bodies},
-                        estate.path(SYNC_FOLDER, "tmp-%d" % os.getpid()))
-        stored.update(b for b in changes.values() if b)
-        tree = build_tree(git, base_tree, changes) if changes else base_tree
-        commit = base_commit
-        if tree != base_tree or (cutoff_asked and base_commit):
-            parents = [] if cutoff_asked or not base_commit else ["-p", base_commit]
-            message = "notrest sync from %s: %d session(s), %d thread event(s)\n" % (
-                machine_name(me), report["went_out"]["sessions"],
-                report["went_out"]["threads"] + report["went_out"]["lessons"])
-            commit = git.must(["commit-tree", tree] + parents, message.encode()
-                              ).decode().strip()
-            found = secret_findings(git, commit, base_commit)
-            if found:
-                state.save()
-                raise SyncFailure("refused", "refused to push: %s holds what looks like "
-                                  "a secret (%s); nothing left this machine. Remove it "
-                                  "from the estate (or prune it), then sync again" % (
-                                      found[0][0], found[0][1]))
-        if commit and commit != local_tip:
-            git.must(["update-ref", "-m", "notrest sync", ref, commit,
-                      local_tip or "0" * 40])
-            local_tip = commit
-        report["commit"] = commit or ""
-        if offline:
-            state.save()
-            raise offline
-        if commit == remote_tip:
-            break
-        pushed, why = push_estate(git, remote, ref, commit, remote_tip,
-                                  force=bool(cutoff_asked))
+            self.bodies[changes[path]] = data
+
+    def commit(self, changes):
+        """Store the new objects, commit the tree when it changed (or a prune asked)
+        and move the local ref there; returns the commit the ref should hold."""
+        self._write_blobs({b: self.bodies[b] for b in set(changes.values()) if b and b
+                           not in self.stored and b in self.bodies})
+        self.stored.update(b for b in changes.values() if b)
+        self.tree = build_tree(self.git, self.base_tree, changes) if changes else \
+            self.base_tree
+        commit = self.base_commit
+        if self.tree != self.base_tree or (self.cutoff_asked and self.base_commit):
+            commit = self._commit_tree()
+        if commit and commit != self.local_tip:
+            self.git.must(["update-ref", "-m", "notrest sync", self.ref, commit,
+                           self.local_tip or "0" * 40])
+            self.local_tip = commit
+        self.report["commit"] = commit or ""
+        return commit
+
+    def _commit_tree(self):
+        """A commit of tree (a prune's has no parent); refused when it holds what looks
+        like a secret."""
+        parents = [] if self.cutoff_asked or not self.base_commit else \
+            ["-p", self.base_commit]
+        went = self.report["went_out"]
+        message = "notrest sync from %s: %d session(s), %d thread event(s)\n" % (
+            machine_name(self.me), went["sessions"], went["threads"] + went["lessons"])
+        commit = self.git.must(["commit-tree", self.tree] + parents, message.encode()
+                               ).decode().strip()
+        found = secret_findings(self.git, commit, self.base_commit)
+        if found:
+            self.state.save()
+            raise SyncFailure("refused", "refused to push: %s holds what looks like "
+                              "a secret (%s); nothing left this machine. Remove it "
+                              "from the estate (or prune it), then sync again" % (
+                                  found[0][0], found[0][1]))
+        return commit
+
+    def push(self, commit, attempt):
+        """True once the remote holds commit; False when another machine's push
+        overtook this one (the ref is fetched again for the next try)."""
+        if self.offline:
+            self.state.save()
+            raise self.offline
+        if commit == self.remote_tip:
+            return True
+        pushed, why = push_estate(self.git, self.remote, self.ref, commit,
+                                  self.remote_tip, force=bool(self.cutoff_asked))
         if pushed:
-            report["pushed"] = True
-            break
+            self.report["pushed"] = True
+            return True
         if why != "stale":
-            state.save()
-            raise SyncFailure("push", "%s refused the push: %s" % (remote, why))
+            self.state.save()
+            raise SyncFailure("push", "%s refused the push: %s" % (self.remote, why))
         import random
         time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
-        seen, seen_tree = {"commit": base_commit, "tree": base_tree}, base_tree
-        head["cutoff"] = ref_cutoff
-        base_commit = remote_tip = _fetch(git, remote, ref, tracking)[0]
-        report["went_out"] = new_sync_report("", "", me, False)["went_out"]
-    else:
-        state.save()
-        raise SyncFailure("push", "the remote kept moving: %d pushes were overtaken; "
-                          "run `notrest sync` again" % SYNC_PUSH_TRIES)
-    for path, blob in send.items():
-        state.settled(path, blob)
-    if report["commit"] and report["commit"] != seen.get("commit"):
-        head["remotes"][remote] = {"commit": report["commit"], "tree": tree}
-        state.changed = True
-    if head.get("cutoff") != cutoff:
-        head["cutoff"] = cutoff
-        state.changed = True
-    state.save()
+        self.seen = {"commit": self.base_commit, "tree": self.base_tree}
+        self.seen_tree = self.base_tree
+        self.head["cutoff"] = self.ref_cutoff
+        self.base_commit = self.remote_tip = _fetch(self.git, self.remote, self.ref,
+                                                    self.tracking)[0]
+        self.report["went_out"] = new_sync_report("", "", self.me, False)["went_out"]
+        return False
+
+    def finish(self):
+        """What went out is settled; the tip and the cutoff seen are remembered."""
+        for path, blob in self.send.items():
+            self.state.settled(path, blob)
+        if self.report["commit"] and self.report["commit"] != self.seen.get("commit"):
+            self.head["remotes"][self.remote] = {"commit": self.report["commit"],
+                                                 "tree": self.tree}
+            self.state.changed = True
+        if self.head.get("cutoff") != self.cutoff:
+            self.head["cutoff"] = self.cutoff
+            self.state.changed = True
+        self.state.save()
 
 
 def _pruned_paths(git, pending, bodies, cutoff):
