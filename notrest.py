@@ -24621,74 +24621,111 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
     thread events of threads their sender opened (other events, and every lesson,
     wait as proposals), compiled tools that pass the gate; prune removals of the
     pruner's own records. senders: {path: machine id} of who pushed each path."""
-    senders = senders or {}
     blobs = sorted({b for p, b in incoming.items() if b and not p.startswith(
         "journals/")})
     bodies = {sha: item[2] for sha, item in git.cat(blobs).items() if item and
               item[1] == "blob" and len(item[2]) <= SYNC_BLOB_MAX} if blobs else {}
-    records, events, tools, proposals, acks_in = [], [], {}, [], {}
+    came = Arrivals(estate, me, cutoff, report, dry_run, senders or {}, bodies)
     for path in sorted(incoming):
-        blob = incoming[path]
         parts = path.split("/")
-        if parts[0] == "sessions" and len(parts) == 3 and parts[2].endswith(".json"):
-            session = parts[2][:-5]
-            if sanitize_session_id(session) != session or os.path.exists(
-                    estate.journal(session)):
-                continue
-            if blob is None:
-                if _remove_synced_session(estate, session, dry_run,
-                                          senders.get("prune.json")):
-                    report["came_in"]["removed"] += 1
-                continue
-            rec = _session_in(bodies.get(blob), session)
-            if rec is not None and rec["machine"]["id"] == me["id"]:
-                # this machine's records are only its own journals' (it never takes
-                # one back from the ref): one that claims it came from elsewhere
-                report["came_in"]["refused"].append(
-                    "%s: it claims this machine's id" % path)
-            elif rec is None:
-                report["came_in"]["skipped"].append(path)
-            elif not cutoff or (rec["updated"] or 0) >= cutoff:
-                records.append((path, rec))
-        elif parts[0] in ("threads", "lessons") and blob:
-            try:
-                event = thread_event_in(json_loads(bodies[blob].decode("utf-8")), me)
-            except (KeyError, ValueError, UnicodeDecodeError):
-                event = None
-            sender = senders.get(path) or ""
-            owner = event["id"].partition("@")[2] if event else ""
-            if event is None:
-                report["came_in"]["skipped"].append(path)
-            elif event["id"][:1] == "L" or not sender or (owner or me["id"][:6]) != \
-                    sender[:6]:
-                proposals.append(dict(event, machine=sender))
-            else:
-                events.append(event)
-        elif parts[0] == "compiled" and len(parts) == 3 and blob:
-            tools.setdefault(parts[1], {})[parts[2]] = bodies.get(blob)
-        elif parts[0] == "acks" and len(parts) == 2 and blob:
-            came = _acks_in(path, bodies.get(blob), me, senders.get(path) or "")
-            if isinstance(came, str):
-                report["came_in"]["refused"].append("%s: %s" % (path, came))
-            else:
-                acks_in[came[0]] = came[1]
-    if acks_in and not dry_run:
-        _save_synced_acks(estate, acks_in)
-    report["came_in"]["acks"] = sum(len(a["acked"]) + len(a["debts"]) for a in
-                                    acks_in.values())
-    for path, rec in records:
-        report["came_in"]["sessions"].append({"session": rec["session"],
-                                              "machine": machine_name(rec["machine"])})
-        if not dry_run:
-            save_session(estate, rec)
-    if records and not dry_run:
-        index_synced(estate, [rec for _, rec in records])
-    added = _append_thread_events(estate, events, dry_run, state)
-    report["came_in"]["threads"] += sum(1 for e in added if e["id"][:1] == "t")
-    report["came_in"]["lessons"] += sum(1 for e in added if e["id"][:1] == "L")
-    report["came_in"]["proposals"] += _add_proposals(estate, proposals, dry_run)
-    for slug, files in sorted(tools.items()):
-        _import_compiled(estate, slug, files, report, dry_run, me)
+        take = ARRIVAL_KINDS.get(parts[0])
+        if take is not None:
+            take(came, path, parts, incoming[path])
+    came.save(state)
+
+
+class Arrivals:
+    """What import_incoming sorts out of the paths that came in, by kind (one method
+    each, ARRIVAL_KINDS), before save writes it: records, events, proposals, tools,
+    acks. Paths that are refused or skipped are said in the report."""
+
+    def __init__(self, estate, me, cutoff, report, dry_run, senders, bodies):
+        self.estate, self.me, self.cutoff, self.dry_run = estate, me, cutoff, dry_run
+        self.report, self.senders, self.bodies = report, senders, bodies
+        self.records, self.events, self.tools, self.proposals, self.acks = (
+            [], [], {}, [], {})
+
+    def session(self, path, parts, blob):
+        if len(parts) != 3 or not parts[2].endswith(".json"):
+            return
+        session = parts[2][:-5]
+        if sanitize_session_id(session) != session or os.path.exists(
+                self.estate.journal(session)):
+            return
+        came_in = self.report["came_in"]
+        if blob is None:
+            if _remove_synced_session(self.estate, session, self.dry_run,
+                                      self.senders.get("prune.json")):
+                came_in["removed"] += 1
+            return
+        rec = _session_in(self.bodies.get(blob), session)
+        if rec is not None and rec["machine"]["id"] == self.me["id"]:
+            # this machine's records are only its own journals' (it never takes
+            # one back from the ref): one that claims it came from elsewhere
+            came_in["refused"].append("%s: it claims this machine's id" % path)
+        elif rec is None:
+            came_in["skipped"].append(path)
+        elif not self.cutoff or (rec["updated"] or 0) >= self.cutoff:
+            self.records.append((path, rec))
+
+    def thread_event(self, path, parts, blob):
+        """An event of a thread its sender opened is taken; any other, and every
+        lesson, waits as a proposal."""
+        if not blob:
+            return
+        try:
+            event = thread_event_in(json_loads(self.bodies[blob].decode("utf-8")),
+                                    self.me)
+        except (KeyError, ValueError, UnicodeDecodeError):
+            event = None
+        sender = self.senders.get(path) or ""
+        owner = event["id"].partition("@")[2] if event else ""
+        if event is None:
+            self.report["came_in"]["skipped"].append(path)
+        elif event["id"][:1] == "L" or not sender or (owner or self.me["id"][:6]) != \
+                sender[:6]:
+            self.proposals.append(dict(event, machine=sender))
+        else:
+            self.events.append(event)
+
+    def compiled(self, path, parts, blob):
+        if len(parts) == 3 and blob:
+            self.tools.setdefault(parts[1], {})[parts[2]] = self.bodies.get(blob)
+
+    def acks_file(self, path, parts, blob):
+        if len(parts) != 2 or not blob:
+            return
+        came = _acks_in(path, self.bodies.get(blob), self.me,
+                        self.senders.get(path) or "")
+        if isinstance(came, str):
+            self.report["came_in"]["refused"].append("%s: %s" % (path, came))
+        else:
+            self.acks[came[0]] = came[1]
+
+    def save(self, state):
+        estate, report, dry_run = self.estate, self.report, self.dry_run
+        if self.acks and not dry_run:
+            _save_synced_acks(estate, self.acks)
+        report["came_in"]["acks"] = sum(len(a["acked"]) + len(a["debts"]) for a in
+                                        self.acks.values())
+        for path, rec in self.records:
+            report["came_in"]["sessions"].append({
+                "session": rec["session"], "machine": machine_name(rec["machine"])})
+            if not dry_run:
+                save_session(estate, rec)
+        if self.records and not dry_run:
+            index_synced(estate, [rec for _, rec in self.records])
+        added = _append_thread_events(estate, self.events, dry_run, state)
+        report["came_in"]["threads"] += sum(1 for e in added if e["id"][:1] == "t")
+        report["came_in"]["lessons"] += sum(1 for e in added if e["id"][:1] == "L")
+        report["came_in"]["proposals"] += _add_proposals(estate, self.proposals, dry_run)
+        for slug, files in sorted(self.tools.items()):
+            _import_compiled(estate, slug, files, report, dry_run, self.me)
+
+
+ARRIVAL_KINDS = {"sessions": Arrivals.session, "threads": Arrivals.thread_event,
+                 "lessons": Arrivals.thread_event, "compiled": Arrivals.compiled,
+                 "acks": Arrivals.acks_file}
 
 
 def _acks_in(path, data, me, sender, now=None):
