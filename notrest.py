@@ -1867,68 +1867,101 @@ def _assignment(text, i, j):
     """The assignment whose name holds text[i:j]: (name start, name end, value start,
     value end, quote, op), with value start None when no operator follows the name.
     Reads NAME=V, NAME: V, "name": "v", 'name' => 'v', <name>v</name>, --name v."""
-    head = text[max(0, i - 64):i]
-    start = i - (len(head) - len(head.rstrip(_NAME_CHARS)))
-    tail = text[j:j + 64]
-    end = j + (len(tail) - len(tail.lstrip(_NAME_CHARS)))
+    start, end = _name_span(text, i, j)
     size = len(text)
     k = end
     while k < size and k - end < 2 and text[k] in "\"'`]":
         k += 1
     spaced = k < size and text[k] in " \t"
     k = _skip_blanks(text, k)
-    op = ""
-    for candidate in _ASSIGN_OPS:
-        if text.startswith(candidate, k):
-            op = candidate
-            break
+    op = _assign_operator(text, k)
     if op == "=" and text.startswith("==", k) or not op and text.startswith("!=", k):
-        # if password == "...": a comparison with a literal
-        q = _skip_blanks(text, k + 2 + (text[k + 2:k + 3] == "="))
-        if text[q:q + 1] in ("\"", "'"):
-            return (start, end) + _value_span(text, q) + ("==",)
+        compared = _compared_literal(text, start, end, k)
+        if compared:
+            return compared
         op = ""
     if op == ":" and text.startswith("://", k):
         op = ""
-    xml = not op and text[k:k + 1] == ">" and start > 0 and text[start - 1] == "<"
-    if xml:
-        op = ">"
-    if not op and text[k:k + 1] == "," and start > 0 and text[start - 1] in "\"'" and \
+    if not op and text[k:k + 1] == ">" and start > 0 and text[start - 1] == "<":
+        op = ">"  # <name>value</name>
+    if not op:
+        return _value_without_operator(text, start, end, k, spaced)
+    k = _skip_blanks(text, k + len(op))
+    if k < size and text[k] == "@" and text[k + 1:k + 2] in ("\"", "'"):
+        k += 1
+    if op == "=" and text[start:end].lower() in ("key", "name") and \
+            text[k:k + 1] in ("\"", "'"):
+        named = _named_value(text, k)
+        if named:
+            return named
+    if op == ">":
+        return _xml_text(text, start, end, k)
+    return (start, end) + _value_span(text, k) + (op,)
+
+
+def _name_span(text, i, j):
+    """(start, end) of the name around text[i:j], at most 64 name characters out."""
+    head = text[max(0, i - 64):i]
+    tail = text[j:j + 64]
+    return (i - (len(head) - len(head.rstrip(_NAME_CHARS))),
+            j + (len(tail) - len(tail.lstrip(_NAME_CHARS))))
+
+
+def _assign_operator(text, k):
+    for candidate in _ASSIGN_OPS:
+        if text.startswith(candidate, k):
+            return candidate
+    return ""
+
+
+def _compared_literal(text, start, end, k):
+    """if password == "...": a comparison with a literal at k (== or !=), or None."""
+    q = _skip_blanks(text, k + 2 + (text[k + 2:k + 3] == "="))
+    if text[q:q + 1] in ("\"", "'"):
+        return (start, end) + _value_span(text, q) + ("==",)
+    return None
+
+
+def _value_without_operator(text, start, end, k, spaced):
+    """The forms with no operator after the name: setenv("NAME", "value"),
+    key="NAME" value="...", --name value; else no value."""
+    if text[k:k + 1] == "," and start > 0 and text[start - 1] in "\"'" and \
             text[k - 1:k] == text[start - 1]:
         # setenv("NAME", "value"), getenv("api_token", "default"): a quoted name, a
         # comma, a quoted value
         q = _skip_blanks(text, k + 1)
         if text[q:q + 1] in ("\"", "'"):
             return (start, end) + _value_span(text, q) + (",",)
-    if not op and text[start - 1:start] in _QUOTES and (
+    if text[start - 1:start] in _QUOTES and (
             text[start - 5:start - 1].lower() == "key=" or
             text[start - 6:start - 1].lower() == "name="):
         q = _skip_blanks(text, end + 1)
         if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
             return (start, end) + _value_span(text, q + 6) + ("=",)
-    if not op:
-        if text.startswith("--", start) and spaced:
-            return (start, end) + _value_span(text, k) + (" ",)
-        return start, end, None, None, "", ""
-    k = _skip_blanks(text, k + len(op))
-    if k < size and text[k] == "@" and text[k + 1:k + 2] in ("\"", "'"):
+    if text.startswith("--", start) and spaced:
+        return (start, end) + _value_span(text, k) + (" ",)
+    return start, end, None, None, "", ""
+
+
+def _named_value(text, k):
+    """<add key="ClearTextPassword" value="..."/>: the key's quoted value at k names
+    the value that follows; None when no value= follows."""
+    v_start, v_end, quote = _value_span(text, k)
+    q = _skip_blanks(text, v_end + 1)
+    if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
+        return (v_start, v_end) + _value_span(text, q + 6) + ("=",)
+    return None
+
+
+def _xml_text(text, start, end, k):
+    """<name>value</name>: the text from k to the next tag, blanks trimmed."""
+    close = text.find("<", k, k + 1024)
+    close = close if close >= 0 else k
+    while k < close and text[k] in " \t\r\n":
         k += 1
-    if op == "=" and text[start:end].lower() in ("key", "name") and \
-            text[k:k + 1] in ("\"", "'"):
-        # <add key="ClearTextPassword" value="..."/>: the key names the value
-        v_start, v_end, quote = _value_span(text, k)
-        q = _skip_blanks(text, v_end + 1)
-        if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
-            return (v_start, v_end) + _value_span(text, q + 6) + ("=",)
-    if xml:
-        close = text.find("<", k, k + 1024)
-        close = close if close >= 0 else k
-        while k < close and text[k] in " \t\r\n":
-            k += 1
-        while close > k and text[close - 1] in " \t\r\n":
-            close -= 1
-        return start, end, k, close, "", op
-    return (start, end) + _value_span(text, k) + (op,)
+    while close > k and text[close - 1] in " \t\r\n":
+        close -= 1
+    return start, end, k, close, "", ">"
 
 
 def _value_span(text, k):
