@@ -3700,47 +3700,97 @@ def _evaluate_substitution(script, env, cwd, depth):
         if unknown:
             return None
         argv.append(text)
-    prog, args = os.path.basename(argv[0]), argv[1:]
-    operands = [a for a in args if not a.startswith("-")]
-    if prog == "pwd" and not operands:
-        return cwd
-    if prog == "echo":
-        while args and args[0] in ("-n", "-e", "-E"):
-            args = args[1:]
-        return " ".join(args)
-    if prog == "printf" and args and "%" not in args[0]:
+    output = _SUBSTITUTION_OUTPUTS.get(os.path.basename(argv[0]))
+    if output is None:
+        return None
+    args = argv[1:]
+    return output(args, [a for a in args if not a.startswith("-")], env, cwd)
+
+
+# The programs whose output a substitution computes: (args, operands, env, cwd) ->
+# the output, or None when it cannot be known.
+
+def _pwd_output(args, operands, env, cwd):
+    return None if operands else cwd
+
+
+def _echo_output(args, operands, env, cwd):
+    while args and args[0] in ("-n", "-e", "-E"):
+        args = args[1:]
+    return " ".join(args)
+
+
+def _printf_output(args, operands, env, cwd):
+    if args and "%" not in args[0]:
         return args[0].replace("\\n", "")
-    if prog == "printf" and args and "-v" not in args[:1]:
+    if args and "-v" not in args[:1]:
         text = readers()._printf_text(args)
         return None if text is None else text.rstrip("\n")
-    if prog == "ls":
-        text = readers().listing_text(args, cwd)
-        return None if text is None else text.rstrip("\n")
-    if prog in ("realpath", "readlink") and operands:
-        return os.path.normpath(os.path.join(cwd, operands[-1]))
-    if prog == "dirname" and operands:
-        return os.path.dirname(operands[0].rstrip("/")) or ("/" if operands[0].startswith(
-            "/") else ".")
-    if prog == "basename" and operands:
-        name = os.path.basename(operands[0].rstrip("/"))
-        suffix = operands[1] if len(operands) > 1 else ""
-        return name[:-len(suffix)] if suffix and name.endswith(suffix) and name != suffix \
-            else name
-    if prog == "mktemp":
-        return _mktemp_path(args, env, cwd)
-    if prog == "git" and "rev-parse" in args and "--show-toplevel" in args:
+    return None
+
+
+def _ls_output(args, operands, env, cwd):
+    text = readers().listing_text(args, cwd)
+    return None if text is None else text.rstrip("\n")
+
+
+def _realpath_output(args, operands, env, cwd):
+    return os.path.normpath(os.path.join(cwd, operands[-1])) if operands else None
+
+
+def _dirname_output(args, operands, env, cwd):
+    if not operands:
+        return None
+    return os.path.dirname(operands[0].rstrip("/")) or ("/" if operands[0].startswith(
+        "/") else ".")
+
+
+def _basename_output(args, operands, env, cwd):
+    if not operands:
+        return None
+    name = os.path.basename(operands[0].rstrip("/"))
+    suffix = operands[1] if len(operands) > 1 else ""
+    return name[:-len(suffix)] if suffix and name.endswith(suffix) and name != suffix \
+        else name
+
+
+def _mktemp_output(args, operands, env, cwd):
+    return _mktemp_path(args, env, cwd)
+
+
+def _git_output(args, operands, env, cwd):
+    if "rev-parse" in args and "--show-toplevel" in args:
         return git_top(cwd)
-    if (prog == "which" or (prog in ("command", "type") and len(argv) >= 3 and
-                            argv[1] in ("-v", "-p", "-P"))) and len(argv) >= 2:
-        import shutil
-        name = argv[-1]  # the program as PATH finds it (the interpreter on the machine)
-        found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH")) \
-            if "/" not in name else None
-        return found or name
-    if prog == "git" and args[:1] == ["rev-parse"] and len(operands) == 2 and all(
+    if args[:1] == ["rev-parse"] and len(operands) == 2 and all(
             a in ("--verify", "-q", "--quiet") for a in args[1:] if a.startswith("-")):
         return operands[1]  # `$(git rev-parse REV)` names what REV names
     return None
+
+
+def _which_output(args, operands, env, cwd):
+    """The program as PATH finds it (the interpreter on the machine)."""
+    if not args:
+        return None
+    import shutil
+    name = args[-1]
+    found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH")) \
+        if "/" not in name else None
+    return found or name
+
+
+def _command_v_output(args, operands, env, cwd):
+    """`command -v NAME`, `type -P NAME`: as `which NAME`."""
+    if len(args) >= 2 and args[0] in ("-v", "-p", "-P"):
+        return _which_output(args, operands, env, cwd)
+    return None
+
+
+_SUBSTITUTION_OUTPUTS = {
+    "pwd": _pwd_output, "echo": _echo_output, "printf": _printf_output, "ls": _ls_output,
+    "realpath": _realpath_output, "readlink": _realpath_output,
+    "dirname": _dirname_output, "basename": _basename_output, "mktemp": _mktemp_output,
+    "git": _git_output, "which": _which_output, "command": _command_v_output,
+    "type": _command_v_output}
 
 
 def git_top(cwd):
