@@ -5483,20 +5483,25 @@ def _script_text(path, shared, limit=SCRIPT_READ_MAX, strict=True):
 
 # ---- interpreters ------------------------------------------------------------
 
+_CODE_FLAGS = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
+               "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",)}
+_CODE_FLAGS_ELSEWHERE = ("-e", "-c", "--eval", "-Command", "-r")
+_FLAGS_WITH_VALUES = {
+    "python": ("-W", "-X", "--check-hash-based-pycs"),
+    "node": ("-r", "--require", "--import", "--loader", "--experimental-loader", "-C",
+             "--conditions", "--input-type"),
+    "perl": ("-I", "-M", "-m", "-x"), "ruby": ("-I", "-r", "-C", "-E", "-F"),
+    "php": ("-d", "-c", "-z")}
+
+
 def interpreter_parts(argv):
     """(codes, script index, module, index of the first argument) of an
     interpreter command line: inline code (-c, -e, -r...), the script it runs,
     the module of `python -m`."""
     prog = os.path.basename(argv[0])
     language = _language(prog)
-    code_flags = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
-                  "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",)}.get(
-        language, ("-e", "-c", "--eval", "-Command", "-r"))
-    values = {"python": ("-W", "-X", "--check-hash-based-pycs"),
-              "node": ("-r", "--require", "--import", "--loader", "--experimental-loader",
-                       "-C", "--conditions", "--input-type"),
-              "perl": ("-I", "-M", "-m", "-x"), "ruby": ("-I", "-r", "-C", "-E", "-F"),
-              "php": ("-d", "-c", "-z")}.get(language, ())
+    code_flags = _CODE_FLAGS.get(language, _CODE_FLAGS_ELSEWHERE)
+    values = _FLAGS_WITH_VALUES.get(language, ())
     codes, i = [], 1
     while i < len(argv):
         arg = argv[i]
@@ -5507,15 +5512,9 @@ def interpreter_parts(argv):
                 return codes, None, None, i
             continue
         if language == "python" and arg.startswith("-") and not arg.startswith("--"):
-            letters = arg[1:]
-            if "c" in letters or "m" in letters:
-                cut = min(letters.index(c) for c in "cm" if c in letters)
-                rest = letters[cut + 1:]
-                value = rest or (argv[i + 1] if i + 1 < len(argv) else "")
-                nxt = i + (1 if rest else 2)
-                if letters[cut] == "c":
-                    return [value], None, None, nxt
-                return codes, None, value, nxt
+            bundled = _python_bundle(argv, i, codes)
+            if bundled:
+                return bundled
         if language in ("perl", "ruby") and arg.startswith("-") and not \
                 arg.startswith("--") and len(arg) > 2 and "e" in arg[1:] and \
                 arg[1:arg.index("e", 1)].isalpha():  # a bundle: -ne, -lne, -pe1
@@ -5544,6 +5543,21 @@ def interpreter_parts(argv):
     if codes or i >= len(argv) or argv[i] == "-":
         return codes, None, None, i
     return codes, i, None, i + 1
+
+
+def _python_bundle(argv, i, codes):
+    """python's short flags at argv[i] that end in c or m (-Ic CODE, -Bm MODULE, -cCODE):
+    interpreter_parts' answer, or None when they hold neither."""
+    letters = argv[i][1:]
+    if "c" not in letters and "m" not in letters:
+        return None
+    cut = min(letters.index(c) for c in "cm" if c in letters)
+    rest = letters[cut + 1:]
+    value = rest or (argv[i + 1] if i + 1 < len(argv) else "")
+    nxt = i + (1 if rest else 2)
+    if letters[cut] == "c":
+        return [value], None, None, nxt
+    return codes, None, value, nxt
 
 
 def interpreter_code(cmd):
