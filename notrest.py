@@ -19251,56 +19251,16 @@ def _lex_string(code, i, language, prefix):
             break
         c = code[j]
         if c == "\\" and j + 1 < n:
-            nxt = code[j + 1]
-            if raw:
-                buf.append(nxt if nxt in (quote, "\\") and quote == "'" and not "r" in prefix
-                           else c + nxt)
-                j += 2
-                continue
-            if nxt in _CODE_ESCAPES:
-                buf.append(_CODE_ESCAPES[nxt])
-                j += 2
-            elif nxt in "xuU" and language != "perl" or nxt == "x":
-                width = {"x": 2, "u": 4, "U": 8}[nxt]
-                digits = code[j + 2:j + 2 + width]
-                try:
-                    buf.append(chr(int(digits, 16)))
-                    j += 2 + width
-                except ValueError:
-                    buf.append(nxt)
-                    j += 2
-            elif nxt in "1234567":
-                k = j + 1
-                while k < n and k < j + 4 and code[k] in "01234567":
-                    k += 1
-                buf.append(chr(int(code[j + 1:k], 8)))
-                j = k
-            elif nxt == "\n":
-                j += 2
-            else:
-                buf.append(nxt)
-                j += 2
+            text, j = _string_escape(code, j, quote, raw, language, prefix)
+            buf.append(text)
             continue
         if template:
             opened = _template_open(code, j, language, prefix)
             if opened:
-                close = code.find("}", j + opened) if code[j + opened - 1] == "{" else j + \
-                    opened
-                if code[j + opened - 1] != "{":
-                    k = j + 1
-                    while k < n and (code[k].isalnum() or code[k] == "_"):
-                        k += 1
-                    close = k
-                    expr = code[j + 1:k]
-                    after = k
-                else:
-                    close = n if close < 0 else close
-                    expr = code[j + opened:close]
-                    after = close + 1
+                expr, j = _template_expr(code, j, opened)
                 parts.append("".join(buf))
                 parts.append(("expr", expr.strip()))
                 buf = []
-                j = after
                 continue
         buf.append(c)
         j += 1
@@ -19312,6 +19272,45 @@ def _lex_string(code, i, language, prefix):
         return kind, parts, j
     text = "".join(buf)
     return ("x" if quote == "`" and language != "node" else "s"), text, j
+
+
+def _string_escape(code, j, quote, raw, language, prefix):
+    """(text, index after) of the backslash escape at code[j] in a string literal."""
+    nxt = code[j + 1]
+    if raw:
+        return (nxt if nxt in (quote, "\\") and quote == "'" and "r" not in prefix
+                else "\\" + nxt), j + 2
+    if nxt in _CODE_ESCAPES:
+        return _CODE_ESCAPES[nxt], j + 2
+    if nxt in "xuU" and language != "perl" or nxt == "x":
+        width = {"x": 2, "u": 4, "U": 8}[nxt]
+        digits = code[j + 2:j + 2 + width]
+        try:
+            return chr(int(digits, 16)), j + 2 + width
+        except ValueError:
+            return nxt, j + 2
+    if nxt in "1234567":
+        k = j + 1
+        while k < len(code) and k < j + 4 and code[k] in "01234567":
+            k += 1
+        return chr(int(code[j + 1:k], 8)), k
+    if nxt == "\n":
+        return "", j + 2  # a line continued
+    return nxt, j + 2
+
+
+def _template_expr(code, j, opened):
+    """(expression, index after) of the interpolation opened at code[j] by an opener
+    `opened` long: ${...}, #{...} or {...} to the closing brace, $name to its end."""
+    n = len(code)
+    if code[j + opened - 1] != "{":
+        k = j + 1
+        while k < n and (code[k].isalnum() or code[k] == "_"):
+            k += 1
+        return code[j + 1:k], k
+    close = code.find("}", j + opened)
+    close = n if close < 0 else close
+    return code[j + opened:close], close + 1
 
 
 def _template_open(code, j, language, prefix):
