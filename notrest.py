@@ -12587,12 +12587,47 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
     me = read_machine()
     own = own_session_record(estate, session, source, entries)
     skip = {session, own["session"] if own else None}
+    entries, others, choice = _packet_choice(estate, entries, skip, now)
+    summaries, live_settled = _packet_summaries(estate, choice, own, home, me, now)
+    threads = load_threads(estate)
+    cli = cli_hint(estate, config)
+    snap = {"project": os.path.basename(estate.root) or estate.root,
+            "session": session, "source": source or "startup", "client": client or "",
+            "cli": cli}
+    snap.update(_law_sections(book, cli))
+    snap["harness"] = harness_status_lines(estate, config)
+    snap.update(_session_sections(estate, own, summaries, choice, home))
+    snap.update({
+        "elsewhere": elsewhere_sessions(estate, entries, me, session, set(summaries)),
+        "proposals": sync_proposals(estate),
+        "threads": [{"id": t["id"], "text": t.get("text", ""), "kind": t.get("kind")}
+                    for t in sorted(_open_threads(threads), key=_thread_order)],
+        "git": git_state(estate.root, git) if with_git else None,
+        "learned": learned_summary(estate, threads),
+        "unjudged": audit_findings(estate)[-AUDIT_SHOWN:],
+        "person_notes": person_notes_since(estate, max([_started(e) for e in others] or [
+            0])),
+        "debts": _debts_shown(estate, entries, skip, live_settled, home, now),
+        "shown": {"banked": [choice["banked"]] if choice["banked"] else [],
+                  "since": list(choice["since"]), "alerts": list(choice["alerts"])}})
+    return snap
+
+
+def _packet_choice(estate, entries, skip, now):
+    """(index entries, the other sessions' entries, choose_sessions' choice), chosen
+    again when sessions found dead were finalised (the index changed)."""
     others = [e for e in entries if e.get("session") not in skip]
     choice = choose_sessions(estate, others, now)
     if choice["dead"] and finalise_dead(estate, choice["dead"], now):
         entries = load_index(estate)
         others = [e for e in entries if e.get("session") not in skip]
         choice = choose_sessions(estate, others, now)
+    return entries, others, choice
+
+
+def _packet_summaries(estate, choice, own, home, me, now):
+    """({session: summary} of the sessions the packet reads, the settled debts of
+    this session and the live ones)."""
     summaries, live_settled = {}, list(own["settled"]) if own else []
     for entry, state in choice["read"]:
         rec = _session_for_packet(estate, entry, state, now)
@@ -12603,14 +12638,11 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
             brief=entry["session"] in choice["live"])
         summaries[entry["session"]]["from"] = elsewhere_id(rec.get("machine"), me)
         summaries[entry["session"]]["from_label"] = elsewhere_label(rec.get("machine"), me)
-    threads = load_threads(estate)
-    cli = cli_hint(estate, config)
-    open_threads = [t for t in threads.values() if t.get("status") == "open"
-                    and t.get("kind") != "lesson"]
+    return summaries, live_settled
+
+
+def _law_sections(book, cli):
     return {
-        "project": os.path.basename(estate.root) or estate.root,
-        "session": session, "source": source or "startup", "client": client or "",
-        "cli": cli,
         "laws": [{"id": law.id, "text": format_law_text(law.text, cli),
                   "action": law.action, "source": law.source} for law in book.active()],
         "disabled": [law.id for law in book.laws if law.disabled and (
@@ -12618,31 +12650,30 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         "protected_branches": list(book.protected_branches) if list(
             book.protected_branches) != list(DEFAULT_PROTECTED_BRANCHES) else [],
         "protected_paths": list(book.protected_paths),
-        "law_problems": list(book.problems),
-        "harness": harness_status_lines(estate, config),
+        "law_problems": list(book.problems)}
+
+
+def _session_sections(estate, own, summaries, choice, home):
+    return {
         "own": session_summary(own, "live", estate.root, home, set()) if own else None,
         "banked": summaries.get(choice["banked"]),
         "since": [summaries[s] for s in choice["since"]],
         "since_more": choice["since_more"], "quiet": choice["quiet"],
         "alerts": [summaries[s] for s in choice["alerts"]],
         "alerts_more": choice["alerts_more"],
-        "live": [summaries[s] for s in choice["live"]], "live_more": choice["live_more"],
-        "elsewhere": elsewhere_sessions(estate, entries, me, session, set(summaries)),
-        "proposals": sync_proposals(estate),
-        "threads": [{"id": t["id"], "text": t.get("text", ""), "kind": t.get("kind")}
-                    for t in sorted(open_threads, key=_thread_order)],
-        "git": git_state(estate.root, git) if with_git else None,
-        "learned": learned_summary(estate, threads),
-        "unjudged": audit_findings(estate)[-AUDIT_SHOWN:],
-        "person_notes": person_notes_since(estate, max([_started(e) for e in others] or [
-            0])),
-        "debts": [dict(d, key=command_key(d["what"]), what=show_command(
-            d["what"], estate.root, home)) for d in
-                  open_debts(entries, load_acks(estate, "debts"), now,
-                             skip, live_settled, acks=load_acks(estate))],
-        "shown": {"banked": [choice["banked"]] if choice["banked"] else [],
-                  "since": list(choice["since"]), "alerts": list(choice["alerts"])},
-    }
+        "live": [summaries[s] for s in choice["live"]], "live_more": choice["live_more"]}
+
+
+def _open_threads(threads):
+    return [t for t in threads.values() if t.get("status") == "open"
+            and t.get("kind") != "lesson"]
+
+
+def _debts_shown(estate, entries, skip, live_settled, home, now):
+    return [dict(d, key=command_key(d["what"]), what=show_command(
+        d["what"], estate.root, home)) for d in
+            open_debts(entries, load_acks(estate, "debts"), now,
+                       skip, live_settled, acks=load_acks(estate))]
 
 
 PERSON_NOTES_SHOWN = 3
