@@ -13033,65 +13033,92 @@ def _session_heading(summary, role=""):
 def _session_lines(summary, add, role):
     """The data lines of one session, each with the weight it keeps in the budget:
     the note and next step of the banked session never go."""
-    def data(text, weight):
-        add("> " + text, weight)
-
     if role == "alert":  # a superseded session: only what a person must see
         summary = dict(summary, note="", next="", outside_notes=[], files=[],
                        running=[], failed=[], commands=[], changed_since_note=[],
                        subagents=[])
-    core = 0 if role in ("banked", "own") else 1
-    if summary.get("from_label"):
-        data("machine label: %s" % _q(summary["from_label"], 40), 1)
-    if summary["note"]:
-        data("note: %s" % _q(summary["note"], 200), core)
-    if summary["next"]:
-        data("next: %s" % _q(summary["next"], 200), core)
-    for extra in summary["outside_notes"]:
-        data("note written outside its session (by the CLI, not this session's "
-             "agent): %s" % _q(extra.get("note") or extra.get("next"), 120), 2)
-    if summary["files"]:
-        data("files changed (%d): %s" % (len(summary["files"]), _qlist(
-            summary["files"], 8, 60)), 1)
-    word = "running" if summary["state"] == "live" else "never finished"
-    for call in summary["running"][-2:]:
-        data("%s: %s" % (word, _q(call.get("what"), 160)), 1)
-    failures = [f for f in summary["failed"] if not f.get("fixed")]
-    for i, failure in enumerate(failures[:3]):
-        data(_failure_text(failure), 2 if i == 0 else 3)
-    for failure in [f for f in summary["failed"] if f.get("fixed")][:2]:
-        data("fixed later in the session: %s (it had failed%s)" % (
-            _q(failure.get("what"), 100), _failure_detail(failure)), 3)
-    for i, denial in enumerate(summary["denied"][:3]):
-        grave = (denial.get("severity") or 0) >= 4
-        data("denied (%s%s): %s" % (denial.get("law"), ", ask" if denial.get(
-            "action") == "ask" else "", _q(denial.get("what"), 120)),
-            1 if grave and i == 0 else 2 if grave else 3)
-    if summary["denials"] > 3:
-        data("and %d more denials" % (summary["denials"] - 3), 3)
-    for receipt in summary["receipts"][::-1]:
-        data("override of %s (%s%s%s): %s" % (
-            receipt.get("law"), one_line(receipt.get("by"), 30), " of %s, why: %s" % (
-                _q(receipt.get("who"), 30), _q(receipt.get("why"), 80)) if receipt.get(
-                "why") else "", ", made with no terminal" if receipt.get("tty") == ""
-            else "", _q(receipt.get("what"), 80)), 1)
-    for stop in summary["stop_allowed"][::-1]:
-        data("stop allowed after %s blocks; unmet: %s" % (
-            stop.get("blocks"), ", ".join(stop.get("laws") or []) or "?"), 2)
-    if summary["commands"] and (role == "own" or summary["state"] != "ended"):
-        data("last commands: %s" % _qlist(summary["commands"], 3, 80), 3)
-    if summary["changed_since_note"]:
-        data("changed after its note: %s" % _qlist(summary["changed_since_note"], 6,
-                                                    60), 3)
-    for agent in summary["subagents"][::-1]:
-        data("subagent %s (%s) ended: %s" % (short_id(agent.get("id")), _q(
-            agent.get("type"), 30), _q(agent.get("message"), 80)), 4)
+    for lines in (_work_lines(summary, role), _trouble_lines(summary),
+                  _allowed_lines(summary), _trail_lines(summary, role)):
+        for text, weight in lines:
+            add("> " + text, weight)
     if summary["outside"]:
         add("! %d journal line%s of it written outside a client session (by the CLI, "
             "not a hook)" % (summary["outside"], "" if summary["outside"] == 1 else "s"),
             1)
     if summary.get("torn"):
         add("! %d damaged journal line(s) skipped" % summary["torn"], 4)
+
+
+def _work_lines(summary, role):
+    """(text, weight) of what the session was doing: its machine, note, next step,
+    notes written outside it, files, calls still running."""
+    core = 0 if role in ("banked", "own") else 1
+    lines = []
+    if summary.get("from_label"):
+        lines.append(("machine label: %s" % _q(summary["from_label"], 40), 1))
+    if summary["note"]:
+        lines.append(("note: %s" % _q(summary["note"], 200), core))
+    if summary["next"]:
+        lines.append(("next: %s" % _q(summary["next"], 200), core))
+    for extra in summary["outside_notes"]:
+        lines.append(("note written outside its session (by the CLI, not this "
+                      "session's agent): %s" % _q(extra.get("note") or extra.get("next"),
+                                                  120), 2))
+    if summary["files"]:
+        lines.append(("files changed (%d): %s" % (len(summary["files"]), _qlist(
+            summary["files"], 8, 60)), 1))
+    word = "running" if summary["state"] == "live" else "never finished"
+    for call in summary["running"][-2:]:
+        lines.append(("%s: %s" % (word, _q(call.get("what"), 160)), 1))
+    return lines
+
+
+def _trouble_lines(summary):
+    """(text, weight) of what went wrong: failures (then those fixed later), denials."""
+    lines = []
+    failures = [f for f in summary["failed"] if not f.get("fixed")]
+    for i, failure in enumerate(failures[:3]):
+        lines.append((_failure_text(failure), 2 if i == 0 else 3))
+    for failure in [f for f in summary["failed"] if f.get("fixed")][:2]:
+        lines.append(("fixed later in the session: %s (it had failed%s)" % (
+            _q(failure.get("what"), 100), _failure_detail(failure)), 3))
+    for i, denial in enumerate(summary["denied"][:3]):
+        grave = (denial.get("severity") or 0) >= 4
+        lines.append(("denied (%s%s): %s" % (denial.get("law"), ", ask" if denial.get(
+            "action") == "ask" else "", _q(denial.get("what"), 120)),
+            1 if grave and i == 0 else 2 if grave else 3))
+    if summary["denials"] > 3:
+        lines.append(("and %d more denials" % (summary["denials"] - 3), 3))
+    return lines
+
+
+def _allowed_lines(summary):
+    """(text, weight) of what a person let through: overrides, stops allowed."""
+    lines = []
+    for receipt in summary["receipts"][::-1]:
+        lines.append(("override of %s (%s%s%s): %s" % (
+            receipt.get("law"), one_line(receipt.get("by"), 30), " of %s, why: %s" % (
+                _q(receipt.get("who"), 30), _q(receipt.get("why"), 80)) if receipt.get(
+                "why") else "", ", made with no terminal" if receipt.get("tty") == ""
+            else "", _q(receipt.get("what"), 80)), 1))
+    for stop in summary["stop_allowed"][::-1]:
+        lines.append(("stop allowed after %s blocks; unmet: %s" % (
+            stop.get("blocks"), ", ".join(stop.get("laws") or []) or "?"), 2))
+    return lines
+
+
+def _trail_lines(summary, role):
+    """(text, weight) of the rest: last commands, changes after the note, subagents."""
+    lines = []
+    if summary["commands"] and (role == "own" or summary["state"] != "ended"):
+        lines.append(("last commands: %s" % _qlist(summary["commands"], 3, 80), 3))
+    if summary["changed_since_note"]:
+        lines.append(("changed after its note: %s" % _qlist(
+            summary["changed_since_note"], 6, 60), 3))
+    for agent in summary["subagents"][::-1]:
+        lines.append(("subagent %s (%s) ended: %s" % (short_id(agent.get("id")), _q(
+            agent.get("type"), 30), _q(agent.get("message"), 80)), 4))
+    return lines
 
 
 def _failure_detail(failure):
