@@ -1867,68 +1867,101 @@ def _assignment(text, i, j):
     """The assignment whose name holds text[i:j]: (name start, name end, value start,
     value end, quote, op), with value start None when no operator follows the name.
     Reads NAME=V, NAME: V, "name": "v", 'name' => 'v', <name>v</name>, --name v."""
-    head = text[max(0, i - 64):i]
-    start = i - (len(head) - len(head.rstrip(_NAME_CHARS)))
-    tail = text[j:j + 64]
-    end = j + (len(tail) - len(tail.lstrip(_NAME_CHARS)))
+    start, end = _name_span(text, i, j)
     size = len(text)
     k = end
     while k < size and k - end < 2 and text[k] in "\"'`]":
         k += 1
     spaced = k < size and text[k] in " \t"
     k = _skip_blanks(text, k)
-    op = ""
-    for candidate in _ASSIGN_OPS:
-        if text.startswith(candidate, k):
-            op = candidate
-            break
+    op = _assign_operator(text, k)
     if op == "=" and text.startswith("==", k) or not op and text.startswith("!=", k):
-        # if password == "...": a comparison with a literal
-        q = _skip_blanks(text, k + 2 + (text[k + 2:k + 3] == "="))
-        if text[q:q + 1] in ("\"", "'"):
-            return (start, end) + _value_span(text, q) + ("==",)
+        compared = _compared_literal(text, start, end, k)
+        if compared:
+            return compared
         op = ""
     if op == ":" and text.startswith("://", k):
         op = ""
-    xml = not op and text[k:k + 1] == ">" and start > 0 and text[start - 1] == "<"
-    if xml:
-        op = ">"
-    if not op and text[k:k + 1] == "," and start > 0 and text[start - 1] in "\"'" and \
+    if not op and text[k:k + 1] == ">" and start > 0 and text[start - 1] == "<":
+        op = ">"  # <name>value</name>
+    if not op:
+        return _value_without_operator(text, start, end, k, spaced)
+    k = _skip_blanks(text, k + len(op))
+    if k < size and text[k] == "@" and text[k + 1:k + 2] in ("\"", "'"):
+        k += 1
+    if op == "=" and text[start:end].lower() in ("key", "name") and \
+            text[k:k + 1] in ("\"", "'"):
+        named = _named_value(text, k)
+        if named:
+            return named
+    if op == ">":
+        return _xml_text(text, start, end, k)
+    return (start, end) + _value_span(text, k) + (op,)
+
+
+def _name_span(text, i, j):
+    """(start, end) of the name around text[i:j], at most 64 name characters out."""
+    head = text[max(0, i - 64):i]
+    tail = text[j:j + 64]
+    return (i - (len(head) - len(head.rstrip(_NAME_CHARS))),
+            j + (len(tail) - len(tail.lstrip(_NAME_CHARS))))
+
+
+def _assign_operator(text, k):
+    for candidate in _ASSIGN_OPS:
+        if text.startswith(candidate, k):
+            return candidate
+    return ""
+
+
+def _compared_literal(text, start, end, k):
+    """if password == "...": a comparison with a literal at k (== or !=), or None."""
+    q = _skip_blanks(text, k + 2 + (text[k + 2:k + 3] == "="))
+    if text[q:q + 1] in ("\"", "'"):
+        return (start, end) + _value_span(text, q) + ("==",)
+    return None
+
+
+def _value_without_operator(text, start, end, k, spaced):
+    """The forms with no operator after the name: setenv("NAME", "value"),
+    key="NAME" value="...", --name value; else no value."""
+    if text[k:k + 1] == "," and start > 0 and text[start - 1] in "\"'" and \
             text[k - 1:k] == text[start - 1]:
         # setenv("NAME", "value"), getenv("api_token", "default"): a quoted name, a
         # comma, a quoted value
         q = _skip_blanks(text, k + 1)
         if text[q:q + 1] in ("\"", "'"):
             return (start, end) + _value_span(text, q) + (",",)
-    if not op and text[start - 1:start] in _QUOTES and (
+    if text[start - 1:start] in _QUOTES and (
             text[start - 5:start - 1].lower() == "key=" or
             text[start - 6:start - 1].lower() == "name="):
         q = _skip_blanks(text, end + 1)
         if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
             return (start, end) + _value_span(text, q + 6) + ("=",)
-    if not op:
-        if text.startswith("--", start) and spaced:
-            return (start, end) + _value_span(text, k) + (" ",)
-        return start, end, None, None, "", ""
-    k = _skip_blanks(text, k + len(op))
-    if k < size and text[k] == "@" and text[k + 1:k + 2] in ("\"", "'"):
+    if text.startswith("--", start) and spaced:
+        return (start, end) + _value_span(text, k) + (" ",)
+    return start, end, None, None, "", ""
+
+
+def _named_value(text, k):
+    """<add key="ClearTextPassword" value="..."/>: the key's quoted value at k names
+    the value that follows; None when no value= follows."""
+    v_start, v_end, quote = _value_span(text, k)
+    q = _skip_blanks(text, v_end + 1)
+    if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
+        return (v_start, v_end) + _value_span(text, q + 6) + ("=",)
+    return None
+
+
+def _xml_text(text, start, end, k):
+    """<name>value</name>: the text from k to the next tag, blanks trimmed."""
+    close = text.find("<", k, k + 1024)
+    close = close if close >= 0 else k
+    while k < close and text[k] in " \t\r\n":
         k += 1
-    if op == "=" and text[start:end].lower() in ("key", "name") and \
-            text[k:k + 1] in ("\"", "'"):
-        # <add key="ClearTextPassword" value="..."/>: the key names the value
-        v_start, v_end, quote = _value_span(text, k)
-        q = _skip_blanks(text, v_end + 1)
-        if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
-            return (v_start, v_end) + _value_span(text, q + 6) + ("=",)
-    if xml:
-        close = text.find("<", k, k + 1024)
-        close = close if close >= 0 else k
-        while k < close and text[k] in " \t\r\n":
-            k += 1
-        while close > k and text[close - 1] in " \t\r\n":
-            close -= 1
-        return start, end, k, close, "", op
-    return (start, end) + _value_span(text, k) + (op,)
+    while close > k and text[close - 1] in " \t\r\n":
+        close -= 1
+    return start, end, k, close, "", ">"
 
 
 def _value_span(text, k):
@@ -3671,47 +3704,97 @@ def _evaluate_substitution(script, env, cwd, depth):
         if unknown:
             return None
         argv.append(text)
-    prog, args = os.path.basename(argv[0]), argv[1:]
-    operands = [a for a in args if not a.startswith("-")]
-    if prog == "pwd" and not operands:
-        return cwd
-    if prog == "echo":
-        while args and args[0] in ("-n", "-e", "-E"):
-            args = args[1:]
-        return " ".join(args)
-    if prog == "printf" and args and "%" not in args[0]:
+    output = _SUBSTITUTION_OUTPUTS.get(os.path.basename(argv[0]))
+    if output is None:
+        return None
+    args = argv[1:]
+    return output(args, [a for a in args if not a.startswith("-")], env, cwd)
+
+
+# The programs whose output a substitution computes: (args, operands, env, cwd) ->
+# the output, or None when it cannot be known.
+
+def _pwd_output(args, operands, env, cwd):
+    return None if operands else cwd
+
+
+def _echo_output(args, operands, env, cwd):
+    while args and args[0] in ("-n", "-e", "-E"):
+        args = args[1:]
+    return " ".join(args)
+
+
+def _printf_output(args, operands, env, cwd):
+    if args and "%" not in args[0]:
         return args[0].replace("\\n", "")
-    if prog == "printf" and args and "-v" not in args[:1]:
+    if args and "-v" not in args[:1]:
         text = readers()._printf_text(args)
         return None if text is None else text.rstrip("\n")
-    if prog == "ls":
-        text = readers().listing_text(args, cwd)
-        return None if text is None else text.rstrip("\n")
-    if prog in ("realpath", "readlink") and operands:
-        return os.path.normpath(os.path.join(cwd, operands[-1]))
-    if prog == "dirname" and operands:
-        return os.path.dirname(operands[0].rstrip("/")) or ("/" if operands[0].startswith(
-            "/") else ".")
-    if prog == "basename" and operands:
-        name = os.path.basename(operands[0].rstrip("/"))
-        suffix = operands[1] if len(operands) > 1 else ""
-        return name[:-len(suffix)] if suffix and name.endswith(suffix) and name != suffix \
-            else name
-    if prog == "mktemp":
-        return _mktemp_path(args, env, cwd)
-    if prog == "git" and "rev-parse" in args and "--show-toplevel" in args:
+    return None
+
+
+def _ls_output(args, operands, env, cwd):
+    text = readers().listing_text(args, cwd)
+    return None if text is None else text.rstrip("\n")
+
+
+def _realpath_output(args, operands, env, cwd):
+    return os.path.normpath(os.path.join(cwd, operands[-1])) if operands else None
+
+
+def _dirname_output(args, operands, env, cwd):
+    if not operands:
+        return None
+    return os.path.dirname(operands[0].rstrip("/")) or ("/" if operands[0].startswith(
+        "/") else ".")
+
+
+def _basename_output(args, operands, env, cwd):
+    if not operands:
+        return None
+    name = os.path.basename(operands[0].rstrip("/"))
+    suffix = operands[1] if len(operands) > 1 else ""
+    return name[:-len(suffix)] if suffix and name.endswith(suffix) and name != suffix \
+        else name
+
+
+def _mktemp_output(args, operands, env, cwd):
+    return _mktemp_path(args, env, cwd)
+
+
+def _git_output(args, operands, env, cwd):
+    if "rev-parse" in args and "--show-toplevel" in args:
         return git_top(cwd)
-    if (prog == "which" or (prog in ("command", "type") and len(argv) >= 3 and
-                            argv[1] in ("-v", "-p", "-P"))) and len(argv) >= 2:
-        import shutil
-        name = argv[-1]  # the program as PATH finds it (the interpreter on the machine)
-        found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH")) \
-            if "/" not in name else None
-        return found or name
-    if prog == "git" and args[:1] == ["rev-parse"] and len(operands) == 2 and all(
+    if args[:1] == ["rev-parse"] and len(operands) == 2 and all(
             a in ("--verify", "-q", "--quiet") for a in args[1:] if a.startswith("-")):
         return operands[1]  # `$(git rev-parse REV)` names what REV names
     return None
+
+
+def _which_output(args, operands, env, cwd):
+    """The program as PATH finds it (the interpreter on the machine)."""
+    if not args:
+        return None
+    import shutil
+    name = args[-1]
+    found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH")) \
+        if "/" not in name else None
+    return found or name
+
+
+def _command_v_output(args, operands, env, cwd):
+    """`command -v NAME`, `type -P NAME`: as `which NAME`."""
+    if len(args) >= 2 and args[0] in ("-v", "-p", "-P"):
+        return _which_output(args, operands, env, cwd)
+    return None
+
+
+_SUBSTITUTION_OUTPUTS = {
+    "pwd": _pwd_output, "echo": _echo_output, "printf": _printf_output, "ls": _ls_output,
+    "realpath": _realpath_output, "readlink": _realpath_output,
+    "dirname": _dirname_output, "basename": _basename_output, "mktemp": _mktemp_output,
+    "git": _git_output, "which": _which_output, "command": _command_v_output,
+    "type": _command_v_output}
 
 
 def git_top(cwd):
@@ -5477,20 +5560,25 @@ def _script_text(path, shared, limit=SCRIPT_READ_MAX, strict=True):
 
 # ---- interpreters ------------------------------------------------------------
 
+_CODE_FLAGS = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
+               "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",)}
+_CODE_FLAGS_ELSEWHERE = ("-e", "-c", "--eval", "-Command", "-r")
+_FLAGS_WITH_VALUES = {
+    "python": ("-W", "-X", "--check-hash-based-pycs"),
+    "node": ("-r", "--require", "--import", "--loader", "--experimental-loader", "-C",
+             "--conditions", "--input-type"),
+    "perl": ("-I", "-M", "-m", "-x"), "ruby": ("-I", "-r", "-C", "-E", "-F"),
+    "php": ("-d", "-c", "-z")}
+
+
 def interpreter_parts(argv):
     """(codes, script index, module, index of the first argument) of an
     interpreter command line: inline code (-c, -e, -r...), the script it runs,
     the module of `python -m`."""
     prog = os.path.basename(argv[0])
     language = _language(prog)
-    code_flags = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
-                  "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",)}.get(
-        language, ("-e", "-c", "--eval", "-Command", "-r"))
-    values = {"python": ("-W", "-X", "--check-hash-based-pycs"),
-              "node": ("-r", "--require", "--import", "--loader", "--experimental-loader",
-                       "-C", "--conditions", "--input-type"),
-              "perl": ("-I", "-M", "-m", "-x"), "ruby": ("-I", "-r", "-C", "-E", "-F"),
-              "php": ("-d", "-c", "-z")}.get(language, ())
+    code_flags = _CODE_FLAGS.get(language, _CODE_FLAGS_ELSEWHERE)
+    values = _FLAGS_WITH_VALUES.get(language, ())
     codes, i = [], 1
     while i < len(argv):
         arg = argv[i]
@@ -5501,15 +5589,9 @@ def interpreter_parts(argv):
                 return codes, None, None, i
             continue
         if language == "python" and arg.startswith("-") and not arg.startswith("--"):
-            letters = arg[1:]
-            if "c" in letters or "m" in letters:
-                cut = min(letters.index(c) for c in "cm" if c in letters)
-                rest = letters[cut + 1:]
-                value = rest or (argv[i + 1] if i + 1 < len(argv) else "")
-                nxt = i + (1 if rest else 2)
-                if letters[cut] == "c":
-                    return [value], None, None, nxt
-                return codes, None, value, nxt
+            bundled = _python_bundle(argv, i, codes)
+            if bundled:
+                return bundled
         if language in ("perl", "ruby") and arg.startswith("-") and not \
                 arg.startswith("--") and len(arg) > 2 and "e" in arg[1:] and \
                 arg[1:arg.index("e", 1)].isalpha():  # a bundle: -ne, -lne, -pe1
@@ -5538,6 +5620,21 @@ def interpreter_parts(argv):
     if codes or i >= len(argv) or argv[i] == "-":
         return codes, None, None, i
     return codes, i, None, i + 1
+
+
+def _python_bundle(argv, i, codes):
+    """python's short flags at argv[i] that end in c or m (-Ic CODE, -Bm MODULE, -cCODE):
+    interpreter_parts' answer, or None when they hold neither."""
+    letters = argv[i][1:]
+    if "c" not in letters and "m" not in letters:
+        return None
+    cut = min(letters.index(c) for c in "cm" if c in letters)
+    rest = letters[cut + 1:]
+    value = rest or (argv[i + 1] if i + 1 < len(argv) else "")
+    nxt = i + (1 if rest else 2)
+    if letters[cut] == "c":
+        return [value], None, None, nxt
+    return codes, None, value, nxt
 
 
 def interpreter_code(cmd):
@@ -12821,12 +12918,47 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
     me = read_machine()
     own = own_session_record(estate, session, source, entries)
     skip = {session, own["session"] if own else None}
+    entries, others, choice = _packet_choice(estate, entries, skip, now)
+    summaries, live_settled = _packet_summaries(estate, choice, own, home, me, now)
+    threads = load_threads(estate)
+    cli = cli_hint(estate, config)
+    snap = {"project": os.path.basename(estate.root) or estate.root,
+            "session": session, "source": source or "startup", "client": client or "",
+            "cli": cli}
+    snap.update(_law_sections(book, cli))
+    snap["harness"] = harness_status_lines(estate, config)
+    snap.update(_session_sections(estate, own, summaries, choice, home))
+    snap.update({
+        "elsewhere": elsewhere_sessions(estate, entries, me, session, set(summaries)),
+        "proposals": sync_proposals(estate),
+        "threads": [{"id": t["id"], "text": t.get("text", ""), "kind": t.get("kind")}
+                    for t in sorted(_open_threads(threads), key=_thread_order)],
+        "git": git_state(estate.root, git) if with_git else None,
+        "learned": learned_summary(estate, threads),
+        "unjudged": audit_findings(estate)[-AUDIT_SHOWN:],
+        "person_notes": person_notes_since(estate, max([_started(e) for e in others] or [
+            0])),
+        "debts": _debts_shown(estate, entries, skip, live_settled, home, now),
+        "shown": {"banked": [choice["banked"]] if choice["banked"] else [],
+                  "since": list(choice["since"]), "alerts": list(choice["alerts"])}})
+    return snap
+
+
+def _packet_choice(estate, entries, skip, now):
+    """(index entries, the other sessions' entries, choose_sessions' choice), chosen
+    again when sessions found dead were finalised (the index changed)."""
     others = [e for e in entries if e.get("session") not in skip]
     choice = choose_sessions(estate, others, now)
     if choice["dead"] and finalise_dead(estate, choice["dead"], now):
         entries = load_index(estate)
         others = [e for e in entries if e.get("session") not in skip]
         choice = choose_sessions(estate, others, now)
+    return entries, others, choice
+
+
+def _packet_summaries(estate, choice, own, home, me, now):
+    """({session: summary} of the sessions the packet reads, the settled debts of
+    this session and the live ones)."""
     summaries, live_settled = {}, list(own["settled"]) if own else []
     for entry, state in choice["read"]:
         rec = _session_for_packet(estate, entry, state, now)
@@ -12837,14 +12969,11 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
             brief=entry["session"] in choice["live"])
         summaries[entry["session"]]["from"] = elsewhere_id(rec.get("machine"), me)
         summaries[entry["session"]]["from_label"] = elsewhere_label(rec.get("machine"), me)
-    threads = load_threads(estate)
-    cli = cli_hint(estate, config)
-    open_threads = [t for t in threads.values() if t.get("status") == "open"
-                    and t.get("kind") != "lesson"]
+    return summaries, live_settled
+
+
+def _law_sections(book, cli):
     return {
-        "project": os.path.basename(estate.root) or estate.root,
-        "session": session, "source": source or "startup", "client": client or "",
-        "cli": cli,
         "laws": [{"id": law.id, "text": format_law_text(law.text, cli),
                   "action": law.action, "source": law.source} for law in book.active()],
         "disabled": [law.id for law in book.laws if law.disabled and (
@@ -12852,31 +12981,30 @@ def gather_snapshot(estate, session, now, book=None, config=None, with_git=True,
         "protected_branches": list(book.protected_branches) if list(
             book.protected_branches) != list(DEFAULT_PROTECTED_BRANCHES) else [],
         "protected_paths": list(book.protected_paths),
-        "law_problems": list(book.problems),
-        "harness": harness_status_lines(estate, config),
+        "law_problems": list(book.problems)}
+
+
+def _session_sections(estate, own, summaries, choice, home):
+    return {
         "own": session_summary(own, "live", estate.root, home, set()) if own else None,
         "banked": summaries.get(choice["banked"]),
         "since": [summaries[s] for s in choice["since"]],
         "since_more": choice["since_more"], "quiet": choice["quiet"],
         "alerts": [summaries[s] for s in choice["alerts"]],
         "alerts_more": choice["alerts_more"],
-        "live": [summaries[s] for s in choice["live"]], "live_more": choice["live_more"],
-        "elsewhere": elsewhere_sessions(estate, entries, me, session, set(summaries)),
-        "proposals": sync_proposals(estate),
-        "threads": [{"id": t["id"], "text": t.get("text", ""), "kind": t.get("kind")}
-                    for t in sorted(open_threads, key=_thread_order)],
-        "git": git_state(estate.root, git) if with_git else None,
-        "learned": learned_summary(estate, threads),
-        "unjudged": audit_findings(estate)[-AUDIT_SHOWN:],
-        "person_notes": person_notes_since(estate, max([_started(e) for e in others] or [
-            0])),
-        "debts": [dict(d, key=command_key(d["what"]), what=show_command(
-            d["what"], estate.root, home)) for d in
-                  open_debts(entries, load_acks(estate, "debts"), now,
-                             skip, live_settled, acks=load_acks(estate))],
-        "shown": {"banked": [choice["banked"]] if choice["banked"] else [],
-                  "since": list(choice["since"]), "alerts": list(choice["alerts"])},
-    }
+        "live": [summaries[s] for s in choice["live"]], "live_more": choice["live_more"]}
+
+
+def _open_threads(threads):
+    return [t for t in threads.values() if t.get("status") == "open"
+            and t.get("kind") != "lesson"]
+
+
+def _debts_shown(estate, entries, skip, live_settled, home, now):
+    return [dict(d, key=command_key(d["what"]), what=show_command(
+        d["what"], estate.root, home)) for d in
+            open_debts(entries, load_acks(estate, "debts"), now,
+                       skip, live_settled, acks=load_acks(estate))]
 
 
 PERSON_NOTES_SHOWN = 3
@@ -13253,65 +13381,92 @@ def _session_heading(summary, role=""):
 def _session_lines(summary, add, role):
     """The data lines of one session, each with the weight it keeps in the budget:
     the note and next step of the banked session never go."""
-    def data(text, weight):
-        add("> " + text, weight)
-
     if role == "alert":  # a superseded session: only what a person must see
         summary = dict(summary, note="", next="", outside_notes=[], files=[],
                        running=[], failed=[], commands=[], changed_since_note=[],
                        subagents=[])
-    core = 0 if role in ("banked", "own") else 1
-    if summary.get("from_label"):
-        data("machine label: %s" % _q(summary["from_label"], 40), 1)
-    if summary["note"]:
-        data("note: %s" % _q(summary["note"], 200), core)
-    if summary["next"]:
-        data("next: %s" % _q(summary["next"], 200), core)
-    for extra in summary["outside_notes"]:
-        data("note written outside its session (by the CLI, not this session's "
-             "agent): %s" % _q(extra.get("note") or extra.get("next"), 120), 2)
-    if summary["files"]:
-        data("files changed (%d): %s" % (len(summary["files"]), _qlist(
-            summary["files"], 8, 60)), 1)
-    word = "running" if summary["state"] == "live" else "never finished"
-    for call in summary["running"][-2:]:
-        data("%s: %s" % (word, _q(call.get("what"), 160)), 1)
-    failures = [f for f in summary["failed"] if not f.get("fixed")]
-    for i, failure in enumerate(failures[:3]):
-        data(_failure_text(failure), 2 if i == 0 else 3)
-    for failure in [f for f in summary["failed"] if f.get("fixed")][:2]:
-        data("fixed later in the session: %s (it had failed%s)" % (
-            _q(failure.get("what"), 100), _failure_detail(failure)), 3)
-    for i, denial in enumerate(summary["denied"][:3]):
-        grave = (denial.get("severity") or 0) >= 4
-        data("denied (%s%s): %s" % (denial.get("law"), ", ask" if denial.get(
-            "action") == "ask" else "", _q(denial.get("what"), 120)),
-            1 if grave and i == 0 else 2 if grave else 3)
-    if summary["denials"] > 3:
-        data("and %d more denials" % (summary["denials"] - 3), 3)
-    for receipt in summary["receipts"][::-1]:
-        data("override of %s (%s%s%s): %s" % (
-            receipt.get("law"), one_line(receipt.get("by"), 30), " of %s, why: %s" % (
-                _q(receipt.get("who"), 30), _q(receipt.get("why"), 80)) if receipt.get(
-                "why") else "", ", made with no terminal" if receipt.get("tty") == ""
-            else "", _q(receipt.get("what"), 80)), 1)
-    for stop in summary["stop_allowed"][::-1]:
-        data("stop allowed after %s blocks; unmet: %s" % (
-            stop.get("blocks"), ", ".join(stop.get("laws") or []) or "?"), 2)
-    if summary["commands"] and (role == "own" or summary["state"] != "ended"):
-        data("last commands: %s" % _qlist(summary["commands"], 3, 80), 3)
-    if summary["changed_since_note"]:
-        data("changed after its note: %s" % _qlist(summary["changed_since_note"], 6,
-                                                    60), 3)
-    for agent in summary["subagents"][::-1]:
-        data("subagent %s (%s) ended: %s" % (short_id(agent.get("id")), _q(
-            agent.get("type"), 30), _q(agent.get("message"), 80)), 4)
+    for lines in (_work_lines(summary, role), _trouble_lines(summary),
+                  _allowed_lines(summary), _trail_lines(summary, role)):
+        for text, weight in lines:
+            add("> " + text, weight)
     if summary["outside"]:
         add("! %d journal line%s of it written outside a client session (by the CLI, "
             "not a hook)" % (summary["outside"], "" if summary["outside"] == 1 else "s"),
             1)
     if summary.get("torn"):
         add("! %d damaged journal line(s) skipped" % summary["torn"], 4)
+
+
+def _work_lines(summary, role):
+    """(text, weight) of what the session was doing: its machine, note, next step,
+    notes written outside it, files, calls still running."""
+    core = 0 if role in ("banked", "own") else 1
+    lines = []
+    if summary.get("from_label"):
+        lines.append(("machine label: %s" % _q(summary["from_label"], 40), 1))
+    if summary["note"]:
+        lines.append(("note: %s" % _q(summary["note"], 200), core))
+    if summary["next"]:
+        lines.append(("next: %s" % _q(summary["next"], 200), core))
+    for extra in summary["outside_notes"]:
+        lines.append(("note written outside its session (by the CLI, not this "
+                      "session's agent): %s" % _q(extra.get("note") or extra.get("next"),
+                                                  120), 2))
+    if summary["files"]:
+        lines.append(("files changed (%d): %s" % (len(summary["files"]), _qlist(
+            summary["files"], 8, 60)), 1))
+    word = "running" if summary["state"] == "live" else "never finished"
+    for call in summary["running"][-2:]:
+        lines.append(("%s: %s" % (word, _q(call.get("what"), 160)), 1))
+    return lines
+
+
+def _trouble_lines(summary):
+    """(text, weight) of what went wrong: failures (then those fixed later), denials."""
+    lines = []
+    failures = [f for f in summary["failed"] if not f.get("fixed")]
+    for i, failure in enumerate(failures[:3]):
+        lines.append((_failure_text(failure), 2 if i == 0 else 3))
+    for failure in [f for f in summary["failed"] if f.get("fixed")][:2]:
+        lines.append(("fixed later in the session: %s (it had failed%s)" % (
+            _q(failure.get("what"), 100), _failure_detail(failure)), 3))
+    for i, denial in enumerate(summary["denied"][:3]):
+        grave = (denial.get("severity") or 0) >= 4
+        lines.append(("denied (%s%s): %s" % (denial.get("law"), ", ask" if denial.get(
+            "action") == "ask" else "", _q(denial.get("what"), 120)),
+            1 if grave and i == 0 else 2 if grave else 3))
+    if summary["denials"] > 3:
+        lines.append(("and %d more denials" % (summary["denials"] - 3), 3))
+    return lines
+
+
+def _allowed_lines(summary):
+    """(text, weight) of what a person let through: overrides, stops allowed."""
+    lines = []
+    for receipt in summary["receipts"][::-1]:
+        lines.append(("override of %s (%s%s%s): %s" % (
+            receipt.get("law"), one_line(receipt.get("by"), 30), " of %s, why: %s" % (
+                _q(receipt.get("who"), 30), _q(receipt.get("why"), 80)) if receipt.get(
+                "why") else "", ", made with no terminal" if receipt.get("tty") == ""
+            else "", _q(receipt.get("what"), 80)), 1))
+    for stop in summary["stop_allowed"][::-1]:
+        lines.append(("stop allowed after %s blocks; unmet: %s" % (
+            stop.get("blocks"), ", ".join(stop.get("laws") or []) or "?"), 2))
+    return lines
+
+
+def _trail_lines(summary, role):
+    """(text, weight) of the rest: last commands, changes after the note, subagents."""
+    lines = []
+    if summary["commands"] and (role == "own" or summary["state"] != "ended"):
+        lines.append(("last commands: %s" % _qlist(summary["commands"], 3, 80), 3))
+    if summary["changed_since_note"]:
+        lines.append(("changed after its note: %s" % _qlist(
+            summary["changed_since_note"], 6, 60), 3))
+    for agent in summary["subagents"][::-1]:
+        lines.append(("subagent %s (%s) ended: %s" % (short_id(agent.get("id")), _q(
+            agent.get("type"), 30), _q(agent.get("message"), 80)), 4))
+    return lines
 
 
 def _failure_detail(failure):
@@ -19948,56 +20103,16 @@ def _lex_string(code, i, language, prefix):
             break
         c = code[j]
         if c == "\\" and j + 1 < n:
-            nxt = code[j + 1]
-            if raw:
-                buf.append(nxt if nxt in (quote, "\\") and quote == "'" and not "r" in prefix
-                           else c + nxt)
-                j += 2
-                continue
-            if nxt in _CODE_ESCAPES:
-                buf.append(_CODE_ESCAPES[nxt])
-                j += 2
-            elif nxt in "xuU" and language != "perl" or nxt == "x":
-                width = {"x": 2, "u": 4, "U": 8}[nxt]
-                digits = code[j + 2:j + 2 + width]
-                try:
-                    buf.append(chr(int(digits, 16)))
-                    j += 2 + width
-                except ValueError:
-                    buf.append(nxt)
-                    j += 2
-            elif nxt in "1234567":
-                k = j + 1
-                while k < n and k < j + 4 and code[k] in "01234567":
-                    k += 1
-                buf.append(chr(int(code[j + 1:k], 8)))
-                j = k
-            elif nxt == "\n":
-                j += 2
-            else:
-                buf.append(nxt)
-                j += 2
+            text, j = _string_escape(code, j, quote, raw, language, prefix)
+            buf.append(text)
             continue
         if template:
             opened = _template_open(code, j, language, prefix)
             if opened:
-                close = code.find("}", j + opened) if code[j + opened - 1] == "{" else j + \
-                    opened
-                if code[j + opened - 1] != "{":
-                    k = j + 1
-                    while k < n and (code[k].isalnum() or code[k] == "_"):
-                        k += 1
-                    close = k
-                    expr = code[j + 1:k]
-                    after = k
-                else:
-                    close = n if close < 0 else close
-                    expr = code[j + opened:close]
-                    after = close + 1
+                expr, j = _template_expr(code, j, opened)
                 parts.append("".join(buf))
                 parts.append(("expr", expr.strip()))
                 buf = []
-                j = after
                 continue
         buf.append(c)
         j += 1
@@ -20009,6 +20124,45 @@ def _lex_string(code, i, language, prefix):
         return kind, parts, j
     text = "".join(buf)
     return ("x" if quote == "`" and language != "node" else "s"), text, j
+
+
+def _string_escape(code, j, quote, raw, language, prefix):
+    """(text, index after) of the backslash escape at code[j] in a string literal."""
+    nxt = code[j + 1]
+    if raw:
+        return (nxt if nxt in (quote, "\\") and quote == "'" and "r" not in prefix
+                else "\\" + nxt), j + 2
+    if nxt in _CODE_ESCAPES:
+        return _CODE_ESCAPES[nxt], j + 2
+    if nxt in "xuU" and language != "perl" or nxt == "x":
+        width = {"x": 2, "u": 4, "U": 8}[nxt]
+        digits = code[j + 2:j + 2 + width]
+        try:
+            return chr(int(digits, 16)), j + 2 + width
+        except ValueError:
+            return nxt, j + 2
+    if nxt in "1234567":
+        k = j + 1
+        while k < len(code) and k < j + 4 and code[k] in "01234567":
+            k += 1
+        return chr(int(code[j + 1:k], 8)), k
+    if nxt == "\n":
+        return "", j + 2  # a line continued
+    return nxt, j + 2
+
+
+def _template_expr(code, j, opened):
+    """(expression, index after) of the interpolation opened at code[j] by an opener
+    `opened` long: ${...}, #{...} or {...} to the closing brace, $name to its end."""
+    n = len(code)
+    if code[j + opened - 1] != "{":
+        k = j + 1
+        while k < n and (code[k].isalnum() or code[k] == "_"):
+            k += 1
+        return code[j + 1:k], k
+    close = code.find("}", j + opened)
+    close = n if close < 0 else close
+    return code[j + opened:close], close + 1
 
 
 def _template_open(code, j, language, prefix):
@@ -25510,74 +25664,111 @@ def import_incoming(estate, git, incoming, me, cutoff, report, dry_run, state,
     thread events of threads their sender opened (other events, and every lesson,
     wait as proposals), compiled tools that pass the gate; prune removals of the
     pruner's own records. senders: {path: machine id} of who pushed each path."""
-    senders = senders or {}
     blobs = sorted({b for p, b in incoming.items() if b and not p.startswith(
         "journals/")})
     bodies = {sha: item[2] for sha, item in git.cat(blobs).items() if item and
               item[1] == "blob" and len(item[2]) <= SYNC_BLOB_MAX} if blobs else {}
-    records, events, tools, proposals, acks_in = [], [], {}, [], {}
+    came = Arrivals(estate, me, cutoff, report, dry_run, senders or {}, bodies)
     for path in sorted(incoming):
-        blob = incoming[path]
         parts = path.split("/")
-        if parts[0] == "sessions" and len(parts) == 3 and parts[2].endswith(".json"):
-            session = parts[2][:-5]
-            if sanitize_session_id(session) != session or os.path.exists(
-                    estate.journal(session)):
-                continue
-            if blob is None:
-                if _remove_synced_session(estate, session, dry_run,
-                                          senders.get("prune.json")):
-                    report["came_in"]["removed"] += 1
-                continue
-            rec = _session_in(bodies.get(blob), session)
-            if rec is not None and rec["machine"]["id"] == me["id"]:
-                # this machine's records are only its own journals' (it never takes
-                # one back from the ref): one that claims it came from elsewhere
-                report["came_in"]["refused"].append(
-                    "%s: it claims this machine's id" % path)
-            elif rec is None:
-                report["came_in"]["skipped"].append(path)
-            elif not cutoff or (rec["updated"] or 0) >= cutoff:
-                records.append((path, rec))
-        elif parts[0] in ("threads", "lessons") and blob:
-            try:
-                event = thread_event_in(json_loads(bodies[blob].decode("utf-8")), me)
-            except (KeyError, ValueError, UnicodeDecodeError):
-                event = None
-            sender = senders.get(path) or ""
-            owner = event["id"].partition("@")[2] if event else ""
-            if event is None:
-                report["came_in"]["skipped"].append(path)
-            elif event["id"][:1] == "L" or not sender or (owner or me["id"][:6]) != \
-                    sender[:6]:
-                proposals.append(dict(event, machine=sender))
-            else:
-                events.append(event)
-        elif parts[0] == "compiled" and len(parts) == 3 and blob:
-            tools.setdefault(parts[1], {})[parts[2]] = bodies.get(blob)
-        elif parts[0] == "acks" and len(parts) == 2 and blob:
-            came = _acks_in(path, bodies.get(blob), me, senders.get(path) or "")
-            if isinstance(came, str):
-                report["came_in"]["refused"].append("%s: %s" % (path, came))
-            else:
-                acks_in[came[0]] = came[1]
-    if acks_in and not dry_run:
-        _save_synced_acks(estate, acks_in)
-    report["came_in"]["acks"] = sum(len(a["acked"]) + len(a["debts"]) for a in
-                                    acks_in.values())
-    for path, rec in records:
-        report["came_in"]["sessions"].append({"session": rec["session"],
-                                              "machine": machine_name(rec["machine"])})
-        if not dry_run:
-            save_session(estate, rec)
-    if records and not dry_run:
-        index_synced(estate, [rec for _, rec in records])
-    added = _append_thread_events(estate, events, dry_run, state)
-    report["came_in"]["threads"] += sum(1 for e in added if e["id"][:1] == "t")
-    report["came_in"]["lessons"] += sum(1 for e in added if e["id"][:1] == "L")
-    report["came_in"]["proposals"] += _add_proposals(estate, proposals, dry_run)
-    for slug, files in sorted(tools.items()):
-        _import_compiled(estate, slug, files, report, dry_run, me)
+        take = ARRIVAL_KINDS.get(parts[0])
+        if take is not None:
+            take(came, path, parts, incoming[path])
+    came.save(state)
+
+
+class Arrivals:
+    """What import_incoming sorts out of the paths that came in, by kind (one method
+    each, ARRIVAL_KINDS), before save writes it: records, events, proposals, tools,
+    acks. Paths that are refused or skipped are said in the report."""
+
+    def __init__(self, estate, me, cutoff, report, dry_run, senders, bodies):
+        self.estate, self.me, self.cutoff, self.dry_run = estate, me, cutoff, dry_run
+        self.report, self.senders, self.bodies = report, senders, bodies
+        self.records, self.events, self.tools, self.proposals, self.acks = (
+            [], [], {}, [], {})
+
+    def session(self, path, parts, blob):
+        if len(parts) != 3 or not parts[2].endswith(".json"):
+            return
+        session = parts[2][:-5]
+        if sanitize_session_id(session) != session or os.path.exists(
+                self.estate.journal(session)):
+            return
+        came_in = self.report["came_in"]
+        if blob is None:
+            if _remove_synced_session(self.estate, session, self.dry_run,
+                                      self.senders.get("prune.json")):
+                came_in["removed"] += 1
+            return
+        rec = _session_in(self.bodies.get(blob), session)
+        if rec is not None and rec["machine"]["id"] == self.me["id"]:
+            # this machine's records are only its own journals' (it never takes
+            # one back from the ref): one that claims it came from elsewhere
+            came_in["refused"].append("%s: it claims this machine's id" % path)
+        elif rec is None:
+            came_in["skipped"].append(path)
+        elif not self.cutoff or (rec["updated"] or 0) >= self.cutoff:
+            self.records.append((path, rec))
+
+    def thread_event(self, path, parts, blob):
+        """An event of a thread its sender opened is taken; any other, and every
+        lesson, waits as a proposal."""
+        if not blob:
+            return
+        try:
+            event = thread_event_in(json_loads(self.bodies[blob].decode("utf-8")),
+                                    self.me)
+        except (KeyError, ValueError, UnicodeDecodeError):
+            event = None
+        sender = self.senders.get(path) or ""
+        owner = event["id"].partition("@")[2] if event else ""
+        if event is None:
+            self.report["came_in"]["skipped"].append(path)
+        elif event["id"][:1] == "L" or not sender or (owner or self.me["id"][:6]) != \
+                sender[:6]:
+            self.proposals.append(dict(event, machine=sender))
+        else:
+            self.events.append(event)
+
+    def compiled(self, path, parts, blob):
+        if len(parts) == 3 and blob:
+            self.tools.setdefault(parts[1], {})[parts[2]] = self.bodies.get(blob)
+
+    def acks_file(self, path, parts, blob):
+        if len(parts) != 2 or not blob:
+            return
+        came = _acks_in(path, self.bodies.get(blob), self.me,
+                        self.senders.get(path) or "")
+        if isinstance(came, str):
+            self.report["came_in"]["refused"].append("%s: %s" % (path, came))
+        else:
+            self.acks[came[0]] = came[1]
+
+    def save(self, state):
+        estate, report, dry_run = self.estate, self.report, self.dry_run
+        if self.acks and not dry_run:
+            _save_synced_acks(estate, self.acks)
+        report["came_in"]["acks"] = sum(len(a["acked"]) + len(a["debts"]) for a in
+                                        self.acks.values())
+        for path, rec in self.records:
+            report["came_in"]["sessions"].append({
+                "session": rec["session"], "machine": machine_name(rec["machine"])})
+            if not dry_run:
+                save_session(estate, rec)
+        if self.records and not dry_run:
+            index_synced(estate, [rec for _, rec in self.records])
+        added = _append_thread_events(estate, self.events, dry_run, state)
+        report["came_in"]["threads"] += sum(1 for e in added if e["id"][:1] == "t")
+        report["came_in"]["lessons"] += sum(1 for e in added if e["id"][:1] == "L")
+        report["came_in"]["proposals"] += _add_proposals(estate, self.proposals, dry_run)
+        for slug, files in sorted(self.tools.items()):
+            _import_compiled(estate, slug, files, report, dry_run, self.me)
+
+
+ARRIVAL_KINDS = {"sessions": Arrivals.session, "threads": Arrivals.thread_event,
+                 "lessons": Arrivals.thread_event, "compiled": Arrivals.compiled,
+                 "acks": Arrivals.acks_file}
 
 
 def _acks_in(path, data, me, sender, now=None):
@@ -26132,139 +26323,223 @@ def _missing_blobs(git, blobs):
 
 def _sync_locked(estate, git, me, remote, ref, journals, cutoff_asked, dry_run, report,
                  now):
-    state = SyncState(estate, ref)
-    head = state.head
-    cutoff = max(head.get("cutoff") or 0, cutoff_asked)
-    fresh = scan_local(estate, state, me, journals, cutoff, now)
-    bodies = {blob_id(data): data for data in fresh.values()}
-    tracking = tracking_ref(ref, remote)
-    seen = head["remotes"].get(remote) or {}
-    offline, refs = None, None
-    try:
-        remote_tip, refs = _fetch(git, remote, ref, tracking)
-    except SyncFailure as failure:
-        if failure.outcome not in ("offline", "no-remote", "auth") or cutoff_asked:
-            raise
-        offline, remote_tip = failure, None
-    local_tip = (refs if refs is not None else git.refs()).get(ref)
-    pending = {p: b for p, b in state.pending.items() if journals or not p.startswith(
-        "journals/")}  # a journal waits for the next sync that asks for journals
-    lost_objects = _missing_blobs(git, [b for b in pending.values() if b not in bodies])
-    for path in [p for p, b in pending.items() if b in lost_objects]:
-        del pending[path]  # its object was lost since an earlier run: export it again
-        state.forget(path)
-    stored = set()
-    if not dry_run:
-        batch = {b: bodies[b] for b in pending.values() if b in bodies}
-        git.write_blobs(batch, estate.path(SYNC_FOLDER, "tmp-%d" % os.getpid()))
-        stored.update(batch)
-    base_commit = local_tip if offline else remote_tip
-    seen_tree = None if offline else seen.get("tree")
-    send, tree = {}, None
+    run = SyncRun(estate, git, me, remote, ref, cutoff_asked, dry_run, report, now)
+    run.take_stock(journals)
     for attempt in range(SYNC_PUSH_TRIES):
         report["tries"] = attempt + 1
-        if base_commit and base_commit == seen.get("commit") and not offline:
-            base_tree, has_layout, ref_cutoff = seen.get("tree"), True, head["cutoff"]
-        else:
-            base_tree, has_layout, ref_cutoff = _ref_head(git, base_commit)
-        incoming = {}
-        if not offline and base_tree != seen_tree:
-            if seen_tree and _missing_blobs(git, [seen_tree]):
-                seen_tree = None  # the cache names a tree this repository lost
-            incoming = diff_trees(git, seen_tree, base_tree)
-        if ref_cutoff > now + 60:  # a prune in the future would erase what comes
-            report["came_in"]["refused"].append("prune.json: its date is in the future")
-            ref_cutoff = 0
-        cutoff = max(cutoff, ref_cutoff)
-        for path in _pruned_paths(git, pending, bodies, cutoff):
+        changes = run.merge()
+        if dry_run:
+            return
+        if run.push(run.commit(changes), attempt):
+            break
+    else:
+        run.state.save()
+        raise SyncFailure("push", "the remote kept moving: %d pushes were overtaken; "
+                          "run `notrest sync` again" % SYNC_PUSH_TRIES)
+    run.finish()
+
+
+class SyncRun:
+    """One sync under the lock, as steps that share what they learn: what waits here
+    (pending, bodies), what the ref holds (base_commit, base_tree, ref_cutoff) and what
+    the last try built (send, tree). A push overtaken by another machine fetches again
+    and the next try merges anew."""
+
+    def __init__(self, estate, git, me, remote, ref, cutoff_asked, dry_run, report, now):
+        self.estate, self.git, self.me = estate, git, me
+        self.remote, self.ref = remote, ref
+        self.cutoff_asked, self.dry_run, self.report, self.now = (cutoff_asked, dry_run,
+                                                                 report, now)
+        self.state = SyncState(estate, ref)
+        self.head = self.state.head
+        self.cutoff = max(self.head.get("cutoff") or 0, cutoff_asked)
+        self.tracking = tracking_ref(ref, remote)
+        self.seen = self.head["remotes"].get(remote) or {}
+        self.stored, self.send, self.tree = set(), {}, None
+
+    def take_stock(self, journals):
+        """Scan what changed here, fetch the ref (offline is no failure unless a prune
+        was asked) and store the objects of what waits to go out."""
+        fresh = scan_local(self.estate, self.state, self.me, journals, self.cutoff,
+                           self.now)
+        self.bodies = {blob_id(data): data for data in fresh.values()}
+        self.offline, refs = None, None
+        try:
+            self.remote_tip, refs = _fetch(self.git, self.remote, self.ref, self.tracking)
+        except SyncFailure as failure:
+            if failure.outcome not in ("offline", "no-remote", "auth") or \
+                    self.cutoff_asked:
+                raise
+            self.offline, self.remote_tip = failure, None
+        self.local_tip = (refs if refs is not None else self.git.refs()).get(self.ref)
+        self.pending = self._pending(journals)
+        if not self.dry_run:
+            batch = {b: self.bodies[b] for b in self.pending.values() if b in self.bodies}
+            self._write_blobs(batch)
+            self.stored.update(batch)
+        self.base_commit = self.local_tip if self.offline else self.remote_tip
+        self.seen_tree = None if self.offline else self.seen.get("tree")
+
+    def _pending(self, journals):
+        """The paths waiting to go out, less those whose object was lost since an
+        earlier run (forgotten: exported again)."""
+        pending = {p: b for p, b in self.state.pending.items() if journals or not
+                   p.startswith("journals/")}  # a journal waits for a sync that asks
+        lost_objects = _missing_blobs(self.git, [b for b in pending.values() if b not in
+                                                 self.bodies])
+        for path in [p for p, b in pending.items() if b in lost_objects]:
             del pending[path]
-            if not dry_run:
-                state.settled(path, None)  # older than the prune: it stays here
-        send, lost = choose_winners(git, pending, incoming, bodies)
-        import_incoming(estate, git, {p: b for p, b in incoming.items() if p not in send},
-                        me, cutoff, report, dry_run, state,
-                        _senders(git, seen.get("commit"), base_commit, incoming))
-        if not dry_run:
+            self.state.forget(path)
+        return pending
+
+    def _write_blobs(self, batch):
+        self.git.write_blobs(batch, self.estate.path(SYNC_FOLDER, "tmp-%d" % os.getpid()))
+
+    def merge(self):
+        """One try's merge against the ref's head: take in what came, settle what lost
+        or is older than the prune; returns the changes to the ref's tree."""
+        has_layout = self._read_base()
+        incoming = self._incoming()
+        if self.ref_cutoff > self.now + 60:  # a prune in the future erases what comes
+            self.report["came_in"]["refused"].append(
+                "prune.json: its date is in the future")
+            self.ref_cutoff = 0
+        self.cutoff = max(self.cutoff, self.ref_cutoff)
+        for path in _pruned_paths(self.git, self.pending, self.bodies, self.cutoff):
+            del self.pending[path]
+            if not self.dry_run:
+                self.state.settled(path, None)  # older than the prune: it stays here
+        self.send, lost = choose_winners(self.git, self.pending, incoming, self.bodies)
+        import_incoming(self.estate, self.git, {p: b for p, b in incoming.items() if p
+                                                not in self.send},
+                        self.me, self.cutoff, self.report, self.dry_run, self.state,
+                        _senders(self.git, self.seen.get("commit"), self.base_commit,
+                                 incoming))
+        if not self.dry_run:
             for path in lost:
-                state.settled(path, None)
-        changes = dict(send)
-        if cutoff_asked:
-            changes.update(_prune_changes(git, base_tree, cutoff))
-            report["went_out"]["pruned"] = sum(1 for p, b in changes.items() if
-                                               b is None and p.startswith("sessions/"))
-            if not dry_run:
-                _prune_local(estate, cutoff)
+                self.state.settled(path, None)
+        changes = dict(self.send)
+        if self.cutoff_asked:
+            self._prune(changes)
+        self._add_ref_files(changes, has_layout)
+        _count_out(self.report, self.send)
+        return changes
+
+    def _read_base(self):
+        """base_tree and ref_cutoff of base_commit (the cached ones when it is the
+        commit seen last); returns whether the ref has our layout file."""
+        if self.base_commit and self.base_commit == self.seen.get("commit") and \
+                not self.offline:
+            self.base_tree, self.ref_cutoff = self.seen.get("tree"), self.head["cutoff"]
+            return True
+        self.base_tree, has_layout, self.ref_cutoff = _ref_head(self.git,
+                                                                self.base_commit)
+        return has_layout
+
+    def _incoming(self):
+        """{path: blob or None} of what changed on the ref since the tree seen last."""
+        if self.offline or self.base_tree == self.seen_tree:
+            return {}
+        if self.seen_tree and _missing_blobs(self.git, [self.seen_tree]):
+            self.seen_tree = None  # the cache names a tree this repository lost
+        return diff_trees(self.git, self.seen_tree, self.base_tree)
+
+    def _prune(self, changes):
+        changes.update(_prune_changes(self.git, self.base_tree, self.cutoff))
+        self.report["went_out"]["pruned"] = sum(1 for p, b in changes.items() if
+                                                b is None and p.startswith("sessions/"))
+        if not self.dry_run:
+            _prune_local(self.estate, self.cutoff)
+
+    def _add_ref_files(self, changes, has_layout):
+        """prune.json when the cutoff moved on, estate.json when the ref lacks it."""
         extra = {}
-        if cutoff > ref_cutoff:
+        if self.cutoff > self.ref_cutoff:
             extra["prune.json"] = json_pretty({"schema_version": SCHEMA_VERSION,
-                                               "sessions_before": cutoff,
-                                               "machine": me["id"]}).encode()
-        if not has_layout and (changes or base_commit):
+                                               "sessions_before": self.cutoff,
+                                               "machine": self.me["id"]}).encode()
+        if not has_layout and (changes or self.base_commit):
             extra["estate.json"] = json_pretty({"schema_version": SCHEMA_VERSION,
                                                 "layout": SYNC_LAYOUT}).encode()
         for path, data in extra.items():
             changes[path] = blob_id(data)
-            bodies[changes[path]] = data
-        _count_out(report, send)
-        if dry_run:
-            return
-        git.write_blobs({b: bodies[b] for b in set(changes.values()) if b and b not in
-                         stored and b in bodies},
-                        estate.path(SYNC_FOLDER, "tmp-%d" % os.getpid()))
-        stored.update(b for b in changes.values() if b)
-        tree = build_tree(git, base_tree, changes) if changes else base_tree
-        commit = base_commit
-        if tree != base_tree or (cutoff_asked and base_commit):
-            parents = [] if cutoff_asked or not base_commit else ["-p", base_commit]
-            message = "notrest sync from %s: %d session(s), %d thread event(s)\n" % (
-                machine_name(me), report["went_out"]["sessions"],
-                report["went_out"]["threads"] + report["went_out"]["lessons"])
-            commit = git.must(["commit-tree", tree] + parents, message.encode()
-                              ).decode().strip()
-            found = secret_findings(git, commit, base_commit)
-            if found:
-                state.save()
-                raise SyncFailure("refused", "refused to push: %s holds what looks like "
-                                  "a secret (%s); nothing left this machine. Remove it "
-                                  "from the estate (or prune it), then sync again" % (
-                                      found[0][0], found[0][1]))
-        if commit and commit != local_tip:
-            git.must(["update-ref", "-m", "notrest sync", ref, commit,
-                      local_tip or "0" * 40])
-            local_tip = commit
-        report["commit"] = commit or ""
-        if offline:
-            state.save()
-            raise offline
-        if commit == remote_tip:
-            break
-        pushed, why = push_estate(git, remote, ref, commit, remote_tip,
-                                  force=bool(cutoff_asked))
+            self.bodies[changes[path]] = data
+
+    def commit(self, changes):
+        """Store the new objects, commit the tree when it changed (or a prune asked)
+        and move the local ref there; returns the commit the ref should hold."""
+        self._write_blobs({b: self.bodies[b] for b in set(changes.values()) if b and b
+                           not in self.stored and b in self.bodies})
+        self.stored.update(b for b in changes.values() if b)
+        self.tree = build_tree(self.git, self.base_tree, changes) if changes else \
+            self.base_tree
+        commit = self.base_commit
+        if self.tree != self.base_tree or (self.cutoff_asked and self.base_commit):
+            commit = self._commit_tree()
+        if commit and commit != self.local_tip:
+            self.git.must(["update-ref", "-m", "notrest sync", self.ref, commit,
+                           self.local_tip or "0" * 40])
+            self.local_tip = commit
+        self.report["commit"] = commit or ""
+        return commit
+
+    def _commit_tree(self):
+        """A commit of tree (a prune's has no parent); refused when it holds what looks
+        like a secret."""
+        parents = [] if self.cutoff_asked or not self.base_commit else \
+            ["-p", self.base_commit]
+        went = self.report["went_out"]
+        message = "notrest sync from %s: %d session(s), %d thread event(s)\n" % (
+            machine_name(self.me), went["sessions"], went["threads"] + went["lessons"])
+        commit = self.git.must(["commit-tree", self.tree] + parents, message.encode()
+                               ).decode().strip()
+        found = secret_findings(self.git, commit, self.base_commit)
+        if found:
+            self.state.save()
+            raise SyncFailure("refused", "refused to push: %s holds what looks like "
+                              "a secret (%s); nothing left this machine. Remove it "
+                              "from the estate (or prune it), then sync again" % (
+                                  found[0][0], found[0][1]))
+        return commit
+
+    def push(self, commit, attempt):
+        """True once the remote holds commit; False when another machine's push
+        overtook this one (the ref is fetched again for the next try)."""
+        if self.offline:
+            self.state.save()
+            raise self.offline
+        if commit == self.remote_tip:
+            return True
+        pushed, why = push_estate(self.git, self.remote, self.ref, commit,
+                                  self.remote_tip, force=bool(self.cutoff_asked))
         if pushed:
-            report["pushed"] = True
-            break
+            self.report["pushed"] = True
+            return True
         if why != "stale":
-            state.save()
-            raise SyncFailure("push", "%s refused the push: %s" % (remote, why))
+            self.state.save()
+            raise SyncFailure("push", "%s refused the push: %s" % (self.remote, why))
         import random
         time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
-        seen, seen_tree = {"commit": base_commit, "tree": base_tree}, base_tree
-        head["cutoff"] = ref_cutoff
-        base_commit = remote_tip = _fetch(git, remote, ref, tracking)[0]
-        report["went_out"] = new_sync_report("", "", me, False)["went_out"]
-    else:
-        state.save()
-        raise SyncFailure("push", "the remote kept moving: %d pushes were overtaken; "
-                          "run `notrest sync` again" % SYNC_PUSH_TRIES)
-    for path, blob in send.items():
-        state.settled(path, blob)
-    if report["commit"] and report["commit"] != seen.get("commit"):
-        head["remotes"][remote] = {"commit": report["commit"], "tree": tree}
-        state.changed = True
-    if head.get("cutoff") != cutoff:
-        head["cutoff"] = cutoff
-        state.changed = True
-    state.save()
+        self.seen = {"commit": self.base_commit, "tree": self.base_tree}
+        self.seen_tree = self.base_tree
+        self.head["cutoff"] = self.ref_cutoff
+        self.base_commit = self.remote_tip = _fetch(self.git, self.remote, self.ref,
+                                                    self.tracking)[0]
+        self.report["went_out"] = new_sync_report("", "", self.me, False)["went_out"]
+        return False
+
+    def finish(self):
+        """What went out is settled; the tip and the cutoff seen are remembered."""
+        for path, blob in self.send.items():
+            self.state.settled(path, blob)
+        if self.report["commit"] and self.report["commit"] != self.seen.get("commit"):
+            self.head["remotes"][self.remote] = {"commit": self.report["commit"],
+                                                 "tree": self.tree}
+            self.state.changed = True
+        if self.head.get("cutoff") != self.cutoff:
+            self.head["cutoff"] = self.cutoff
+            self.state.changed = True
+        self.state.save()
 
 
 def _pruned_paths(git, pending, bodies, cutoff):

@@ -11,9 +11,6 @@ import pytest
 SOURCE = Path(__file__).resolve().parents[1] / "notrest.py"
 MAX_FUNCTION_LINES = 60
 LONG_ALLOWED = {"build_parser"}   # argparse setup reads best as one list of calls
-# Functions still being split on other branches; drop this mark when they are merged.
-STILL_SPLITTING = ("tokenize_shell", "_finish_command", "command_paths", "_lex_string",
-                   "_git_plan", "_sync_locked")
 
 _BRANCHES = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler,
              ast.Assert)
@@ -58,8 +55,6 @@ def functions(path=SOURCE):
     return found
 
 
-@pytest.mark.xfail(strict=False, reason="still being split on other branches: "
-                   + ", ".join(STILL_SPLITTING))
 def test_no_function_is_over_the_line_bound():
     offenders = sorted(((lines, name) for name, lines, _ in functions()
                         if lines > MAX_FUNCTION_LINES
