@@ -6,7 +6,6 @@ import ast
 import sys
 from pathlib import Path
 
-import pytest
 
 SOURCE = Path(__file__).resolve().parents[1] / "notrest.py"
 MAX_FUNCTION_LINES = 60
