@@ -190,9 +190,12 @@ def _relocated_pyc(data, swaps):
         while i >= 0:
             if i >= 2 and body[i - 2] & 0x7F in short and body[i - 1] >= len(old):
                 size = body[i - 1] - len(old) + len(new)
-                if size > 255:
-                    return None
-                out += body[at:i - 1] + bytes([size]) + new
+                if size > 255:  # too long for the short form: the four-byte one
+                    kind = body[i - 2] & 0x80 | ord("a" if body[i - 2] & 0x7F == ord(
+                        "z") else "A")
+                    out += body[at:i - 2] + bytes([kind]) + size.to_bytes(4, "little") + new
+                else:
+                    out += body[at:i - 1] + bytes([size]) + new
             elif i >= 5 and body[i - 5] & 0x7F in long_ and int.from_bytes(
                     body[i - 4:i], "little") >= len(old):
                 size = int.from_bytes(body[i - 4:i], "little") - len(old) + len(new)
@@ -222,11 +225,12 @@ def clone_install(src, dst_home):
     dst = Project(dst_home / src.root.relative_to(src.home), dst_home)
     swaps = _path_swaps(src, dst)
     old_bytes = [old.encode("utf-8", "surrogateescape") for old, _new in swaps]
-    dropped = []
+    folders = []
     for folder, dirs, files in os.walk(str(src.home)):
         rel = os.path.relpath(folder, str(src.home))
         target = os.path.join(str(dst_home), _swap(rel, swaps))
         os.makedirs(target, exist_ok=True)
+        folders.append((folder, target))
         for name in dirs + files:
             path = os.path.join(folder, name)
             out = os.path.join(target, _swap(name, swaps))
@@ -240,19 +244,20 @@ def clone_install(src, dst_home):
             with open(path, "rb") as handle:
                 data = handle.read()
             if any(old in data for old in old_bytes):
-                try:
-                    if b"\0" in data:
-                        raise UnicodeDecodeError("utf-8", b"", 0, 1, "binary")
-                    data = _swap(data.decode("utf-8"), swaps).encode("utf-8")
-                except UnicodeDecodeError:
-                    moved = _relocated_pyc(data, swaps)
-                    if moved is None:
-                        dropped.append(out)
-                        continue
-                    data = moved
+                text = None
+                if b"\0" not in data:
+                    try:
+                        text = data.decode("utf-8")
+                    except UnicodeDecodeError:
+                        pass
+                data = _relocated_pyc(data, swaps) if text is None else _swap(
+                    text, swaps).encode("utf-8")
+                if data is None:  # a binary that names the template: dropped
+                    continue
             with open(out, "wb") as handle:
                 handle.write(data)
             shutil.copystat(path, out)
+    for folder, target in reversed(folders):  # modes and times once all is written
         shutil.copystat(folder, target)
     _settle(dst)
     return dst
