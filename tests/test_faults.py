@@ -7,6 +7,7 @@ import json
 import marshal
 import os
 import random
+import select
 import subprocess
 import sys
 import tempfile
@@ -374,21 +375,18 @@ def test_random_flips_in_a_signed_cache_are_never_executed(tmp_path):
     signed = run()
     assert b"no-destroy" in signed.stdout, "the signed cache itself must run"
     rng = random.Random(20261201)
-    started, runs = time.monotonic(), 0
-    while runs < 300 and time.monotonic() - started < 20:
+    for runs in range(1, 151):  # a count, not a time box: load makes runs slow
         data = bytearray(pristine)
         for _ in range(rng.randint(1, 3)):
             data[rng.randrange(len(data))] ^= rng.randint(1, 255)
         with open(path, "wb") as handle:
             handle.write(bytes(data))
         proc = run()
-        runs += 1
         assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
         answer = json.loads(proc.stdout)
         assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
         assert "stub: compiled from source" in proc.stdout.decode(), \
             "a corrupted cache was executed (run %d)" % runs
-    assert runs >= 150, "only %d runs in the time box" % runs
 
 
 @pytest.mark.parametrize("where", ["NOTREST_DATA_DIR", "XDG_DATA_HOME", "HOME",
@@ -520,9 +518,10 @@ def test_a_writer_that_stalls_past_the_deadline_is_refused(proj):
     proc = _launch(proj, NOTREST_HOOK_DEADLINE="2")
     proc.stdin.write(data[:30])
     proc.stdin.flush()
-    started = time.monotonic()
-    out = proc.stdout.read()  # the writer keeps stdin open, never finishing
-    assert time.monotonic() - started < 6
+    # the writer keeps stdin open, never finishing: the answer comes at the hook's
+    # deadline, within the client's timeout (past it the client kills the hook)
+    assert select.select([proc.stdout], [], [], ANSWER_WITHIN_S)[0], "no answer"
+    out = proc.stdout.read()
     proc.stdin.close()
     proc.wait(timeout=10)
     answer = json.loads(out)
@@ -661,7 +660,8 @@ def test_session_end_never_waits_past_its_budget(proj):
     assert records(proj, session)[-1]["k"] == "end", "the end itself is journaled"
 
 
-def test_session_end_folds_a_huge_journal_only_as_far_as_its_budget(proj):
+@pytest.mark.parametrize("thousands", [8, pytest.param(80, marks=pytest.mark.slow)])
+def test_session_end_folds_a_huge_journal_only_as_far_as_its_budget(proj, thousands):
     session = "huge-1"
     proj.hook("SessionStart", proj.payload("SessionStart", session, source="startup"))
     line = notrest.encode_line({"v": 1, "t": time.time(), "c": "claude", "k": "tool",
@@ -669,7 +669,7 @@ def test_session_end_folds_a_huge_journal_only_as_far_as_its_budget(proj):
                                 "what": "make test " + "x" * 200, "files": []})
     journal = proj.estate.journal(session)
     with open(journal, "a") as handle:
-        for _ in range(80):
+        for _ in range(thousands):
             handle.write(line * 1000)
     proj.cli("bank", "--session", session, "--note", "the big one")
     os.unlink(proj.estate.record(session))  # the record is lost
@@ -684,7 +684,8 @@ def test_session_end_folds_a_huge_journal_only_as_far_as_its_budget(proj):
     assert entry["ended"], "the index knows it ended"
     assert proj.cli("rebuild").code == 0
     rec = json.loads(open(proj.estate.record(session)).read())
-    assert rec["events"] >= 80000 and rec["note"] == "the big one" and rec["ended"]
+    assert rec["events"] >= thousands * 1000 and rec["note"] == "the big one" and rec[
+        "ended"]
 
 
 def test_session_end_reads_a_huge_rollout_only_as_far_as_its_budget(proj):

@@ -23,6 +23,13 @@ USER_CODEX = {"hooks": {"SessionStart": [{"hooks": [
     {"type": "command", "command": "echo codex-mine"}]}]}}
 
 
+@pytest.fixture
+def proj(tmp_path):
+    """Install itself is the subject here: install.sh run for each test, not a
+    clone of the suite's template (test_clone proves the two are the same)."""
+    return make_project(tmp_path, fresh=True)
+
+
 def install(project, *args):
     env = {"PATH": os.environ["PATH"], "HOME": str(project.home)}
     return subprocess.run(["sh", str(REPO / "install.sh")] + list(args) + [

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 
 from conftest import REPO
 import notrest
@@ -222,45 +223,85 @@ def test_a_stop_that_teaches_nothing_leaves_the_learned_state_file_alone(proj):
     assert state.is_file() and state.read_text() == copy.read_text()
 
 
-def test_learn_streams_a_million_line_estate(tmp_path):
-    root = tmp_path / "big"
+def _learn_estate(root, sessions):
+    """An estate of sessions × 1000 tool records, commands drawn at random: runs of
+    them hardly repeat, the worst case for the size of the learning state. Returns
+    the journal's bytes."""
+    import random
     journal = root / ".notrest" / "journal"
     journal.mkdir(parents=True)
-    # commands drawn at random: runs of them hardly repeat, the worst case for the
-    # size of the learning state
-    import random
     rng = random.Random(5)
     commands = ["make fmt", "make lint", "pytest -q tests/test_%d.py", "git add -A",
                 "git commit -m 'change %d'", "npm run build", "cargo test --lib",
                 "python3 tool_%d.py --run", "docker build -t img%d ."]
-    line = 0
-    for session in range(1000):
+    size = 0
+    for session in range(sessions):
         parts = []
         for i in range(1000):
             what = rng.choice(commands)
             if "%d" in what:
                 what = what % rng.randint(0, 500)
             parts.append(notrest.encode_line(tool(what, t=float(i))))
-        (journal / ("s%04d.jsonl" % session)).write_text("".join(parts))
-        line += 1000
-    assert line == 1000000
-    # The peak is the child's own (VmHWM of its memory map, printed as it exits):
-    # ru_maxrss from wait4 keeps the high-water mark of the pytest process the child
-    # was forked from, which grows over a whole suite.
-    peak = ("import runpy, sys\nsys.argv = sys.argv[1:]\ntry:\n"
-            "    runpy.run_path(sys.argv[0], run_name='__main__')\nfinally:\n"
-            "    sys.stderr.write([l for l in open('/proc/self/status') "
-            "if l.startswith('VmHWM')][0])\n")
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", peak, str(REPO / "notrest.py"),
+        size += (journal / ("s%04d.jsonl" % session)).write_text("".join(parts))
+    return size
+
+
+# The peak is the child's own (VmHWM of its memory map, printed as it exits):
+# ru_maxrss from wait4 keeps the high-water mark of the pytest process the child
+# was forked from, which grows over a whole suite.
+PEAK = ("import runpy, sys\nsys.argv = sys.argv[1:]\ntry:\n"
+        "    runpy.run_path(sys.argv[0], run_name='__main__')\nfinally:\n"
+        "    sys.stderr.write([l for l in open('/proc/self/status') "
+        "if l.startswith('VmHWM')][0])\n")
+
+
+def _learn(root):
+    """notrest learn over root's estate in a child: (its report, its peak MiB, its
+    CPU seconds)."""
+    import resource
+
+    def cpu():
+        use = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return use.ru_utime + use.ru_stime
+    before = cpu()
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", PEAK, str(REPO / "notrest.py"),
                            "--root", str(root), "learn", "--json"], capture_output=True)
+    seconds = cpu() - before
     assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout)["run"]
-    assert report["lines"] == 1000000
     peak_mb = int(proc.stderr.decode().rsplit("VmHWM:", 1)[1].split()[0]) / 1024.0
+    return json.loads(proc.stdout)["run"], peak_mb, seconds
+
+
+@pytest.mark.slow
+def test_learn_streams_a_million_line_estate(tmp_path):
+    root = tmp_path / "big"
+    _learn_estate(root, 1000)
+    report, peak_mb, _seconds = _learn(root)
+    assert report["lines"] == 1000000
     assert peak_mb < 150, peak_mb
     state = root / ".notrest" / "learned" / "state.json"
     assert state.stat().st_size < notrest.LEARN_STOP_STATE_BYTES, "the state is read " \
         "at every stop: it must stay small"
+
+
+def test_learn_costs_grow_no_faster_than_the_estate(tmp_path):
+    """The default run's stand-in for the million lines (`-m slow` runs those): four
+    times the lines cost at most about four times the CPU (a ratio, so load does not
+    move it), and the memory the lines add is a fraction of their bytes (streamed,
+    never held)."""
+    runs = {}
+    for sessions in (0, 10, 40):
+        root = tmp_path / ("s%d" % sessions)
+        (root / ".notrest").mkdir(parents=True, exist_ok=True)
+        size = _learn_estate(root, sessions) if sessions else 0
+        runs[sessions] = _learn(root) + (size,)
+    base, small, large = runs[0], runs[10], runs[40]
+    assert small[0]["lines"] == 10000 and large[0]["lines"] == 40000
+    ratio = (large[2] - base[2]) / max(small[2] - base[2], 0.01)
+    assert ratio < 6, "4x the lines cost %.1fx the CPU: not linear (%r)" % (ratio, runs)
+    assert large[1] - base[1] < 0.5 * large[3] / (1 << 20), runs
+    state = tmp_path / "s40" / ".notrest" / "learned" / "state.json"
+    assert state.stat().st_size < notrest.LEARN_STOP_STATE_BYTES
 
 
 def test_forged_records_and_denied_commands_never_become_a_skill(proj):

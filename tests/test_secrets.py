@@ -376,10 +376,10 @@ def test_no_re_import_for_the_built_in_rules():
     ("x" * 39 + "/") * 500, "key: " * 4000 + "value",
 ], ids=lambda text: "%r*%d" % (text[:12], len(text)))
 def test_the_scan_is_fast_on_hostile_text(hostile):
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine is slow, not wrong
     notrest._SCAN_MEMO.clear()
     notrest.redact_secrets(hostile)
-    assert time.perf_counter() - start < 3.0
+    assert time.process_time() - start < 3.0
 
 
 # ---- project patterns -------------------------------------------------------------

@@ -324,9 +324,9 @@ def _big_estate(root, sessions):
 
 def test_ten_thousand_sessions_stay_readable_bounded_and_say_so(tmp_path):
     estate = _big_estate(tmp_path / "big", 10_000)
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: a loaded machine is slow, not wrong
     path = notrest.write_view(estate)
-    seconds = time.monotonic() - started
+    seconds = time.process_time() - started
     page = Path(path).read_text()
     assert seconds < 30, "generous bound; the benchmark is the measure"
     assert len(page) < 2_000_000

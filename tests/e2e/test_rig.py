@@ -74,14 +74,13 @@ def test_stop_hook_blocks_once(e2e, client):
 
 # (d) ---------------------------------------------------------------------
 def test_kill_mid_turn_leaves_no_process(e2e, client):
-    env = e2e(client, {"scripts": {"rig-d": [text_turn("too late", delay=60)]}})
+    env = e2e(client, {"scripts": {"rig-d": [text_turn("too late", delay=600)]}})
     env.write_hooks({"SessionStart": [hook_entry(env.recorder())]})
-    t0 = time.monotonic()
-    # kill as soon as the (delayed) model request has arrived; 30 s at most
-    res = env.run("rig-d: be slow", timeout=60, kill_after=30,
+    # kill as soon as the (delayed) model request has arrived: killed, not timed
+    # out, says the predicate fired (no wall-clock bound: load slows the client)
+    res = env.run("rig-d: be slow", timeout=300,
                   kill_when=lambda: len(env.requests()) >= 1)
-    assert res.killed and res.returncode == -9
-    assert time.monotonic() - t0 < 20
+    assert res.killed and not res.timed_out and res.returncode == -9
     assert len(env.requests()) == 1  # the client was waiting for the model
     assert res.final_text() is None
     assert rig.marked_processes(res.marker) == []
