@@ -6549,7 +6549,9 @@ SECRET_NAMES = (".env", ".env.*", ".env-*", ".env_*", "*.env", ".envrc", "*.tfva
 SECRET_TEMPLATES = (".example", ".sample", ".template", ".dist", ".pub")
 HOME_SECRET_PATHS = (".aws/credentials", ".netrc", ".docker/config.json",
                      ".git-credentials", ".pypirc", ".npmrc", ".kube/config",
-                     ".config/gh/hosts.yml", ".config/hub", ".s3cfg", ".boto",
+                     ".config/gh/hosts.yml", ".config/gh/hosts.json", ".config/hub",
+                     ".cargo/credentials.toml", ".cargo/credentials", ".gem/credentials",
+                     ".s3cfg", ".boto",
                      ".config/rclone/rclone.conf", ".terraform.d/credentials.tfrc.json",
                      ".azure/accesstokens.json", ".azure/msal_token_cache.json",
                      ".password-store/**", ".local/share/keyrings/**",
@@ -9249,7 +9251,8 @@ PACK_TRIGGERS = {
                              deno=_SDK_STEMS, bun=_SDK_STEMS,
                              **{"*": _DATA_STEMS})),
     "containers": (frozenset(), frozenset(), {"*": ("prune", " rm", "rmi", "delet", "uninst",
-                                              "reset", "down", "remov", " un", " del")}),
+                                              "reset", "down", "remov", " un", " del",
+                                              "drain", "secret")}),
     "cloud": (frozenset(), frozenset(("nsupdate",)), {"*": (
         "delet", "termin", "remov", "purge", "dereg", "destroy", " rm", " rb", "sync",
         "close-", "schedule-key", "unsubscribe", "untag", "undeploy", "rollback",
@@ -9258,7 +9261,7 @@ PACK_TRIGGERS = {
     "iac": (frozenset(), frozenset(), {"*": ("destroy", " rm", "delet", "remov", " down")}),
     "secret-managers": (frozenset(), frozenset(), {"*": ("delet", "destroy", "disable",
                                                    "revoke", "purge", "schedule-key",
-                                                   "remov")}),
+                                                   "remov", "get-secret-value")}),
     "backups": (frozenset(("tarsnap",)), frozenset(), {"*": (
         "forget", "prune", "remov", "delet", "compact", "recreate", "break-lock",
         "unlock", "cleanup")}),
@@ -21239,8 +21242,8 @@ def _database_argv_hit(argv, cmd):
             for call in _SDK_STEMS:
                 if call in low:
                     return "runs %s) in a database client library" % call
-        return _migration_danger(_prog_name(argv[1]), argv[1:])
-    return _migration_danger(prog, argv)
+        return _migration_danger(_prog_name(argv[1]), argv[1:], getattr(cmd, "env", None))
+    return _migration_danger(prog, argv, getattr(cmd, "env", None))
 
 
 def _inline_code(argv):
@@ -21252,7 +21255,7 @@ def _inline_code(argv):
     return out
 
 
-def _migration_danger(prog, argv):
+def _migration_danger(prog, argv, env=None):
     words = _words(argv, limit=4)
     joined = " ".join(words)
     if prog == "prisma" and (joined.startswith("migrate reset") or (
@@ -21263,6 +21266,11 @@ def _migration_danger(prog, argv):
         return "drops or reloads the database"
     if prog in ("manage.py", "django-admin") and "flush" in words:
         return "`flush` deletes every row of the database"
+    if prog in ("manage.py", "django-admin") and words[:1] == ["migrate"] and "zero" in \
+            words and _production_words(argv + [(env or {}).get(
+                "DJANGO_SETTINGS_MODULE", "")]):
+        return "`migrate APP zero` unapplies every migration: it drops the app's tables " \
+            "in production"
     if prog == "artisan" and any(w in ("migrate:fresh", "migrate:reset", "db:wipe")
                                  for w in words):
         return "drops every table"
@@ -21525,7 +21533,26 @@ def _kube_danger(argv, cmd=None):
         return "deletes %s%s" % (what, " (every one)" if every else "")
     if words[0] == "apply" and _flag(argv, "", ("--prune",)):
         return "deletes every object the manifests no longer list"
+    if words[0] == "drain" and _production_words(argv):
+        return "evicts every workload of a production node (and deletes their local data)"
+    output = (_option(argv, ("-o", "--output")) or "").lower()
+    if words[0] == "get" and words[1:2] and words[1].split("/")[0].lower() in (
+            "secret", "secrets") and output.startswith(("json", "yaml", "jsonpath",
+                                                         "go-template", "template")) and \
+            _production_words(argv):
+        return pack_finding("prints a production secret's values", "read the key names "
+                            "only (`kubectl describe secret NAME`), or ask the user")
     return None
+
+
+def _production_words(argv):
+    """Whether a word of the command (a namespace, a context, a node, a name) says
+    prod, production or live."""
+    import re
+    words = set()
+    for arg in argv[1:]:
+        words |= set(re.split(r"[^a-z0-9]+", str(arg).lower()))
+    return bool(words & {"prod", "production", "prd", "live"})
 
 
 def _helm_danger(argv):
@@ -21759,6 +21786,10 @@ def _secret_danger(argv, cmd=None, ctx=None):
         return None
     if prog == "aws":
         service, op = _aws_parts(argv)
+        if service == "secretsmanager" and op == "get-secret-value" and _production_words(
+                [""] + [a for a in (_option(argv, ("--secret-id",)) or "",)]):
+            return pack_finding("prints a production secret's value", "describe it "
+                                "(`aws secretsmanager describe-secret`), or ask the user")
         if service == "secretsmanager":
             if op == "delete-secret":
                 if _flag(argv, "", ("--force-delete-without-recovery",)):

@@ -187,6 +187,19 @@ CASES = [
     ("aws ecr get-login-password --region us-west-2", "protect-secrets"),
     ("aws ecr get-login-password | tee pw.txt | docker login --username AWS "
      "--password-stdin 1.dkr.ecr.us-west-2.amazonaws.com", "protect-secrets"),
+    # ... production secrets, nodes and migrations; a registry's token files
+    ("aws secretsmanager get-secret-value --secret-id staging/api-key", "allow"),
+    ("kubectl get secret api-token -n dev -o json", "allow"),
+    ("kubectl drain minikube --ignore-daemonsets", "allow"),
+    ("python manage.py migrate billing zero", "allow"),
+    ("aws secretsmanager get-secret-value --secret-id production/stripe", "secret-managers"),
+    ("kubectl get secret api-token -n live -o go-template='{{.data.key}}'", "containers"),
+    ("kubectl drain node-7 --context prod-eu --force", "containers"),
+    ("python manage.py migrate billing zero --settings=site.settings.production",
+     "databases"),
+    ("cat ~/.cargo/config.toml", "allow"),
+    ("head -3 ~/.cargo/credentials.toml", "protect-secrets"),
+    ("grep token ~/.gem/credentials", "protect-secrets"),
     # 5. a branch that changes .claude/settings.json but keeps notrest's entries
     ("git checkout team-settings", "allow"),
     ("git switch team-settings", "allow"),
