@@ -5025,6 +5025,9 @@ def _lister_items(feeder):
         return None
     info = FindInfo()
     if feeder.prog == "git":
+        names = _diff_names(feeder)
+        if names is not None:
+            return names
         sub, rest = _git_parts(feeder)
         if sub == "ls-files":
             specs = [a for a in rest if not a.startswith("-")]
@@ -5058,6 +5061,34 @@ def _lister_items(feeder):
     stand_in = copy.copy(feeder)
     stand_in.find = info
     return [found_word(info.roots[0], stand_in)]
+
+
+_DIFF_NAME_FLAGS = frozenset(("--name-only", "-z", "--cached", "--staged", "--relative",
+                              "--no-renames", "--"))
+DIFF_NAMES_MAX = 2000
+
+
+def _diff_names(feeder):
+    """The files `git diff --name-only [--cached] [REV...] [-- PATH...]` prints, asked
+    of git now (read-only, bounded): what xargs then gets, file by file. Only when it
+    is the first command of the line, run at the top of the work tree (nothing
+    before it changes what git sees, and the names are relative to where xargs
+    runs); None otherwise."""
+    sub, rest = _git_parts(feeder)
+    cwd = feeder.cwd
+    if sub != "diff" or "--name-only" not in rest or feeder.argv[1:2] != ["diff"] or \
+            (feeder.pipeline, feeder.pos, feeder.depth) != (0, 0, 0) or not isinstance(
+                cwd, str) or not os.path.isdir(os.path.join(cwd, ".git")):
+        return None
+    for arg in rest:
+        if not isinstance(arg, str) or isinstance(arg, Glob) or (arg.startswith("-") and (
+                arg not in _DIFF_NAME_FLAGS and not arg.startswith("--diff-filter="))) \
+                or any(ch in arg for ch in "*?[$`\\") or arg.startswith(":"):
+            return None
+    names = readers()._git_query(cwd, ["diff", "-z"] + [a for a in rest if a != "-z"])
+    if names is None or len(names) > DIFF_NAMES_MAX:
+        return None
+    return names
 
 
 def _feeder_items(feeder, lines=False):
@@ -6827,7 +6858,9 @@ SECRET_NAMES = (".env", ".env.*", ".env-*", ".env_*", "*.env", ".envrc", "*.tfva
 SECRET_TEMPLATES = (".example", ".sample", ".template", ".dist", ".pub")
 HOME_SECRET_PATHS = (".aws/credentials", ".netrc", ".docker/config.json",
                      ".git-credentials", ".pypirc", ".npmrc", ".kube/config",
-                     ".config/gh/hosts.yml", ".config/hub", ".s3cfg", ".boto",
+                     ".config/gh/hosts.yml", ".config/gh/hosts.json", ".config/hub",
+                     ".cargo/credentials.toml", ".cargo/credentials", ".gem/credentials",
+                     ".s3cfg", ".boto",
                      ".config/rclone/rclone.conf", ".terraform.d/credentials.tfrc.json",
                      ".azure/accesstokens.json", ".azure/msal_token_cache.json",
                      ".password-store/**", ".local/share/keyrings/**",
@@ -7656,6 +7689,8 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
         return None
     if kind == "temp":
         return None if path != base else "deletes the temp folder %s" % base
+    if kind == "home" and _home_cache(path, home):
+        return None     # a package manager's or a compiler's download cache
     if kind == "home":
         return "deletes %s, in your home folder but outside the project" % path
     if _system_dir(path):
@@ -7736,6 +7771,9 @@ def predicate_destroy(ctx):
             return "`%s` moves %s away" % (what, path)
     if reasons:
         return _settle(reasons)
+    found = _home_secrets_moved(ctx)
+    if found:
+        return found
     targets = _project_delete_targets(ctx)
     return _unsaved_work_lost(ctx, targets) if targets else None
 
@@ -7757,6 +7795,8 @@ def _project_delete_targets(ctx):
         elif cmd.prog == "find" and cmd.find is not None and cmd.find.deleting and not (
                 cmd.find.empty or cmd.find.tests or cmd.find.narrowed):
             words = [r for r in cmd.find.roots if not isinstance(r, Opaque)]
+        else:
+            words = _discarding_operands(cmd)
         paths = []
         for word in words:
             path = ctx.resolve(word, cmd.cwd, False)
@@ -7769,6 +7809,55 @@ def _project_delete_targets(ctx):
         if paths:
             out.append((cmd, paths))
     return out
+
+
+_HOME_KEY_FOLDERS = (".ssh", ".gnupg", ".aws", ".kube", ".docker", ".config/gh",
+                     ".config/gcloud", ".azure", ".password-store")
+
+
+def _home_secrets_moved(ctx):
+    """`mv ~/.ssh /tmp/old`: keys moved into the temp dir or onto a device leave
+    where their tools find them, for what deletes temp files (the next command,
+    a reboot)."""
+    home = ctx.home
+    if not home or home == "/":
+        return None
+    for cmd in ctx.cmds:
+        ops = [a for a in operands(cmd) if isinstance(a, str)]
+        if cmd.prog != "mv" or len(ops) < 2 or isinstance(ops[-1], Opaque):
+            continue
+        dest = ctx.resolve(ops[-1], cmd.cwd, False)
+        if not (ctx.container(dest)[0] == "temp" or dest.startswith("/dev/")):
+            continue
+        for text in ops[:-1]:
+            if isinstance(text, (Opaque, Glob, Found)):
+                continue
+            path = ctx.resolve(text, cmd.cwd, False)
+            if is_secret_path(path, home) or any(
+                    is_within(os.path.join(home, k), path) or path == os.path.join(home, k)
+                    for k in _HOME_KEY_FOLDERS):
+                return reason("`%s` moves %s out of your home folder into %s, where "
+                              "temp clean-ups delete it" % (cmd.shown(), path, dest),
+                              instead="leave the keys where they are; copy one file "
+                              "(`cp ~/.ssh/config /tmp/`) if you need to read it")
+    return None
+
+
+def _discarding_operands(cmd):
+    """What a mover or a mirror throws away besides rm: `mv FILE... /dev/null` its
+    sources; `rsync --delete SRC/ DEST/` into a local folder, DEST (what the source
+    lacks goes)."""
+    ops = [a for a in operands(cmd) if isinstance(a, str) and not isinstance(
+        a, (Opaque, Glob, Found))]
+    if cmd.prog == "mv" and len(ops) >= 2 and ops[-1].startswith("/dev/") and \
+            len(ops) == len(operands(cmd)):
+        return ops[:-1]
+    if cmd.prog == "rsync" and len(ops) >= 2 and ":" not in ops[-1] and any(
+            str(a).startswith(("--del", "--remove-source-files")) for a in cmd.argv[1:]) \
+            and not any(str(a) in ("-n", "--dry-run", "--list-only") for a in cmd.argv):
+        return [ops[-1]] + (ops[:-1] if any(str(a) == "--remove-source-files" for a in
+                                             cmd.argv) else [])
+    return []
 
 
 # What would be lost is asked of git below the cold line, only for a call that
@@ -7963,8 +8052,41 @@ def _judge_find(ctx, finder, shown):
             continue
         if kind == "temp" and (path != base or info.narrowed):
             continue
+        if kind == "home" and _home_cache(path, ctx.home) and not info.execs:
+            continue
         return "`%s` deletes files under %s, outside the project" % (shown.shown(), path)
     return None
+
+
+# The download and build caches tools keep in the home folder: each fills again
+# on the next install or build (pip, npm, yarn, pnpm, go, cargo, gradle, maven's
+# downloads, Homebrew, huggingface's hub). Only inside them; never the folder that
+# holds them all (~/.cache may hold a tool's state) nor notrest's own.
+HOME_CACHES = (".cache/pip", ".cache/uv", ".cache/pypoetry/cache",
+               ".cache/pypoetry/artifacts", ".cache/go-build", ".cache/yarn",
+               ".cache/pnpm", ".cache/pre-commit", ".cache/ms-playwright",
+               ".cache/puppeteer", ".cache/Cypress", ".cache/node-gyp", ".cache/bazel",
+               ".cache/sccache", ".cache/ccache", ".cache/mypy", ".cache/ruff",
+               ".cache/black", ".cache/huggingface/hub", ".cache/torch/hub",
+               ".cache/electron", ".cache/deno", ".cache/bun", ".cache/composer",
+               ".npm/_cacache", ".npm/_npx", ".npm/_logs", ".yarn/berry/cache",
+               ".pnpm-store", ".local/share/pnpm/store", ".bun/install/cache",
+               ".cargo/registry/cache", ".cargo/registry/src", ".cargo/git/checkouts",
+               ".gradle/caches", ".gradle/wrapper/dists", ".m2/repository",
+               ".ivy2/cache", ".sbt/boot", ".nuget/packages", ".ccache",
+               "go/pkg/mod/cache", "Library/Caches/pip", "Library/Caches/Yarn",
+               "Library/Caches/go-build", "Library/Caches/pypoetry",
+               "Library/Caches/Homebrew", "Library/Caches/ms-playwright",
+               "Library/Caches/pnpm", "Library/Caches/Cypress",
+               "Library/Caches/com.apple.dt.Xcode", "Library/Developer/Xcode/DerivedData")
+
+
+def _home_cache(path, home):
+    """Whether path is one of HOME_CACHES or inside one (and no symlink leads
+    out of it: ctx.resolve has followed the folders above it)."""
+    if not home or home == "/" or not isinstance(path, str):
+        return False
+    return any(is_within(path, os.path.join(home, cache)) for cache in HOME_CACHES)
 
 
 def _git_parts(cmd):
@@ -8386,7 +8508,7 @@ def prints_credentials(ctx, cmd):
             if not args or args[0] in _PASS_HARMLESS:
                 continue
             return "`%s` prints a password from the store" % cmd.shown()
-        if all(w in args for w in words):
+        if all(w in args for w in words) and not _to_password_stdin(ctx, cmd):
             return "`%s` prints a credential" % cmd.shown()
     if prog in _CONFIG_GETTERS and "config" in args[:2] and any(
             a in ("get", "--get", "--get-all", "list", "-l", "--list") for a in args):
@@ -8406,7 +8528,7 @@ def prints_credentials(ctx, cmd):
     # with no name (`export -p`, `declare -x`)
     if prog in ("printenv", "env", "export", "set", "declare", "typeset") and not [
             a for a in args if not a.startswith("-")] and (prog != "set" or not args) \
-            and not _consumed(ctx, cmd):
+            and not _consumed(ctx, cmd) and not _container_env(ctx, cmd):
         return "`%s` prints the whole environment, the client's credentials included" \
             % cmd.shown()
     if prog == "ps" and any(not a.startswith("-") and "e" in a for a in args):
@@ -8485,11 +8607,50 @@ def _glob_secret(ctx, pattern, extra):
     return None
 
 
+_STDIN_LOGINS = frozenset(("docker", "podman", "nerdctl", "helm", "oras", "skopeo",
+                           "buildah", "crane", "finch"))
+
+
+def _to_password_stdin(ctx, cmd):
+    """Whether what cmd prints goes straight into a registry login that reads its
+    password on stdin (`aws ecr get-login-password | docker login --username AWS
+    --password-stdin HOST`): the token reaches the login, never the agent."""
+    for other in ctx.cmds:
+        if other.feeds is cmd and other.prog in _STDIN_LOGINS and "login" in [
+                str(a) for a in other.argv[1:4]] and "--password-stdin" in other.argv \
+                and not other.redirects and not any(
+                    c.feeds is other for c in ctx.cmds):
+            return True
+    return False
+
+
+def _runs_inside(parent, cmd):
+    """Whether cmd is what parent runs (`docker exec app env`: env prints through
+    docker's stdout, so what docker feeds, env feeds)."""
+    return parent is not None and cmd.depth > parent.depth and cmd.origin and (
+        parent.pipeline, parent.pos) == (cmd.pipeline, cmd.pos) and \
+        cmd.origin.startswith(parent.prog + " ")
+
+
+def _container_env(ctx, cmd):
+    """Whether cmd prints a scratch container's own environment (`docker exec
+    app-dev env`): what its compose file set for development, not the agent's
+    credentials (none is passed in with -e or --env-file)."""
+    words = str(cmd.origin or "").split()
+    parents = [c for c in ctx.cmds if _runs_inside(c, cmd)]
+    if len(words) < 3 or words[0] not in ("docker", "podman", "nerdctl") or \
+            words[1] != "exec" or len(parents) != 1:
+        return False
+    return not any(isinstance(a, Opaque) or str(a).startswith(("-e", "--env")) or
+                   "$" in str(a) for a in parents[0].argv) and readers()._scratch_name(
+        words[-1])
+
+
 def _consumed(ctx, cmd):
     """Whether what cmd prints goes into a filter that shows no value of a
     credential (a count, a grep for a name that is none), not to the agent."""
     for other in ctx.cmds:
-        if other.feeds is not cmd:
+        if other.feeds is not cmd and not _runs_inside(other.feeds, cmd):
             continue
         if other.prog == "wc":
             return True
@@ -9518,7 +9679,8 @@ PACK_TRIGGERS = {
                              deno=_SDK_STEMS, bun=_SDK_STEMS,
                              **{"*": _DATA_STEMS})),
     "containers": (frozenset(), frozenset(), {"*": ("prune", " rm", "rmi", "delet", "uninst",
-                                              "reset", "down", "remov", " un", " del")}),
+                                              "reset", "down", "remov", " un", " del",
+                                              "drain", "secret")}),
     "cloud": (frozenset(), frozenset(("nsupdate",)), {"*": (
         "delet", "termin", "remov", "purge", "dereg", "destroy", " rm", " rb", "sync",
         "close-", "schedule-key", "unsubscribe", "untag", "undeploy", "rollback",
@@ -9527,7 +9689,7 @@ PACK_TRIGGERS = {
     "iac": (frozenset(), frozenset(), {"*": ("destroy", " rm", "delet", "remov", " down")}),
     "secret-managers": (frozenset(), frozenset(), {"*": ("delet", "destroy", "disable",
                                                    "revoke", "purge", "schedule-key",
-                                                   "remov")}),
+                                                   "remov", "get-secret-value")}),
     "backups": (frozenset(("tarsnap",)), frozenset(), {"*": (
         "forget", "prune", "remov", "delet", "compact", "recreate", "break-lock",
         "unlock", "cleanup")}),
@@ -21421,6 +21583,14 @@ def _unsaved_work_lost(ctx, targets):
         return None
     for cmd, paths in targets[:4]:
         rels = [os.path.relpath(p, ctx.root) for p in paths[:32]]
+        secrets = [r for r in rels if _env_file_name(os.path.basename(r)) and
+                   os.path.isfile(os.path.join(ctx.root, r)) and not
+                   os.path.islink(os.path.join(ctx.root, r))]
+        if secrets and not _git_query(ctx.root, ["ls-files", "-z", "--"] + secrets):
+            return reason("`%s` would delete %s, which git does not keep: its values "
+                          "have no other copy here" % (cmd.shown(), ", ".join(
+                              secrets[:3])), instead="copy it first (`cp .env "
+                          "/tmp/env.bak`), or ask the user")
         status = _git_query(ctx.root, ["status", "--porcelain", "-z", "-uall",
                                        "--no-renames", "--"] + rels)
         if not status:
@@ -21428,8 +21598,11 @@ def _unsaved_work_lost(ctx, targets):
         changed = [e[3:] for e in status if len(e) > 3 and e[1] in "MT"]
         untracked = [e[3:] for e in status if e.startswith("?? ")]
         if untracked:
+            folders = sorted({os.path.dirname(u) for u in untracked} - {""})[:32]
             tracked = _git_query(ctx.root, ["ls-files", "-z", "--"] + rels) or []
-            homes = {os.path.dirname(t) for t in tracked}
+            tracked += (_git_query(ctx.root, ["ls-files", "-z", "--"] + folders) or []) \
+                if folders else []
+            homes = {os.path.dirname(t) for t in tracked} - {""}  # a source folder
             untracked = [u for u in untracked if any(
                 os.path.dirname(u) == h or os.path.dirname(u).startswith(h + "/") and h
                 for h in homes) or os.path.dirname(u) in homes]
@@ -21450,6 +21623,14 @@ def _unsaved_work_lost(ctx, targets):
             "keep them first (`git stash push -u`, or commit them), or delete only "
             "what you made, by name"))
     return None
+
+
+def _env_file_name(name):
+    """A dotenv file's name (.env, .env.local, prod.env), not a template's."""
+    low = name.lower()
+    if low.endswith((".example", ".sample", ".template", ".dist", ".tmpl")):
+        return False
+    return low == ".env" or low.startswith(".env.") or low.endswith(".env")
 
 
 def _git_query(root, args):
@@ -22033,8 +22214,8 @@ def _database_argv_hit(argv, cmd):
             for call in _SDK_STEMS:
                 if call in low:
                     return "runs %s) in a database client library" % call
-        return _migration_danger(_prog_name(argv[1]), argv[1:])
-    return _migration_danger(prog, argv)
+        return _migration_danger(_prog_name(argv[1]), argv[1:], getattr(cmd, "env", None))
+    return _migration_danger(prog, argv, getattr(cmd, "env", None))
 
 
 def _inline_code(argv):
@@ -22046,7 +22227,7 @@ def _inline_code(argv):
     return out
 
 
-def _migration_danger(prog, argv):
+def _migration_danger(prog, argv, env=None):
     words = _words(argv, limit=4)
     joined = " ".join(words)
     if prog == "prisma" and (joined.startswith("migrate reset") or (
@@ -22057,6 +22238,11 @@ def _migration_danger(prog, argv):
         return "drops or reloads the database"
     if prog in ("manage.py", "django-admin") and "flush" in words:
         return "`flush` deletes every row of the database"
+    if prog in ("manage.py", "django-admin") and words[:1] == ["migrate"] and "zero" in \
+            words and _production_words(argv + [(env or {}).get(
+                "DJANGO_SETTINGS_MODULE", "")]):
+        return "`migrate APP zero` unapplies every migration: it drops the app's tables " \
+            "in production"
     if prog == "artisan" and any(w in ("migrate:fresh", "migrate:reset", "db:wipe")
                                  for w in words):
         return "drops every table"
@@ -22207,13 +22393,7 @@ def _docker_danger(argv):
                 "deletes every unused volume, and the data in it", "list them first "
                 "(`docker volume ls`), prune without --volumes (`docker system prune "
                 "-f`), and ask the user for the volumes")
-        if _flag(argv, "a", ("--all",)):
-            return pack_finding(
-                "deletes every image no container uses, also ones no Dockerfile or "
-                "registry may give back", "prune what a build makes again "
-                "(`docker system prune -f`, `docker image prune -f`), or remove the "
-                "images you built by name")
-        return None
+        return None     # -a adds unused images: a build or a pull makes them again
     if head == "system" and words[1:2] == ["reset"]:
         return "deletes every container, image and volume"
     if head == "volume" and words[1:2] and words[1] in ("rm", "remove", "prune"):
@@ -22222,10 +22402,22 @@ def _docker_danger(argv):
         head = "rm"
     if head == "image" and words[1:2] == ["rm"]:
         head = "rmi"
-    if head == "rm" and _flag(argv, "fv", ("--force", "--volumes")):
+    if head == "rm" and _flag(argv, "fv", ("--force", "--volumes")) and not (
+            _scratch_containers(argv) and not _flag(argv, "v", ("--volumes",))):
         return "force-removes containers%s" % (
             " and their volumes" if _flag(argv, "v", ("--volumes",)) else "")
     return None     # images are rebuilt or pulled again: `docker rmi -f app:dev` loses none
+
+
+def _scratch_containers(argv):
+    """Whether `docker rm -f` names only scratch containers (app-dev, web_test,
+    tmp-redis): what their writable layer holds is made again by a run; a volume
+    (-v) is not, and a name that says prod, staging or live is no scratch."""
+    words = _words(argv, values=_PACK_DOCKER_VALUES, limit=2)
+    at = argv.index(words[-1]) + 1 if words else len(argv)   # rm's -f is no --file
+    names = _words(["rm"] + argv[at:], values=("-H", "--host", "--context"), limit=40)
+    return bool(names) and all(_scratch_name(n) and "$" not in n and "(" not in n
+                               for n in names)
 
 
 def _container_danger(argv, cmd=None, ctx=None):
@@ -22236,13 +22428,59 @@ def _container_danger(argv, cmd=None, ctx=None):
             return "deletes cluster backups, restores or schedules"
         return None
     if prog in ("kubectl", "oc", "kubecolor"):
-        return _kube_danger(argv)
+        return _kube_danger(argv, cmd)
     if prog == "helm":
         return _helm_danger(argv)
     return _docker_danger(argv)
 
 
-def _kube_danger(argv):
+# A namespace a branch or a pull request made for itself, named so: a preview
+# deploy makes it again (not staging, not prod, not one named by an app).
+_KUBE_PREVIEW_TOKENS = frozenset(("feature", "feat", "preview", "review", "pr", "mr",
+                                  "ephemeral", "branch"))
+
+
+def _kube_preview(words, argv):
+    """Whether `kubectl delete namespace NAME...` names only preview or scratch
+    namespaces (feature-login, pr-142, app-test), in a context that says no prod."""
+    import re
+    if words[1:2] not in (["namespace"], ["namespaces"], ["ns"]) or len(words) < 3:
+        return False
+    context = " ".join(v for v in (_option(argv, ("--context", "--cluster")) or "",) if v)
+    if set(re.split(r"[^a-z0-9]+", context.lower())) & _PRECIOUS_TOKENS:
+        return False
+    for name in words[2:]:
+        tokens = set(re.split(r"[^a-z0-9]+", name.lower())) - {""}
+        if "$" in name or tokens & _PRECIOUS_TOKENS or not (
+                tokens & _KUBE_PREVIEW_TOKENS or _scratch_name(name)):
+            return False
+    return True
+
+
+def _kube_manifest_kinds(argv, cmd):
+    """The kinds one small manifest file of `kubectl delete -f FILE` names, or None
+    (a folder, a URL, stdin, kustomize, several files, a template, unreadable)."""
+    import re
+    files = [a for i, a in enumerate(argv) if i and argv[i - 1] in ("-f", "--filename")]
+    files += [a.split("=", 1)[1] for a in argv if a.startswith("--filename=")]
+    if len(files) != 1 or _flag(argv, "kR", ("--kustomize", "--recursive")) or \
+            cmd is None or "://" in files[0] or not files[0].endswith((".yaml", ".yml")):
+        return None
+    cwd = getattr(cmd, "cwd", None)
+    if isinstance(cwd, str) and cwd.startswith("/") and not isinstance(files[0], Opaque) \
+            and getattr(cmd.shared, "commands", 0) == 1 and not os.path.lexists(
+                os.path.join(cwd, os.path.expanduser(files[0]))):
+        return frozenset()  # kubectl stops at a missing file: it deletes nothing
+    text = _read_small(files[0], cwd)
+    if not text or "{{" in text:
+        return None
+    kinds = re.findall(r"^kind:\s*[\"']?([A-Za-z]+)", text, re.M)
+    if not kinds or len(kinds) != len(re.findall(r"^\s*kind:", text, re.M)):
+        return None
+    return {k.lower() for k in kinds}
+
+
+def _kube_danger(argv, cmd=None):
     words = _words(argv, values=_KUBE_VALUES, limit=6)
     if not words:
         return None
@@ -22257,11 +22495,36 @@ def _kube_danger(argv):
                 kinds.add(part.split("/", 1)[0].split(".", 1)[0].lower())
         if kinds and kinds <= _KUBE_EPHEMERAL and not every and not by_file:
             return None
+        if not every and not by_file and _kube_preview(words, argv):
+            return None     # a preview namespace: the next deploy of the branch makes it
+        if by_file and not every and len(words) == 1:
+            named = _kube_manifest_kinds(argv, cmd)
+            if named is not None and named <= _KUBE_EPHEMERAL:
+                return None     # the manifest names only pods, jobs: run again at will
         what = " ".join(words[1:3]) or "what the manifest names"
         return "deletes %s%s" % (what, " (every one)" if every else "")
     if words[0] == "apply" and _flag(argv, "", ("--prune",)):
         return "deletes every object the manifests no longer list"
+    if words[0] == "drain" and _production_words(argv):
+        return "evicts every workload of a production node (and deletes their local data)"
+    output = (_option(argv, ("-o", "--output")) or "").lower()
+    if words[0] == "get" and words[1:2] and words[1].split("/")[0].lower() in (
+            "secret", "secrets") and output.startswith(("json", "yaml", "jsonpath",
+                                                         "go-template", "template")) and \
+            _production_words(argv):
+        return pack_finding("prints a production secret's values", "read the key names "
+                            "only (`kubectl describe secret NAME`), or ask the user")
     return None
+
+
+def _production_words(argv):
+    """Whether a word of the command (a namespace, a context, a node, a name) says
+    prod, production or live."""
+    import re
+    words = set()
+    for arg in argv[1:]:
+        words |= set(re.split(r"[^a-z0-9]+", str(arg).lower()))
+    return bool(words & {"prod", "production", "prd", "live"})
 
 
 def _helm_danger(argv):
@@ -22429,6 +22692,42 @@ def _cloud_danger(argv, cmd=None, ctx=None):
     return "runs %s … %s" % (prog, verb) if verb else None
 
 
+# A cloud target named for development, tests or staging holds what a deploy or
+# a test run writes again: deleting in it loses nothing a person keeps. Any word
+# of the command that says prod, live, main or backup makes it no scratch.
+_CLOUD_SCRATCH_TOKENS = frozenset(("test", "tests", "testing", "dev", "development",
+                                   "tmp", "temp", "scratch", "ci", "sandbox", "e2e",
+                                   "staging", "stage", "stg", "preview", "qa", "review"))
+_CLOUD_PRECIOUS_TOKENS = frozenset(("prod", "production", "prd", "live", "main",
+                                    "master", "primary", "backup", "backups", "archive",
+                                    "archives", "release", "releases", "state",
+                                    "tfstate", "terraform"))
+
+
+def _cloud_scratch_target(argv):
+    """Whether every target a cloud CLI's delete names (an s3:// bucket, the value
+    of a --*-name, --bucket, --cluster option) says dev, test or staging, and no
+    word of the command says prod. aws only: its targets are named by options."""
+    import re
+    if _prog_name(argv[0]) != "aws" or any("$" in a or "`" in a for a in argv):
+        return False
+    names = []
+    for i, arg in enumerate(argv[1:], 1):
+        if arg.startswith("s3://"):
+            names.append(arg[5:].split("/", 1)[0])
+        flag, eq, value = arg.partition("=")
+        if flag.startswith("--") and flag.endswith(("-name", "-names", "-identifier",
+                                                    "bucket", "cluster")):
+            names.append(value if eq else (argv[i + 1] if i + 1 < len(argv) else ""))
+    words = set()
+    for arg in argv[1:]:
+        words |= set(re.split(r"[^a-z0-9]+", arg.lower()))
+    if not names or words & _CLOUD_PRECIOUS_TOKENS:
+        return False
+    return all(set(re.split(r"[^a-z0-9]+", n.lower())) & _CLOUD_SCRATCH_TOKENS
+               for n in names)
+
+
 # The programs the cloud pack judges by their verbs: its own, not the package
 # runners it also looks through (`npx vercel rm` is judged as `vercel rm`).
 _CLOUD_PROGRAMS = frozenset(PACKS[PACK_IDS.index("cloud")]["programs"]) - RUNNERS
@@ -22489,6 +22788,10 @@ def _secret_danger(argv, cmd=None, ctx=None):
         return None
     if prog == "aws":
         service, op = _aws_parts(argv)
+        if service == "secretsmanager" and op == "get-secret-value" and _production_words(
+                [""] + [a for a in (_option(argv, ("--secret-id",)) or "",)]):
+            return pack_finding("prints a production secret's value", "describe it "
+                                "(`aws secretsmanager describe-secret`), or ask the user")
         if service == "secretsmanager":
             if op == "delete-secret":
                 if _flag(argv, "", ("--force-delete-without-recovery",)):
@@ -22874,13 +23177,51 @@ def _database_danger(argv, cmd, ctx):
     if prog.replace(".sh", "") in _BROKERS:
         return _messaging_danger(argv)
     found = _database_argv_hit(argv, cmd)
-    if found and _scratch_database(argv, cmd):
+    if found and (_scratch_database(argv, cmd) or _scratch_mongo(argv, cmd)):
         return None     # a local database named test/dev/tmp: scratch, made again
     if found:
         return pack_finding(found, "a scratch database (one named test, dev or tmp, on "
                             "this machine) may be dropped; for this one keep a copy "
                             "first (`pg_dump DB > /tmp/db.sql`) and ask the user")
     return None
+
+
+_MONGO_VALUES = ("--host", "-h", "--port", "-u", "--username", "-p", "--password",
+                 "--authenticationDatabase", "--eval", "-f", "--file", "--db", "-d",
+                 "--uri", "--nsInclude", "--nsExclude", "--nsFrom", "--nsTo",
+                 "--collection", "-c", "--archive", "--tlsCAFile")
+
+
+def _scratch_mongo(argv, cmd):
+    """Whether a mongosh drop or a `mongorestore --drop` reaches one local database
+    named test/dev/tmp (`mongosh app_test --eval 'db.dropDatabase()'`, `mongorestore
+    --drop --db app_test DIR`): not when the code switches database (use,
+    getSiblingDB) or the restore renames namespaces into others."""
+    import re
+    prog = _prog_name(argv[0])
+    host = _option(argv, ("--host", "-h")) or ""
+    if prog in _MONGO_CLIENTS:
+        words = _words(argv, values=_MONGO_VALUES, limit=1)
+        target = words[0] if words else ""
+        code = " ".join(_client_texts(argv, cmd))
+        if re.search(r"getSiblingDB|getMongo|\buse\s|adminCommand|dropAllUsers", code):
+            return False
+    elif prog == "mongorestore":
+        target = _option(argv, ("--db", "-d")) or ""
+        if _option(argv, ("--nsFrom", "--nsTo", "--nsInclude", "--uri")) is not None:
+            return False
+    else:
+        return False
+    match = re.match(r"^mongodb(?:\+srv)?://(?:[^@/]*@)?([^/:?,]*)(?::\d+)?/([^?]*)",
+                     target)
+    if match:
+        if prog == "mongorestore" or target.startswith("mongodb+srv"):
+            return False
+        host, target = host or match.group(1), match.group(2)
+    elif "/" in target:
+        host, target = host or target.split("/", 1)[0], target.split("/", 1)[1]
+    host = host.split(":", 1)[0].lower()
+    return host in _LOCAL_HOSTS and bool(target) and _scratch_name(target)
 
 
 # Scratch databases: a local one whose name says it is made again at will.
@@ -23021,7 +23362,8 @@ PACK_JUDGES = {
     "git-discard": _git_discard_danger,
     "databases": _database_danger,
     "containers": _container_danger,
-    "cloud": _cloud_danger,
+    "cloud": lambda argv, cmd=None, ctx=None: None if _cloud_scratch_target(argv) else
+    _cloud_danger(argv, cmd, ctx),
     "iac": _iac_danger,
     "secret-managers": _secret_danger,
     "backups": _backup_danger,

@@ -97,12 +97,24 @@ CASES = [
     ("npx rimraf src", "no-destroy"),
     ("find src -type f -delete", "no-destroy"),
     ("rm src/app.py", "no-destroy"),
+    # ... an untracked file of a source folder, the .env, a move to /dev/null and an
+    # rsync --delete into the project lose what no other copy holds
+    ("rm -f dist/app.js", "allow"),
+    ("mv dist/app.js /dev/null", "allow"),
+    ("rsync -a --delete src/ /tmp/src-mirror-friction/", "allow"),
+    ("rsync -a --delete --dry-run dist/ src/", "allow"),
+    ("rm -f src/new_feature.py", "no-destroy"),
+    ("rm .env", "no-destroy"),
+    ("mv src/app.py /dev/null", "no-destroy"),
+    ("rsync -a --delete dist/ src/", "no-destroy"),
+    ("mv ~/.cache/pip /tmp/pip-cache-old", "allow"),
+    ("mv ~/.gnupg /tmp/gpg-old", "no-destroy"),
     # ... local, rebuildable Docker state
     ("docker system prune -f", "allow"),
     ("docker container prune -f", "allow"),
     ("docker rmi -f app:latest", "allow"),
     ("docker system prune -af --volumes", "containers"),
-    ("docker system prune -af", "containers"),
+    ("docker system prune -af", "allow"),     # unused images: a build or pull again
     ("docker volume rm pgdata", "containers"),
     ("docker rm -f web", "containers"),
     # ... scratch databases: local and named test/dev/tmp
@@ -122,6 +134,72 @@ CASES = [
     ("redis-cli FLUSHDB", "databases"),
     ("redis-cli -n 1 FLUSHALL", "databases"),
     ("redis-cli -h cache.internal -n 1 FLUSHDB", "databases"),
+    # ... a scratch container's force-remove and its own environment; unused images
+    ("docker rm -f worker-test", "allow"),
+    ("docker container rm -f db_tmp", "allow"),
+    ("docker system prune --all --force", "allow"),
+    ("docker rm -f worker", "containers"),
+    ("docker rm -f -v worker-test", "containers"),
+    ("docker rm -f cache-dev api-prod", "containers"),
+    ("docker exec worker-test env | wc -l", "allow"),
+    ("docker exec web-dev printenv", "allow"),
+    ("docker exec worker env", "protect-secrets"),
+    ("docker exec --env-file .env web-dev env", "protect-secrets"),
+    # ... a preview namespace, a manifest of pods only; scratch Mongo databases
+    ("kubectl delete ns preview-signup", "allow"),
+    ("kubectl delete namespace pr-311", "allow"),
+    ("kubectl delete -f k8s/scratch-job.yaml", "allow"),
+    ("kubectl delete ns billing", "containers"),
+    ("kubectl delete ns feature-x --context prod-eu", "containers"),
+    ("kubectl delete ns prod-preview", "containers"),
+    ("kubectl delete -f k8s/api.yaml", "containers"),
+    ("mongosh shop_dev --eval 'db.dropDatabase()'", "allow"),
+    ("mongorestore --drop -d shop_test /tmp/dump/shop", "allow"),
+    ("mongosh shop --eval 'db.dropDatabase()'", "databases"),
+    ("mongosh mongodb://mongo.internal:27017/shop_test --eval 'db.dropDatabase()'",
+     "databases"),
+    ("mongosh shop_test --eval 'db.getSiblingDB(\"shop\").dropDatabase()'", "databases"),
+    ("mongorestore --drop --nsInclude 'shop.*' /tmp/dump", "databases"),
+    # ... a cloud delete on a target named for dev, test or staging
+    ("aws s3 rm s3://shop-test-uploads/a.png", "allow"),
+    ("aws s3 sync public/ s3://docs-preview-bucket --delete", "allow"),
+    ("aws dynamodb delete-item --table-name carts-staging --key '{\"id\":{\"S\":\"1\"}}'",
+     "allow"),
+    ("aws s3 rm s3://shop-uploads/test.png", "cloud"),
+    ("aws s3 rm s3://shop-test-uploads --recursive --profile production", "cloud"),
+    ("aws dynamodb delete-table --table-name carts", "cloud"),
+    ("aws s3 rm s3://shop-dev-backups/db.sql", "cloud"),
+    # ... a tool's download cache in the home folder fills again
+    ("rm -rf ~/.cache/uv", "allow"),
+    ("rm -rf ~/.gradle/caches", "allow"),
+    ("find ~/.npm/_cacache -type f -mtime +7 -delete", "allow"),
+    ("rm -rf ~/.cache", "no-destroy"),
+    ("rm -rf ~/.gradle", "no-destroy"),
+    ("rm -rf ~/.cache/uv/../../.ssh", "no-destroy"),
+    # ... xargs fed by git diff --name-only gets the files git names now
+    ("git diff --name-only | xargs black -q", "allow"),
+    ("git diff --name-only --cached | xargs -r prettier --write", "allow"),
+    ("git diff --name-only | xargs rm", "no-destroy"),
+    ("git diff --name-only HEAD~2 | xargs prettier --write", "protect-harness"),
+    # ... a registry token piped straight into a login that reads it on stdin
+    ("aws ecr get-login-password --region us-west-2 | podman login --username AWS "
+     "--password-stdin 1.dkr.ecr.us-west-2.amazonaws.com", "allow"),
+    ("aws ecr get-login-password --region us-west-2", "protect-secrets"),
+    ("aws ecr get-login-password | tee pw.txt | docker login --username AWS "
+     "--password-stdin 1.dkr.ecr.us-west-2.amazonaws.com", "protect-secrets"),
+    # ... production secrets, nodes and migrations; a registry's token files
+    ("aws secretsmanager get-secret-value --secret-id staging/api-key", "allow"),
+    ("kubectl get secret api-token -n dev -o json", "allow"),
+    ("kubectl drain minikube --ignore-daemonsets", "allow"),
+    ("python manage.py migrate billing zero", "allow"),
+    ("aws secretsmanager get-secret-value --secret-id production/stripe", "secret-managers"),
+    ("kubectl get secret api-token -n live -o go-template='{{.data.key}}'", "containers"),
+    ("kubectl drain node-7 --context prod-eu --force", "containers"),
+    ("python manage.py migrate billing zero --settings=site.settings.production",
+     "databases"),
+    ("cat ~/.cargo/config.toml", "allow"),
+    ("head -3 ~/.cargo/credentials.toml", "protect-secrets"),
+    ("grep token ~/.gem/credentials", "protect-secrets"),
     # 5. a branch that changes .claude/settings.json but keeps notrest's entries
     ("git checkout team-settings", "allow"),
     ("git switch team-settings", "allow"),
@@ -197,6 +275,13 @@ def midtask(tmp_path_factory):
                   "node_modules/left-pad/index.js": "x\n",
                   "src/__pycache__/app.cpython-311.pyc": "x\n",
                   ".env": "API_KEY=sk-live-abcdef1234567890\n",
+                  "k8s/scratch-job.yaml": "apiVersion: batch/v1\nkind: Job\n"
+                                          "metadata:\n  name: seed\n---\n"
+                                          "apiVersion: v1\nkind: Pod\nmetadata:\n"
+                                          "  name: debug\n",
+                  "k8s/api.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n"
+                                  "---\napiVersion: apps/v1\nkind: Deployment\n"
+                                  "metadata:\n  name: api\n",
                   "secrets/.env.production": "API_KEY=sk-live-abcdef1234567890\n",
                   "secrets/prod.env": "API_KEY=sk-live-abcdef1234567890\n",
                   "linked/readme.txt": "x\n"})
