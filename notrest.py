@@ -16649,6 +16649,12 @@ def _load_fallback_findings(estate):
             record = decode_line(line) if '"k":"load"' in line else None
             if record and record.get("k") == "load":
                 seen.append(record)
+    try:  # a load before the modules were last written is history, not a fault
+        since = max(os.stat(part_module(estate.dir, part)).st_mtime for part in
+                    MODULE_PARTS)
+    except OSError:
+        since = 0
+    seen = [r for r in seen if isinstance(r.get("t"), (int, float)) and r["t"] >= since]
     if not seen:
         return []
     last = max(seen, key=lambda r: r.get("t") or 0)
