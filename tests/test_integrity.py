@@ -276,7 +276,7 @@ def test_doctor_finds_a_poisoned_warm_cache_and_a_dead_interpreter(proj):
     tail.write_text(tail.read_text().replace("py='", "py='/bin/true' #", 1))
     doctor = proj.cli("doctor")
     assert doctor.code == 1
-    assert "notrest_warm.%s.pyc" % TAG in doctor.stdout
+    assert "notrest_warm.%s.opt-2.pyc" % TAG in doctor.stdout
     assert ".notrest/hooks/launch.sh" in doctor.stdout
     assert tail.read_bytes() == original
     assert gate(proj, "rm -rf ~") == "deny"
