@@ -95,29 +95,14 @@ PATHLESS_TOOLS = frozenset(("WebFetch", "WebSearch", "TodoWrite", "TodoRead", "S
                             "KillShell", "KillBash", "ToolSearch", "ListMcpResourcesTool",
                             "update_plan", "view_image", "web_search", "wait_agent",
                             "multi_agent_v1wait_agent", "write_stdin"))
-# The hot part (every tool call) ends at the cold line; the warm part (session
-# events) at the doctor section: what follows serves commands people run. "all"
-# is the whole module (no cut), for a hook that needs what lies below its part.
-CACHE_CUTS = {"hot": "\n# ==== cold ====", "warm": "\n# ==== doctor ====", "all": None}
-# a function of a cached part whose bytecode marshals to more than this is held
-# apart in the cache and unmarshalled on its first call (lazy_split)
-LAZY_CODE_MIN_BYTES = 400
+# The parts of this file the hook launchers import as generated modules (see
+# write_modules): the hot part (every tool call) is the text above the cold line,
+# the warm part (session events) the text above the doctor section; what follows
+# serves commands people run, and a hook that needs it loads the whole module.
+MODULE_PARTS = {"hot": "\n# ==== cold ====", "warm": "\n# ==== doctor ===="}
 # what `notrest bank` prints when a sandbox keeps the estate read-only to it: the
 # PostToolUse hook, outside the sandbox, banks the note (see bank_deferred)
 BANK_DEFERRED_MARK = "notrest-bank-deferred: "
-
-
-_lazy_blob = globals().get("_lazy_blob")  # what a launcher's boot put here, or None
-
-
-def _lazy_code(func, back, size):
-    """The first call of a function a signed cache holds apart (lazy_split): its
-    bytecode, unmarshalled from the cache's checked bytes (_lazy_blob, which the
-    boot puts beside the code it executes), takes the stand-in's place, so that
-    every later call runs it directly. back and size place it before the MAC."""
-    start = len(_lazy_blob) - 8 - back
-    func.__code__ = sys.modules["marshal"].loads(_lazy_blob[start:start + size])
-    return func
 
 
 # ==== records ===============================================================
@@ -482,7 +467,8 @@ def iso_time(epoch):
 # One pass per text: it is lowered and split into words once, the set of their
 # 4-character heads meets the heads of every anchor and keyword, and only the rules
 # whose heads occur are tried, each found by str.find and matched by str.lstrip (no
-# regular expression, no `re` import, for the built-in rules). A finding is sure
+# regular expression, no `re` import, for the built-in rules: importing re costs 23 M
+# instructions, half of a tool-call hook, callgrind on 3.11). A finding is sure
 # (the secret-in-prompt law refuses it) or not (it is redacted all the same). The
 # answer for a text is kept, so the prompt law, the journal and append_record share
 # one scan. Every cut of payload text goes through redact_clip: redact, then cut.
@@ -9923,131 +9909,56 @@ def fnv1a64(data):
     return value
 
 
-# ---- the signed bytecode caches (read side; build_hot_cache writes them) ----
-# Here, not with install, because ring 3 judges the caches from the warm part.
+# ---- the generated modules and their bytecode (write_modules writes them) ----
+# Here, not with install, because ring 3 judges them from the warm part.
 
-def cache_dir(code_dir):
-    """Where the bytecode caches of notrest.py live: its __pycache__, or, when that
-    is not writable (a read-only checkout), a mirror under ~/.cache/notrest; the
-    launchers look in the same place."""
-    code_dir = os.path.abspath(code_dir)
-    pycache = os.path.join(code_dir, "__pycache__")
-    if os.access(pycache if os.path.isdir(pycache) else code_dir, os.W_OK):
-        return pycache
-    return os.path.expanduser("~/.cache/notrest") + code_dir
+def pycache_prefix(env=None):
+    """Where the hooks' bytecode lives: data_dir()/pycache, the sys.pycache_prefix
+    the launchers import with. It is outside every project, and the agent's tools
+    cannot write it (protect-harness and the hardened sandboxes guard data_dir())."""
+    return os.path.join(data_dir(env), "pycache")
 
 
-def cache_cut(text, part):
-    """Where the part of notrest.py's text that a cache holds ends (before the
-    newline of its cut line; the text's end for "all"), or -1 without its line."""
-    mark = CACHE_CUTS[part]
-    return len(text) if mark is None else text.find(mark)
+def part_module(code_dir, part):
+    """The module a launcher imports for one part: the generated notrest_hot.py or
+    notrest_warm.py beside notrest.py, or notrest.py itself for "all"."""
+    return os.path.join(os.path.abspath(code_dir), "notrest.py" if part == "all" else
+                        "notrest_%s.py" % part)
 
 
-def hot_cache_path(code_dir, part="hot"):
-    return os.path.join(cache_dir(code_dir), "notrest.%s.%s.bin" % (
-        part, sys.implementation.cache_tag))
+# The launchers run the interpreter with -OO: bytecode without docstrings (notrest
+# reads none, and has no assert) is smaller, and unmarshalling it is most of a
+# hook's load. Install compiles it with -X no_debug_ranges (no column tables);
+# the launchers do not pass that flag, which costs a hook 9% more instructions
+# (CPython strips the tables again from each code object it loads).
+HOOK_OPTIMIZE = 2
 
 
-CACHE_MAGIC = b"NRC\x02"
-CACHE_HEADER_BYTES = 44
-CACHE_MAC_BYTES = 8
+def pyc_of(source, env=None, tag=None):
+    """The bytecode file the hooks' import reads and writes for source under
+    pycache_prefix(env) (importlib's cache_from_source with sys.pycache_prefix,
+    at the hooks' optimization level)."""
+    head, base = os.path.split(os.path.abspath(source))
+    return os.path.join(pycache_prefix(env), head.lstrip("/"), "%s.%s.opt-%d.pyc" % (
+        base[:-3], tag or sys.implementation.cache_tag, HOOK_OPTIMIZE))
 
 
-def cache_key_path(env=None):
-    return os.path.join(data_dir(env), "key")
+def hot_cache_path(code_dir, part="hot", env=None):
+    """The bytecode of one part's module (hot, warm, all) that the hooks import."""
+    return pyc_of(part_module(code_dir, part), env)
 
 
-def read_cache_key(env=None):
-    """The 64-bit key that signs the bytecode caches, or None when there is none
-    fit to trust: absent, unreadable, not the person's own, open to others."""
-    try:
-        fd, st = open_regular(cache_key_path(env))
-        try:
-            data = os.read(fd, 256)
-        finally:
-            os.close(fd)
-        value = int(data[:16], 16)
-    except (OSError, ValueError):
-        return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o077 or len(data.strip()) < 16:
-        return None
-    return value - (1 << 64) if value >= 1 << 63 else value
+GENERATED_TRAILER = "\n# notrest: generated from notrest.py (its text above the %r line) " \
+    "by install and tests/regenerate.py. Edit notrest.py, never this file.\n"
 
 
-def cache_header(part, st):
-    """What a cache of one part must begin with to run: our mark, the part, this
-    interpreter's bytecode magic, and notrest.py's identity (size, mtime, ctime,
-    inode: any write or replace of the file changes one of them)."""
-    magic = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER  # no importlib.util
-    mask = (1 << 64) - 1
-    return (CACHE_MAGIC + part.encode()[:4].ljust(4, b"\0") + magic
-            + b"".join((v & mask).to_bytes(8, "little") for v in (
-                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)))
-
-
-def hot_cache_header(source, part="hot"):
-    """The header a launcher accepts for source's cache of one part; the body and
-    a MAC made with the key must follow it."""
-    return cache_header(part, os.stat(source))
-
-
-def cache_mac(key, signed):
-    """SipHash of header and body, keyed with the person's key: built into CPython
-    (`_imp.source_hash`), ~60 us for the hot part (HMAC-SHA256 costs 1.6 ms
-    with the import of its extension module)."""
-    import _imp
-    return _imp.source_hash(key, signed)
-
-
-def cache_status(code_dir, part, env=None):
-    """ok, missing, stale, bad-signature or no-key: what a launcher would make of the
-    bytecode cache of one part (hot, warm, all). Only "ok" is ever executed."""
-    code_dir = os.path.abspath(code_dir)
-    try:
-        blob = read_file_bytes(hot_cache_path(code_dir, part), 1 << 25)
-    except OSError:
-        return "bad-signature"
-    return _blob_status(blob, code_dir, part, env)
-
-
-def signed_code(code_dir, part, env=None):
-    """The code of one part from its signed cache and the cache's bytes (the
-    code's _lazy_blob: lazy_split), or None when the cache is not "ok"
-    (cache_status's rules: missing, stale, forged, no key fit to trust) or holds
-    no code. The bytes unmarshalled are the bytes just checked."""
-    code_dir = os.path.abspath(code_dir)
-    try:
-        blob = read_file_bytes(hot_cache_path(code_dir, part), 1 << 25)
-    except OSError:
-        return None
-    if _blob_status(blob, code_dir, part, env) != "ok":
-        return None
-    import marshal
-    view = memoryview(blob)
-    try:
-        code = marshal.loads(view[CACHE_HEADER_BYTES:-CACHE_MAC_BYTES])
-    except (ValueError, EOFError, TypeError):
-        return None
-    return (code, view) if type(code) is type(signed_code.__code__) else None
-
-
-def _blob_status(blob, code_dir, part, env):
-    if blob is None:
-        return "missing"
-    key = read_cache_key(env)
-    if key is None:
-        return "no-key"
-    try:
-        st = os.stat(os.path.join(code_dir, "notrest.py"))
-    except OSError:
-        return "stale"
-    if blob[:CACHE_HEADER_BYTES] != cache_header(part, st):
-        return "stale"
-    if len(blob) <= CACHE_HEADER_BYTES + CACHE_MAC_BYTES or cache_mac(
-            key, memoryview(blob)[:-CACHE_MAC_BYTES]) != blob[-CACHE_MAC_BYTES:]:
-        return "bad-signature"
-    return "ok"
+def part_text(text, part):
+    """The text of one part's generated module: notrest.py's text above the part's
+    cut line, so that its line numbers are notrest.py's, and a trailer that says
+    so; None when the text has no such line."""
+    cut = text.find(MODULE_PARTS[part])
+    return None if cut < 0 else text[:cut + 1] + GENERATED_TRAILER % \
+        MODULE_PARTS[part].strip()
 
 
 def find_root(start):
@@ -11595,11 +11506,6 @@ def hook_main(argv, stdin_fd=0, env=None, out=None, err=None):
         out.flush()
     except (OSError, ValueError):
         pass
-    if "ensure_hot_cache" in globals():
-        try:
-            ensure_hot_cache(os.path.dirname(os.path.abspath(__file__)), env)
-        except Exception:  # a cache is an optimisation: never a failure
-            pass
     return code
 
 
@@ -11624,7 +11530,23 @@ def _hook_answer(seen, stdin_fd, env, client, started, stdin_deadline):
         event.facts["git"] = start_git_state(event.root)  # runs while we work
     event.cwd = event.cwd or event.root
     event.home = env.get("HOME") or os.path.expanduser("~")
+    if LOAD_FALLBACKS:
+        journal_load_fallbacks(Estate(event.root), event)
     return dispatch_hook(Estate(event.root), event, env, started)
+
+
+# What the launcher's boot could not do the fast way (it fills this in before
+# hook_main runs): a generated module missing, bytecode that cannot be written.
+# Each hook that loads the slow way journals it (k "load") and says so on stderr;
+# doctor reports the journaled ones and the state that causes them.
+LOAD_FALLBACKS = []
+
+
+def journal_load_fallbacks(estate, event):
+    why = redact_clip("; ".join(LOAD_FALLBACKS), 600)
+    try_append(estate.journal(event.session), dict(_base(event, time.time()), k="load",
+                                                   message=why))
+    estate_note("this hook loaded the slow way (%s)" % why)
 
 
 HOT_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
@@ -11638,7 +11560,8 @@ def _stamp(record, started):
 
 def exit_now(code):
     """End a hook process at once: flush what it printed and skip the interpreter's
-    teardown (freeing every object costs a hook more than its own work)."""
+    teardown (freeing every object: measured, 7% of a tool-call hook's instructions,
+    bench/callgrind.py)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -11713,34 +11636,37 @@ def _hands_over_a_bank(event):
 
 
 def cold_module():
-    """The whole module: itself when loaded whole, else compiled from its source
-    (a hot-path launcher loaded only the part above the cold line)."""
+    """The whole module: itself when loaded whole, else notrest.py imported beside
+    the generated module a launcher loaded (load_source_module)."""
     module = sys.modules.get("notrest")
     if module is None or not hasattr(module, "dispatch_cold"):
-        module = load_source_module(os.path.abspath(__file__))
+        module = load_source_module(os.path.join(os.path.dirname(os.path.abspath(
+            __file__)), "notrest.py"))
     return module
 
 
-def load_source_module(path):
-    """The whole of notrest.py, registered as sys.modules["notrest"]: from its signed
-    cache (the part "all", signed and checked as the launchers' hot and warm parts
-    are: ~15 ms) when that is "ok", else compiled from its source (~300 ms); never
-    from an unsigned .pyc (a file the agent could have rewritten)."""
-    signed = signed_code(os.path.dirname(path), "all")
-    if signed is None:
-        source = read_file_bytes(path, 16 * 1024 * 1024)
-        if source is None:
-            raise FileNotFoundError(2, "no such file", path)
-        signed = compile(source, path, "exec", dont_inherit=True), None
-    code, blob = signed
+def load_source_module(path, env=None):
+    """The whole of notrest.py, registered as sys.modules["notrest"], by Python's
+    own import: its bytecode under pycache_prefix() (~10 ms; install writes it,
+    and the import rewrites it when notrest.py changed), never a .pyc in the
+    project, which the agent could have written."""
+    try:  # the module importlib.machinery re-exports (importing that: +0.5 ms)
+        import _frozen_importlib_external as machinery
+    except ImportError:
+        from importlib import machinery
+    loader = machinery.SourceFileLoader("notrest", path)
+    before = sys.pycache_prefix
+    sys.pycache_prefix = pycache_prefix(env)
+    try:
+        code = loader.get_code("notrest")
+    finally:
+        sys.pycache_prefix = before
     module = type(sys)("notrest")
-    module.__file__ = path
-    if blob is not None:
-        module._lazy_blob = blob
+    module.__file__, module.__loader__ = path, loader
     sys.modules["notrest"] = module
     import gc
     enabled = gc.isenabled()
-    gc.disable()  # thousands of new objects, none of them garbage (see BOOT_CACHED)
+    gc.disable()  # thousands of new objects, none of them garbage (see LAUNCH_TAIL)
     try:
         exec(code, module.__dict__)
         if not hasattr(module, "COMMANDS"):  # its last definition: a cut file lacks it
@@ -11757,9 +11683,10 @@ def load_source_module(path):
 
 # ==== cold =================================================================
 # Everything above this line is the hot part: what the hook of every tool call
-# needs. Hot-event launchers load only that part, from a bytecode cache that
-# notrest builds from this file (see build_hot_cache); everything below loads
-# when a command or a session event needs it.
+# needs. Install and tests/regenerate.py write it out as notrest_hot.py, which
+# the tool-call launchers import (write_modules); a function above this line may
+# use only names defined above it (tests/test_hotmodule.py fails otherwise), and
+# reaches what lies below through readers() or cold_module().
 
 # ==== sessions ==============================================================
 # A session record is a fold of its journal; the fold is incremental (it keeps
@@ -14595,7 +14522,7 @@ def _packet_budget(config):
 # Ring 3: nothing changes silently. install records a manifest of the harness in
 # project_store(root), outside the project and owned by the person, with a
 # pristine copy of every file it covers: notrest.py, the launchers and the CLI
-# wrapper (sha256), the bytecode caches (judged by cache_status), notrest's
+# wrapper and the generated modules (sha256), their bytecode (judge_cache), notrest's
 # entries in each hook settings file, the recorded interpreter and switches of
 # config.json, and the clients' sandbox settings when hardened. SessionStart,
 # Stop and doctor verify it. A file whose (size, mtime, ctime, inode, mode) is
@@ -14836,23 +14763,37 @@ def _judge_file(root, store, manifest, rel, repair):
 
 
 def judge_cache(code_dir, part, item):
-    """ok, missing, stale, bad-signature or no-key for one bytecode cache: a signed
-    part by its header and MAC (cache_status); the CLI's .pyc ("module") by its
-    source hash, and as ok only when its bytes are those notrest built (item's
-    sha256) or what compiling notrest.py gives now."""
-    if part != "module":
-        return cache_status(code_dir, part)
+    """ok, missing, stale or bad-signature for the bytecode of one module: the hot
+    or warm module's or notrest.py's ("all") that the hooks import, or the CLI's
+    .pyc ("module"). Fresh by its header (the source's mtime and size, or its
+    hash), and ok only when its bytes are those recorded (item's sha256) or what
+    compiling its source gives now: a .pyc that holds other code than its
+    source's is "bad-signature", whoever wrote it."""
+    path = part_module(code_dir, "all" if part == "module" else part)
     data = read_regular(item.get("path") or "")
+    fresh = pyc_freshness(path, data)
+    if fresh != "fresh":
+        return fresh
+    if sha256_hex(data) == item.get("sha256"):
+        return "ok"
+    return "ok" if _pyc_compiles_to(path, data, 0 if part == "module" else
+                                    HOOK_OPTIMIZE) else "bad-signature"
+
+
+def pyc_freshness(path, data):
+    """fresh, stale or missing: whether the bytes data of a .pyc are what Python's
+    import takes for the source at path (this interpreter's magic, and the
+    source's mtime and size, or its hash), by the header alone."""
     if data is None:
         return "missing"
     try:
-        source = os.stat(os.path.join(code_dir, "notrest.py"))
+        source = os.stat(path)
     except OSError:
         return "stale"
     magic = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
     if data[4:8] in (b"\1\0\0\0", b"\3\0\0\0"):
         import _imp
-        code = read_regular(os.path.join(code_dir, "notrest.py"))
+        code = read_regular(path)
         fresh = data[:4] == magic and code is not None and data[8:16] == \
             _imp.source_hash(sys.modules["_frozen_importlib_external"]._RAW_MAGIC_NUMBER,
                              code)
@@ -14860,11 +14801,7 @@ def judge_cache(code_dir, part, item):
         fresh = data[:8] == magic + b"\0\0\0\0" and data[8:16] == (
             (int(source.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") +
             (source.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
-    if not fresh:
-        return "stale"
-    if sha256_hex(data) == item.get("sha256"):
-        return "ok"
-    return "ok" if _pyc_compiles_to(code_dir, data) else "bad-signature"
+    return "fresh" if fresh else "stale"
 
 
 _CODE_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals",
@@ -14887,13 +14824,15 @@ def same_code(left, right):
                _CODE_FIELDS) and same_code(left.co_consts, right.co_consts)
 
 
-def _pyc_compiles_to(code_dir, data):
-    """Whether the CLI's .pyc holds what compiling notrest.py gives now: one that
-    another notrest process built is as good as ours, a forged one is not."""
+def _pyc_compiles_to(source, data, optimize=0):
+    """Whether a .pyc holds what compiling its source gives now: one that another
+    notrest process (or Python's import) built is as good as ours, a forged one
+    is not."""
     import marshal
-    raw = read_regular(os.path.join(code_dir, "notrest.py"))
+    raw = read_regular(source)
     try:
-        mine = compile(raw.decode("utf-8"), "notrest.py", "exec", dont_inherit=True)
+        mine = compile(raw.decode("utf-8"), os.path.basename(source), "exec",
+                       dont_inherit=True, optimize=optimize)
         return same_code(mine, marshal.loads(data[16:]))
     except Exception:  # unreadable, undecodable, or not code: not what we build
         return False
@@ -17728,43 +17667,94 @@ def _lines_findings(path, shape):
 
 
 def _cache_findings(estate):
-    """The hooks' signed caches, the key that signs them, the CLI's bytecode."""
+    """The hooks' generated modules and the bytecode they and the CLI import, and
+    the slow loads hooks journaled (LOAD_FALLBACKS)."""
     findings = []
-    key = cache_key_path()
-    try:
-        st = os.stat(key)
-        if file_kind(st.st_mode) != "a file" or st.st_uid != os.getuid() or \
-                st.st_mode & 0o077 or read_cache_key() is None:
-            findings.append(Finding(False, "the cache key %s is not fit to trust (%s, "
-                                    "mode %o, uid %d): hooks compile from source each "
-                                    "time" % (key, file_kind(st.st_mode),
-                                              st.st_mode & 0o777, st.st_uid),
-                                    "remove it if you did not make it; install.sh makes "
-                                    "a new one"))
-    except FileNotFoundError:
-        findings.append(Finding(False, "no cache key at %s: the hooks' bytecode caches "
-                                "cannot be signed, so every hook compiles notrest.py" %
-                                key, "run install.sh again (it makes the key)"))
-    except OSError as exc:
-        findings.append(Finding(False, "the cache key %s cannot be read (%s)" % (
-            key, _os_error_text(exc)), "check its owner and permissions"))
-    if os.path.isfile(estate.path("notrest.py")):
-        for part in CACHE_CUTS:
-            status = cache_status(estate.dir, part)
-            if status != "ok":
-                findings.append(Finding(False, "the %s cache %s is %s: %s" % (
-                    part, hot_cache_path(estate.dir, part), status, {
-                        "bad-signature": "it was changed by something other than "
-                                         "notrest, and is never run",
-                        "stale": "notrest.py changed since; the next hook rebuilds it",
-                        "missing": "hooks compile notrest.py until one is built",
-                        "no-key": "nothing can sign it"}[status]),
-                    "run install.sh again (or any hook: it rebuilds the cache)"))
-        problem = pyc_problem(estate.path("notrest.py"))
-        if problem:
-            findings.append(Finding(False, problem, "run install.sh again (it writes "
-                                    "hash-checked bytecode)"))
+    source = estate.path("notrest.py")
+    raw = read_regular(source)
+    if raw is None:
+        return findings
+    text = raw.decode("utf-8", "replace")
+    for part in MODULE_PARTS:
+        path = part_module(estate.dir, part)
+        body = read_regular(path)
+        if body is None:
+            findings.append(Finding(False, "the %s module %s is missing or not a regular "
+                                    "file: those hooks import the whole notrest.py "
+                                    "(slower)" % (part, path),
+                                    "run install.sh again (it writes it)"))
+        elif body.decode("utf-8", "replace") != part_text(text, part):
+            findings.append(Finding(False, "the %s module %s is not notrest.py's text "
+                                    "above its %r line" % (part, path, MODULE_PARTS[
+                                        part].strip()),
+                                    "run install.sh again (it writes it)"))
+    for part, path in cache_paths(estate.dir).items():
+        status = judge_cache(estate.dir, part, {"path": path})
+        if status != "ok" and part != "module":
+            findings.append(Finding(False, "the hooks' bytecode %s is %s: %s" % (
+                path, status, {
+                    "bad-signature": "it holds other code than its source compiles to; "
+                                     "something other than Python's import wrote it",
+                    "stale": "its header is not its source's (changed since, or "
+                             "damaged); the next hook rewrites it",
+                    "missing": "missing or not a regular file; the next hook writes "
+                               "it"}[status]),
+                "run install.sh again (it writes the bytecode)"))
+    prefix = pycache_prefix()
+    if os.path.isdir(prefix) and not os.access(prefix, os.W_OK):
+        findings.append(Finding(False, "the hooks' bytecode folder %s is not writable: "
+                                "a changed module is compiled by every hook" % prefix,
+                                "give it back to its owner (chmod u+w)"))
+    findings.extend(_load_fallback_findings(estate))
+    problem = pyc_problem(source)
+    if problem:
+        findings.append(Finding(False, problem, "run install.sh again (it writes "
+                                "hash-checked bytecode)"))
     return findings
+
+
+LOAD_SCAN_JOURNALS = 5
+LOAD_SCAN_BYTES = 256 * 1024
+
+
+def _load_fallback_findings(estate):
+    """The slow loads ("load" records) in the tails of the newest journals."""
+    folder = estate.path("journal")
+    names = _listing(folder, ".jsonl")
+    try:
+        names.sort(key=lambda n: os.stat(os.path.join(folder, n)).st_mtime)
+    except OSError:
+        pass
+    seen = []
+    for name in names[-LOAD_SCAN_JOURNALS:]:
+        try:
+            fd, st = open_regular(os.path.join(folder, name))
+            try:
+                os.lseek(fd, max(0, st.st_size - LOAD_SCAN_BYTES), os.SEEK_SET)
+                data = os.read(fd, LOAD_SCAN_BYTES)
+            finally:
+                os.close(fd)
+        except OSError:
+            continue
+        if b'"k":"load"' not in data:
+            continue
+        for line in data.decode("utf-8", "replace").splitlines():
+            record = decode_line(line) if '"k":"load"' in line else None
+            if record and record.get("k") == "load":
+                seen.append(record)
+    try:  # a load before the modules were last written is history, not a fault
+        since = max(os.stat(part_module(estate.dir, part)).st_mtime for part in
+                    MODULE_PARTS)
+    except OSError:
+        since = 0
+    seen = [r for r in seen if isinstance(r.get("t"), (int, float)) and r["t"] >= since]
+    if not seen:
+        return []
+    last = max(seen, key=lambda r: r.get("t") or 0)
+    return [Finding(False, "%d recent hook(s) loaded the slow way, the last at %s: %s" % (
+        len(seen), time.strftime("%Y-%m-%d %H:%M", time.localtime(last.get("t") or 0)),
+        last.get("message") or "?"), "run install.sh again; if it comes back, the "
+        "message names what is missing or cannot be written")]
 
 
 def pyc_problem(source):
@@ -23470,9 +23460,9 @@ set -- %(part)s %(event)s "$@"
 # shellcheck source=/dev/null
 . "$dir/launch.sh"
 """
-# The common tail of every launcher. The boot loads the part of notrest.py its event
-# needs from a bytecode cache whose MAC checks (see build_hot_cache), else compiles
-# notrest.py from source; when even that fails, the launcher answers.
+# The common tail of every launcher. Its boot imports the generated module of the
+# part its event needs (write_modules) with Python's own import and bytecode, kept
+# under pycache_prefix(); when even that fails, the launcher answers.
 LAUNCH_TAIL = """# notrest: the common tail of the hook launchers (sourced by them, never run).
 # Arguments: the part of notrest.py to load (hot or warm), the event, the client.
 # It runs the interpreter recorded at install time (python3 on PATH is the
@@ -23484,10 +23474,86 @@ LAUNCH_TAIL = """# notrest: the common tail of the hook launchers (sourced by th
 # shellcheck disable=SC2154  # dir is set by the launcher that sources this
 py='%(python)s'
 { [ -f "$py" ] && [ -x "$py" ]; } || py=$(command -v python3 2>/dev/null)
-boot='%(boot)s'
-# the boot, compiled at install by that interpreter (boot.bin): the loader runs it,
-# or compiles the boot above when it is absent or for another Python
-load='%(loader)s'
+# The boot (no single quote may appear in it): it imports notrest_<part>.py, the
+# generated module beside notrest.py, by importlib's SourceFileLoader with
+# sys.pycache_prefix set to notrest's data folder, so its bytecode is read from,
+# and on a change written to, a place the agent cannot write; then runs hook_main.
+# It goes on only when the module and its bytecode are regular files (a FIFO would
+# hold the hook until the client's timeout, and a client runs the call when a hook
+# gives no answer); anything else runs the slow boot, an argument compiled only
+# then (as is the answer to a failure, fail): a module that is missing falls back to notrest.py, bytecode that cannot
+# be read or written to compiling, and LOAD_FALLBACKS says why (hook_main
+# journals it). The interpreter runs with -OO: no docstrings to unmarshal
+# (notrest reads none and has no assert). Measured (bench/callgrind.py, one
+# PreToolUse allow, instructions): the collector off while the module body runs
+# and its objects frozen afterwards saves %(gc_gain)s; the loader from
+# sys.modules, not importlib.machinery and importlib.util, %(machinery_gain)s;
+# the slow boot kept out of the boot %(slow_gain)s; os._exit after the answer
+# (exit_now) %(exit_gain)s.
+boot='import sys, gc, os
+gc.disable()
+a = sys.argv
+try:
+    e = sys.modules["_frozen_importlib_external"]
+    d = os.path.abspath(a[1])
+    try:
+        n = "notrest_" + a[5]
+        f = d + "/" + n + ".py"
+        sys.pycache_prefix = a[2]
+        c = e.cache_from_source(f)
+        s = os.stat(f)
+        if s.st_mode >> 12 != 8 or s.st_size >> 24 or os.stat(c).st_mode >> 12 != 8:
+            raise OSError(c)
+        l = e.SourceFileLoader(n, f)
+        b = l.get_code(n)
+        w = []
+    except Exception:
+        exec(a[3])
+    sys.pycache_prefix = None
+    g = sys.modules[n] = type(sys)(n)
+    g.__file__ = d + "/notrest.py"
+    g.__loader__ = l
+    exec(b, vars(g))
+    g.LOAD_FALLBACKS.extend(w)
+    gc.freeze()
+    gc.enable()
+    g.exit_now(g.hook_main(a[6:]))
+except BaseException as x:
+    exec(a[4])'
+fail='os.write(2, ("notrest: the hook could not load notrest.py from %%s (%%r). Fix: reinstall notrest (sh install.sh DIR) or run notrest doctor\\n" %% (a[1:2], x)).encode("utf-8", "replace"))
+x = a[6:7] and a[6] in "PreToolUse PermissionRequest UserPromptSubmit Stop"
+x or os.write(1, b"{}\\n")
+os._exit(3 if x else 0)'
+slow='w = []
+for n in ("notrest_" + a[5], "notrest"):
+    f = d + "/" + n + ".py"
+    try:
+        s = os.stat(f)
+        if s.st_mode >> 12 == 8 and not s.st_size >> 24:
+            break
+    except OSError:
+        pass
+    w.append(f + " is missing or not a regular file")
+else:
+    raise OSError(d + ": no notrest.py to import")
+sys.pycache_prefix = a[2] or os.path.expanduser("~/.local/share/notrest/pycache")
+c = e.cache_from_source(f)
+l = e.SourceFileLoader(n, f)
+try:
+    k = os.stat(c).st_mode >> 12
+except OSError:
+    k = 0
+b = None
+if k in (0, 8):
+    try:
+        b = l.get_code(n)
+    except (ValueError, EOFError, TypeError):
+        pass
+if b is None:
+    w.append(c + " is not a regular file of bytecode")
+    b = l.source_to_code(l.get_data(f), f)
+if k != 8 and not os.path.isfile(c):
+    w.append("the bytecode cannot be written to " + c + ", so each hook compiles " + f)'
 if [ -z "$py" ]; then
   why='%(no_python)s'
   case $2 in
@@ -23512,24 +23578,20 @@ if [ -z "$py" ]; then
   esac
   exit 0
 fi
-# the key that signs the caches: data_dir()/key, by data_dir()'s rules
+# the hooks' bytecode: pycache_prefix(), data_dir()/pycache by data_dir()'s rules
 case ${NOTREST_DATA_DIR:-} in
-/*) key=$NOTREST_DATA_DIR/key ;;
+/*) pyc=$NOTREST_DATA_DIR/pycache ;;
 *) case ${XDG_DATA_HOME:-} in
-  /*) key=$XDG_DATA_HOME/notrest/key ;;
-  *) key=${HOME:-}/.local/share/notrest/key ;;
+  /*) pyc=$XDG_DATA_HOME/notrest/pycache ;;
+  *) pyc=${HOME:+$HOME/.local/share/notrest/pycache} ;;
   esac ;;
 esac
-# the caches: in __pycache__ when it (or the code folder) is writable, else the
-# boot looks in the mirror under ~/.cache/notrest (cache_dir())
-cache=$dir/../__pycache__
-if [ -d "$cache" ]; then [ -w "$cache" ] || cache=; else [ -w "$dir/.." ] || cache=; fi
 case $2 in
 PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
   # the answer is held, not streamed: a process that ends without a JSON object
   # (a crash printing nothing, the interpreter swapped for /bin/true) refuses,
   # whatever its exit code (exit 2 below is a refusal in both clients)
-  out=$("$py" -I -S -c "$load" "$dir/%(boot_file)s" "$boot" "$dir/.." "$key" "$cache" "$@")
+  out=$("$py" -I -S -OO -c "$boot" "$dir/.." "$pyc" "$slow" "$fail" "$@")
   rc=$?
   case $rc$out in
   '0{'*'}')
@@ -23546,149 +23608,11 @@ PreToolUse | PermissionRequest | UserPromptSubmit | Stop)
   printf 'notrest %%s [gate-error]: the hook process (%%s) ended (exit %%s) without a JSON answer before it could judge, so it refuses to stay safe. Fix: run notrest doctor (or reinstall: sh install.sh).\\n' "$2" "$py" "$rc" >&2
   exit 2 ;;
 esac
-exec "$py" -I -S -c "$load" "$dir/%(boot_file)s" "$boot" "$dir/.." "$key" "$cache" "$@"
+exec "$py" -I -S -OO -c "$boot" "$dir/.." "$pyc" "$slow" "$fail" "$@"
 """
-# The loader: what the launcher compiles at every launch (~0.1 ms; the boot would
-# cost ~0.7). It runs the boot's code from BOOT_FILE when its header is this
-# interpreter's magic, else the boot's source (its second argument); either way
-# the boot sees the arguments it always saw. It opens BOOT_FILE non-blocking and
-# reads only a regular file (a FIFO there would hold the hook until the client's
-# timeout, and a client runs the call when a hook gives no answer). BOOT_FILE is a
-# harness file like the launchers: install writes it, the manifest covers it.
-BOOT_LOADER = """import sys
-a = sys.argv
-s = a.pop(2)
-try:
-    p = sys.modules["posix"]
-    h = p.open(a.pop(1), 2048)
-    b = p.read(h, 65536) if p.fstat(h).st_mode >> 12 == 8 else b""
-    p.close(h)
-    if b[:4] == sys.modules["_frozen_importlib_external"].MAGIC_NUMBER:
-        c = sys.modules["marshal"].loads(b[16:])
-        s = c if hasattr(c, "co_code") else s
-except Exception:
-    pass
-exec(s)"""
-BOOT_FILE = "boot.bin"
-# The boot: Python that the launcher passes with -c (no single quote may appear in
-# it; it is compiled at every launch, so it stays short: the launcher finds the key
-# and the cache folder). Arguments: code dir, key path, cache dir ("" for the
-# ~/.cache/notrest mirror), part, event, client. A cache runs only when its header
-# matches this interpreter and this notrest.py (size, mtime, ctime, inode) and its
-# MAC (keyed SipHash, the person's key) checks; else notrest.py is compiled from
-# source, never from a .pyc on disk. A failure on the way: one stderr line, then
-# "{}" for an advisory event, or exit 3 for a gate (the launcher refuses).
-# The collector is off while the code loads and runs its module body (thousands
-# of objects, none of them garbage: collections would walk them all, ~1 ms),
-# then what the process holds is frozen out of later collections.
-# os is imported over a stand-in for _collections_abc: with -I -S nothing has
-# imported os yet, and `import os` costs ~2 ms, ~1 ms of it _collections_abc's
-# thirty ABCs. os takes two things from there: MutableMapping (os.environ's base,
-# whose mixin methods the stand-in has) and _check_methods (os.PathLike); the
-# stand-in leaves sys.modules at once, so whatever imports _collections_abc later
-# gets the real one. If os cannot be imported over it, os is imported plainly.
-BOOT_CACHED = """import sys, gc
-if "os" not in sys.modules:
-    class MutableMapping:
-        __slots__ = ()
-        __hash__ = None
-        def get(self, key, default=None):
-            try:
-                return self[key]
-            except KeyError:
-                return default
-        def __contains__(self, key):
-            try:
-                self[key]
-            except KeyError:
-                return False
-            return True
-        def keys(self):
-            return list(self)
-        def items(self):
-            return [(k, self[k]) for k in self]
-        def values(self):
-            return [self[k] for k in self]
-        def __eq__(self, other):
-            return dict(self.items()) == dict(other.items()) if hasattr(other, "items") else NotImplemented
-        def pop(self, key, *default):
-            try:
-                value = self[key]
-            except KeyError:
-                if default:
-                    return default[0]
-                raise
-            del self[key]
-            return value
-        def popitem(self):
-            for key in self:
-                return key, self.pop(key)
-            raise KeyError("popitem(): empty")
-        def clear(self):
-            for key in list(self):
-                del self[key]
-        def update(self, other=(), **more):
-            for key, value in list(other.items() if hasattr(other, "keys") else other) + list(more.items()):
-                self[key] = value
-        def setdefault(self, key, default=None):
-            try:
-                return self[key]
-            except KeyError:
-                self[key] = default
-                return default
-    def _check_methods(C, *methods):
-        for method in methods:
-            for B in C.__mro__:
-                if method in B.__dict__:
-                    if B.__dict__[method] is None:
-                        return NotImplemented
-                    break
-            else:
-                return NotImplemented
-        return True
-    m = type(sys)("_collections_abc")
-    m.Mapping = m.MutableMapping = MutableMapping
-    m._check_methods = _check_methods
-    sys.modules["_collections_abc"] = m
-    try:
-        import os
-    except Exception:
-        sys.modules.pop("os", None)
-    del sys.modules["_collections_abc"], m, MutableMapping, _check_methods
-import os
-a = sys.argv
-try:
-    d = os.path.abspath(a[1])
-    f = d + "/notrest.py"
-    g = None
-    gc.disable()
-    try:
-        s = os.stat(f)
-        h = os.open(a[2], 2048)
-        t = os.fstat(h)
-        q = os.read(h, 64)
-        os.close(h)
-        h = os.open("%s/notrest.%s.%s.bin" % (a[3] or os.path.expanduser("~/.cache/notrest") + d, a[4], sys.implementation.cache_tag), 2048)
-        u = os.fstat(h)
-        b = os.read(h, u.st_size + 1) if u.st_mode >> 12 == 8 and u.st_size < 33554432 else b""
-        os.close(h)
-        v = int(q[:16], 16)
-        m = memoryview(b)
-        if t.st_mode >> 12 == 8 and t.st_uid == os.getuid() and not t.st_mode & 63 and b[:44] == b"NRC\\2" + a[4].encode().ljust(4, b"\\0") + sys.modules["_frozen_importlib_external"].MAGIC_NUMBER + b"".join((n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for n in (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)) and sys.modules["_imp"].source_hash(v - (v >> 63 << 64), m[:-8]) == b[-8:]:
-            g = {"__name__": "notrest_hot", "__file__": f, "__builtins__": __builtins__, "_lazy_blob": m}
-            exec(sys.modules["marshal"].loads(m[44:-8]), g)
-    except Exception:
-        g = None
-    if g is None:
-        exec("h = os.open(f, 2048)\\nu = os.fstat(h)\\nif u.st_mode >> 12 != 8 or u.st_size >> 24:\\n    raise OSError(f + \\": no regular file of a sane size\\")\\nb = os.read(h, u.st_size + 1)\\nos.close(h)\\ng = sys.modules[\\"notrest\\"] = type(sys)(\\"notrest\\")\\ng.__file__ = f\\ng = vars(g)\\nexec(compile(b, f, \\"exec\\", dont_inherit=True), g)\\ng[\\"COMMANDS\\"]")
-    gc.freeze()
-    gc.enable()
-    g["exit_now"](g["hook_main"](a[5:]))
-except BaseException as x:
-    os.write(2, ("notrest: the hook could not load notrest.py from %s (%r). Fix: reinstall notrest (sh install.sh DIR) or run notrest doctor\\n" % (a[1:2], x)).encode("utf-8", "replace"))
-    x = a[5:6] and a[5] in "PreToolUse PermissionRequest UserPromptSubmit Stop"
-    x or os.write(1, b"{}\\n")
-    os._exit(3 if x else 0)"""
+# What LAUNCH_TAIL's comments say the boot's tricks save (see bench/callgrind.py).
+BOOT_GAINS = {"gc_gain": "7%", "machinery_gain": "22%", "slow_gain": "3%",
+              "exit_gain": "7%"}
 HOOK_ROLES = {
     "SessionStart": "journal the start, inject the start packet",
     "UserPromptSubmit": "prompt laws, journal the prompt",
@@ -23730,24 +23654,8 @@ def _no_python_text(python):
 
 
 def render_launch_tail(python=""):
-    return LAUNCH_TAIL % {"python": _sh_quoted(python), "boot": BOOT_CACHED,
-                          "loader": BOOT_LOADER, "boot_file": BOOT_FILE,
-                          "no_python": _no_python_text(python)}
-
-
-def write_boot_code(hooks_dir):
-    """BOOT_FILE in hooks_dir: the boot compiled by the interpreter running this
-    (a .pyc's 16-byte header, then the marshalled code). Only install writes it
-    (marshal's bytes differ from one process to the next, and the manifest keeps
-    the file install wrote)."""
-    import importlib.util
-    import marshal
-    code = compile(BOOT_CACHED, "<notrest boot>", "exec", dont_inherit=True)
-    data = importlib.util.MAGIC_NUMBER + b"\0" * 12 + marshal.dumps(code)
-    path = os.path.join(hooks_dir, BOOT_FILE)
-    if read_regular(path) != data:
-        write_bytes_atomic(path, data)
-        os.chmod(path, 0o644)
+    return LAUNCH_TAIL % dict(BOOT_GAINS, python=_sh_quoted(python),
+                              no_python=_no_python_text(python))
 
 
 def render_cli_wrapper(python):
@@ -23760,195 +23668,6 @@ def _sh_quoted(text):
     return text.replace("'", "'\\''")
 
 
-
-
-def ensure_cache_key(env=None):
-    """The key, made when there is none (random, mode 0600, in data_dir()); a key
-    file that is there but not fit to trust is never replaced (doctor says why)."""
-    key = read_cache_key(env)
-    path = cache_key_path(env)
-    if key is not None or os.path.lexists(path):
-        return key
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(
-        os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        os.write(fd, (os.urandom(32).hex() + "\n").encode("ascii"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return read_cache_key(env)
-
-
-def build_hot_cache(source, env=None, pyc=None):
-    """Compile the hot and warm parts of notrest.py and the whole of it ("all": what
-    a hook loads when it needs more than its part, compiled as load_source_module
-    compiles it) for this interpreter and cache them next to the module, signed
-    (cache_header, cache_mac) with the key in data_dir(), made when absent. With
-    pyc, the CLI's bytecode is written there too, from the same compile as "all"
-    (even without a key). Returns the cache paths."""
-    import marshal
-    fd, st = open_regular(source)
-    try:
-        raw = os.read(fd, st.st_size + 1)
-    finally:
-        os.close(fd)
-    text = raw.decode("utf-8")
-    whole = compile(raw, source, "exec", dont_inherit=True)
-    if pyc:
-        write_checked_pyc(pyc, whole, raw, st)
-    key = ensure_cache_key(env)
-    if key is None:
-        raise NotrestError("no key fit to sign the bytecode caches", cache_key_path(env),
-                           "remove it if you did not make it (`notrest doctor` says "
-                           "why it is refused) and run install.sh again")
-    code_dir = os.path.dirname(os.path.abspath(source))
-    paths = []
-    for part, mark in CACHE_CUTS.items():
-        cut = cache_cut(text, part)
-        if cut < 0:
-            raise NotrestError("notrest.py has no %r line" % mark.strip(), source,
-                               "reinstall notrest")
-        code = whole if mark is None else compile(text[:cut + 1], source, "exec",
-                                                  dont_inherit=True, optimize=2)
-        code, held = lazy_split(code, text[:cut + 1], source)
-        signed = cache_header(part, st) + marshal.dumps(code) + held
-        path = hot_cache_path(code_dir, part)
-        _ensure_dir(os.path.dirname(path))
-        _write_new_file(path, signed + cache_mac(key, signed), 0o644)
-        paths.append(path)
-    return paths
-
-
-def _lazy_rebound(lines):
-    """The names a function body rebinds with `global`."""
-    rebound = set()
-    for line in lines:
-        word = line.lstrip()
-        if word.startswith("global ") and line[:1].isspace():
-            rebound.update(n.strip() for n in word[7:].split("#")[0].split(","))
-    return rebound
-
-
-def _lazy_plain(const, keyword, lines):
-    """Its first line is its def or class: no decorator."""
-    line = lines[const.co_firstlineno - 1].lstrip() if 0 < const.co_firstlineno <= \
-        len(lines) else ""
-    return line.startswith(keyword + const.co_name + "(") or line.startswith(
-        keyword + const.co_name + ":")
-
-
-def _lazy_bound_once(outer, rebound):
-    """The names outer's code binds exactly once (and no body rebinds)."""
-    import dis
-    count = {}
-    for ins in dis.get_instructions(outer):
-        if ins.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME",
-                          "IMPORT_NAME", "IMPORT_FROM"):
-            count[ins.argval] = count.get(ins.argval, 0) + 1
-    return {name for name, n in count.items() if n == 1 and name not in rebound}
-
-
-def _lazy_owners(code, lines):
-    """{a function's code that may be held: the name of its class, or None}."""
-    rebound = _lazy_rebound(lines)
-    code_type = type(code)
-    once = _lazy_bound_once(code, rebound)
-    owners = {}
-    for const in code.co_consts:
-        if type(const) is not code_type or const.co_name not in once:
-            continue
-        if _lazy_plain(const, "def ", lines) and const.co_name != "_lazy_code":
-            owners[const] = None  # (_lazy_code is what stand-ins call)
-        elif _lazy_plain(const, "class ", lines):
-            inside = _lazy_bound_once(const, rebound)
-            for method in const.co_consts:
-                if type(method) is code_type and method.co_name in inside and \
-                        _lazy_plain(method, "def ", lines):
-                    owners[method] = const.co_name
-    return owners
-
-
-def _lazy_chosen(owners):
-    """{a held function's code: its bytes}, in the order held: those that close
-    over nothing and marshal to more than LAZY_CODE_MIN_BYTES."""
-    import marshal
-    chosen = {}
-    for inner in owners:
-        if not inner.co_freevars:
-            body = marshal.dumps(inner)
-            if len(body) > LAZY_CODE_MIN_BYTES:
-                chosen[inner] = body
-    return chosen
-
-
-_LAZY_MARK_BACK, _LAZY_MARK_SIZE = 987654321, 987654322
-
-
-def _lazy_templates(code_type, source):
-    """{"function"|"method": the stand-in's code, with marks for name and place}."""
-    templates = {}
-    for kind, owner in (("function", "NAME"), ("method", 'OWNER.__dict__["NAME"]')):
-        made = compile("def NAME(*a, **k):\n    return _lazy_code(%s, %d, %d)(*a, **k)\n"
-                       % (owner, _LAZY_MARK_BACK, _LAZY_MARK_SIZE), source, "exec",
-                       dont_inherit=True)
-        templates[kind] = [c for c in made.co_consts if type(c) is code_type][0]
-    return templates
-
-
-def _lazy_stand_in(inner, owner, place, templates):
-    """The stand-in for inner: the template with its name, class and place."""
-    template = templates["function" if owner is None else "method"]
-    names = tuple(inner.co_name if n == "NAME" else owner if n == "OWNER" else n
-                  for n in template.co_names)
-    consts = tuple(place[0] if c == _LAZY_MARK_BACK else place[1] if c ==
-                   _LAZY_MARK_SIZE else inner.co_name if c == "NAME" else c
-                   for c in template.co_consts)
-    fields = {"co_name": inner.co_name, "co_firstlineno": inner.co_firstlineno,
-              "co_names": names, "co_consts": consts}
-    if hasattr(inner, "co_qualname"):
-        fields["co_qualname"] = inner.co_qualname
-    return template.replace(**fields)
-
-
-def _lazy_rebuild(outer, depth, stand_ins, classes):
-    """outer's code with each held function's code swapped for its stand-in (in
-    the module and, one level down, in the classes that hold methods)."""
-    consts = []
-    for const in outer.co_consts:
-        if type(const) is type(outer):
-            if const in stand_ins:
-                const = stand_ins[const]
-            elif depth == 0 and const.co_name in classes:
-                const = _lazy_rebuild(const, 1, stand_ins, classes)
-        consts.append(const)
-    return outer.replace(co_consts=tuple(consts))
-
-
-def lazy_split(code, text, source):
-    """A module's code with the bytecode of its larger functions held apart, and
-    the bytes held. Loading a cache is mostly unmarshalling its code (~5 us a KB),
-    and a hook calls a third of what its part defines. Each top-level function,
-    and method of a top-level class, that marshals to more than
-    LAZY_CODE_MIN_BYTES, is bound once, is undecorated and closes over nothing,
-    gets a stand-in `(*a, **k)` of ~200 bytes (its defaults stay on the function
-    object, which a stand-in's code never reads): its first call has _lazy_code
-    put the real code in its place and passes the call on. The held bytes lie
-    between the module's code and the MAC, so the MAC covers them; a stand-in
-    knows its code's place counted back from the MAC. Read from the code and the
-    text's lines (no ast: an install builds three parts)."""
-    owners = _lazy_owners(code, text.split("\n"))
-    chosen = _lazy_chosen(owners)
-    total = sum(len(body) for body in chosen.values())
-    templates = _lazy_templates(type(code), source)
-    stand_ins, start = {}, 0
-    for inner, body in chosen.items():
-        stand_ins[inner] = _lazy_stand_in(inner, owners[inner], (total - start,
-                                                                  len(body)), templates)
-        start += len(body)
-    classes = set(owners.values())
-    return _lazy_rebuild(code, 0, stand_ins, classes), b"".join(chosen.values())
 
 
 def _write_new_file(path, data, mode):
@@ -23978,29 +23697,71 @@ def write_checked_pyc(path, code, raw, st):
     _write_new_file(path, data, (st.st_mode | 0o200) & 0o666)
 
 
-def precompile_here(source):
-    """The module's own bytecode for the CLI (hash-checked: a same-size edit within
-    the mtime's second is seen; in __pycache__, or under ~/.cache/notrest/pycache
-    when __pycache__ is not writable) and the signed hot, warm and whole-module
-    caches of the hooks, compiled once by the interpreter running this."""
+def write_modules(code_dir):
+    """Write the generated modules of notrest.py in code_dir beside it: for each of
+    MODULE_PARTS, notrest_<part>.py holds its text (part_text). Returns the paths
+    of the modules written (those that differed)."""
+    source = os.path.join(code_dir, "notrest.py")
+    raw = read_regular(source)
+    if raw is None:
+        raise NotrestError("no notrest.py to cut the hooks' modules from", source,
+                           "reinstall notrest")
+    text = raw.decode("utf-8")
+    written = []
+    for part in MODULE_PARTS:
+        body = part_text(text, part)
+        if body is None:
+            raise NotrestError("notrest.py has no %r line" % MODULE_PARTS[part].strip(),
+                               source, "reinstall notrest")
+        path = part_module(code_dir, part)
+        if read_regular(path) != body.encode("utf-8"):
+            write_bytes_atomic(path, body.encode("utf-8"))
+            os.chmod(path, 0o644)
+            written.append(path)
+    return written
+
+
+def precompile_here(source, env=None):
+    """The bytecode of every module the hooks and the CLI import, each compiled
+    once, by the interpreter running this: notrest.py and the generated modules at
+    the hooks' optimization level into pycache_prefix(env), as their import
+    would write it (py_compile; a file that is fresh already, such as the one
+    _precompile's own import of notrest.py wrote, is kept), and the CLI's
+    hash-checked .pyc of notrest.py. Returns the paths that could not be written."""
+    import py_compile
     code_dir = os.path.dirname(os.path.abspath(source))
-    if cache_dir(code_dir) != os.path.join(code_dir, "__pycache__"):
-        sys.pycache_prefix = os.path.expanduser("~/.cache/notrest/pycache")
-    import importlib.util
-    build_hot_cache(source, pyc=importlib.util.cache_from_source(source))
+    os.makedirs(data_dir(env), mode=0o700, exist_ok=True)
+    missing = []
+    for part in ("all",) + tuple(MODULE_PARTS):
+        path, pyc = part_module(code_dir, part), pyc_of(part_module(code_dir, part), env)
+        if not os.path.isfile(path):
+            missing.append(path)
+            continue
+        if pyc_freshness(path, read_regular(pyc)) != "fresh":
+            try:
+                py_compile.compile(path, cfile=pyc, doraise=True, optimize=HOOK_OPTIMIZE)
+            except (OSError, py_compile.PyCompileError):
+                pass
+        if not os.path.isfile(pyc):
+            missing.append(pyc)
+    raw = read_regular(part_module(code_dir, "all"))
+    if raw is not None:
+        write_checked_pyc(cli_pyc_path(code_dir), compile(
+            raw, part_module(code_dir, "all"), "exec", dont_inherit=True, optimize=0),
+            raw, os.stat(part_module(code_dir, "all")))
+    return missing
 
 
-def ensure_hot_cache(code_dir, env=None):
-    """Rebuild the caches when one is not "ok" and a key can be had (a launcher
-    fell back to the source: make the next call fast again, and signed). env is
-    the hook's: its data_dir() holds the key the launchers check."""
-    if all(cache_status(code_dir, part, env) == "ok" for part in CACHE_CUTS):
-        return False
-    try:
-        build_hot_cache(os.path.join(code_dir, "notrest.py"), env)
-    except (OSError, SyntaxError, ValueError, NotrestError):
-        return False
-    return True
+def cli_pyc_path(code_dir):
+    """The CLI's bytecode of notrest.py: in its __pycache__, or, when that is not
+    writable (a read-only checkout), under ~/.cache/notrest/pycache, where the
+    CLI wrapper's import looks then."""
+    code_dir = os.path.abspath(code_dir)
+    pycache = os.path.join(code_dir, "__pycache__")
+    name = "notrest.%s.pyc" % sys.implementation.cache_tag
+    if os.access(pycache if os.path.isdir(pycache) else code_dir, os.W_OK):
+        return os.path.join(pycache, name)
+    return os.path.expanduser("~/.cache/notrest/pycache") + code_dir + "/" + name
 
 
 def skill_path(root, client, name):
@@ -24668,8 +24429,6 @@ def install_project(target, clients=("claude", "codex"), python=None, source=Non
     _install_client_files(root, estate, clients, install_state, report, created)
     _install_agents_block(root, report, created)
     _precompile(python, target_code)
-    if os.path.isfile(estate.path("hooks", BOOT_FILE)):
-        created.append(".notrest/hooks/%s" % BOOT_FILE)
     _install_harden(estate, root, config, install_state, created_before, created, report)
     record_manifest(estate)
     if not report:
@@ -24719,18 +24478,21 @@ def _install_agents_block(root, report, created):
 
 
 def _precompile(python, path):
-    """Cache the module's bytecode and its hot part now, and write the launchers'
-    boot (BOOT_FILE), with the interpreter the hooks run, so the first hook
-    compiles nothing."""
-    code, _out, err = run_command([python, "-X", "no_debug_ranges", "-I", "-S", "-c",
-                                   "import sys; sys.path.insert(0, sys.argv[2]); "
-                                   "import notrest; notrest.precompile_here(sys.argv[1]); "
-                                   "notrest.write_boot_code(sys.argv[3])",
-                                   path, os.path.dirname(path),
-                                   os.path.join(os.path.dirname(path), "hooks")], timeout=60)
-    if code != 0:
+    """Write the hooks' generated modules beside the installed notrest.py, then
+    compile each module once, with the interpreter the hooks run: its import of
+    notrest.py (with the hooks' sys.pycache_prefix) compiles and caches it,
+    precompile_here the rest, so the first hook compiles nothing."""
+    code_dir = os.path.dirname(path)
+    write_modules(code_dir)
+    code, out, err = run_command([
+        python, "-X", "no_debug_ranges", "-I", "-S", "-OO", "-c",
+        "import sys; sys.path.insert(0, sys.argv[2]); sys.pycache_prefix = sys.argv[3]; "
+        "import notrest; sys.pycache_prefix = None; "
+        "print(chr(10).join(notrest.precompile_here(sys.argv[1])))",
+        path, code_dir, pycache_prefix()], timeout=60)
+    if code != 0 or out.strip():
         sys.stderr.write("notrest: could not precompile %s: %s\n" % (
-            path, err.decode("utf-8", "replace")[-300:]))
+            path, (err or out).decode("utf-8", "replace")[-300:]))
 
 
 def uninstall_project(target, purge=False):
@@ -24742,6 +24504,8 @@ def uninstall_project(target, purge=False):
     created = set(state.get("created", []))
     apply_hardening(root, (), False, state, report)
     remove_project_store(root)
+    import shutil
+    shutil.rmtree(os.path.dirname(pyc_of(estate.path("notrest.py"))), ignore_errors=True)
     for client in CLIENT_EVENTS:
         line = uninstall_settings(root, client, state)
         if line is None:
@@ -24773,7 +24537,8 @@ def uninstall_project(target, purge=False):
         report.append("removed .notrest/ (estate purged)")
     else:
         import shutil
-        for name in ("notrest.py", "notrest", "install.json"):
+        for name in ("notrest.py", "notrest", "install.json") + tuple(
+                "notrest_%s.py" % part for part in MODULE_PARTS):
             try:
                 os.unlink(estate.path(name))
             except OSError:
@@ -24817,23 +24582,21 @@ def _remove_empty_dirs(folder, root):
 
 def harness_files():
     """The files of a copy-in install that the manifest covers (relative paths)."""
-    hooks = [name for name, _timeout in HOOK_EVENTS.values()] + [LAUNCH_FILE, BOOT_FILE]
+    hooks = [name for name, _timeout in HOOK_EVENTS.values()] + [LAUNCH_FILE]
     return [ESTATE_DIR + "/notrest.py", ESTATE_DIR + "/notrest"] + [
+        "%s/notrest_%s.py" % (ESTATE_DIR, part) for part in MODULE_PARTS] + [
         "%s/hooks/%s" % (ESTATE_DIR, name) for name in hooks]
 
 
-def cache_paths(code_dir, tag=None):
-    """{part: path} of the bytecode caches the hooks of one interpreter load: the
-    hot and warm parts and the module's own .pyc."""
+def cache_paths(code_dir, tag=None, env=None):
+    """{part: path} of the bytecode one interpreter's hooks and CLI import: the
+    hot and warm modules' and notrest.py's ("all") under pycache_prefix(), and the
+    CLI's .pyc ("module")."""
     tag = tag or sys.implementation.cache_tag
-    folder = cache_dir(code_dir)
-    paths = {part: os.path.join(folder, "notrest.%s.%s.bin" % (part, tag))
-             for part in CACHE_CUTS}
-    if folder == os.path.join(os.path.abspath(code_dir), "__pycache__"):
-        paths["module"] = os.path.join(folder, "notrest.%s.pyc" % tag)
-    else:
-        paths["module"] = os.path.expanduser("~/.cache/notrest/pycache") + \
-            os.path.abspath(code_dir) + "/notrest.%s.pyc" % tag
+    paths = {part: pyc_of(part_module(code_dir, part), env, tag)
+             for part in tuple(MODULE_PARTS) + ("all",)}
+    module = cli_pyc_path(code_dir)
+    paths["module"] = module[:-len(sys.implementation.cache_tag) - 4] + tag + ".pyc"
     return paths
 
 

@@ -1,6 +1,6 @@
 """Hook launch cost: every notrest hook as the client runs it, against the floor.
 
-    python3 bench/hooks.py [--runs N] [--quick] [--keep DIR]
+    python3 bench/hooks.py [--runs N] [--quick] [--keep DIR] [--base DIR]
 
 Installs notrest into a temp git project with install.sh (HOME inside the temp dir),
 seeds sessions with a history (driven through notrest.hook_main in-process), then for
@@ -12,8 +12,13 @@ each event runs, interleaved round by round after a warm-up:
          (python3 from PATH, maybe a shim; no -I -S; the file run as a script, so it
          is compiled on every call: what the launch design avoids)
 
+  base   sh <base project>/.notrest/hooks/<launcher> claude   (with --base DIR: the
+         notrest.py and install.sh in DIR, installed and seeded alike: before and
+         after, side by side in one run)
+
 each with the event's payload on stdin, and prints per event the medians (ms), the
-ratios hook/floor and naive/floor, and the peak RSS (MB) of each child (os.wait4).
+ratios hook/floor and naive/floor (and base/floor, hook/base), and the peak RSS (MB)
+of each child (os.wait4).
 Stdlib only. Machines are noisy: read the ratios; the milliseconds are beside them.
 """
 import argparse
@@ -175,6 +180,8 @@ def main(argv=None):
     parser.add_argument("--no-naive", action="store_true", help="skip the naive launcher")
     parser.add_argument("--source", metavar="DIR", help="measure the notrest.py and "
                         "install.sh in DIR instead of the checkout's")
+    parser.add_argument("--base", metavar="DIR", help="also measure the notrest.py and "
+                        "install.sh in DIR (an older version), interleaved with the hook")
     args = parser.parse_args(argv)
     if args.quick:
         args.runs, args.warmup = min(args.runs, 8), 1
@@ -218,11 +225,27 @@ def run(args, python, parent):
     env = benchlib.base_env(root, home)
     runner = benchlib.Runner(parent, recorded)
     code_path = os.path.join(root, ".notrest", "notrest.py")
-    variants = [("floor", lambda ev, la: [recorded, "-I", "-S", "-c", "pass"]),
-                ("hook", lambda ev, la: ["sh", la, "claude"])]
+    # each variant: (case index) -> (argv, stdin path, env, cwd)
+    variants = [("floor", lambda k: ([recorded, "-I", "-S", "-c", "pass"], cases[k][2],
+                                     env, root)),
+                ("hook", lambda k: (["sh", cases[k][3], "claude"], cases[k][2], env, root))]
+    if args.base:
+        base_parent = os.path.join(parent, "base")
+        os.makedirs(base_parent, exist_ok=True)
+        ours = sys.modules.pop("notrest")  # the base seeds with its own notrest.py
+        try:
+            b_root, b_home, _rec, _git, b_cases, b_seed = setup(base_parent, python,
+                                                                args.base)
+        finally:
+            sys.modules["notrest"] = ours
+        b_env = benchlib.base_env(b_root, b_home)
+        seed_s += b_seed
+        variants.append(("base", lambda k: (["sh", b_cases[k][3], "claude"], b_cases[k][2],
+                                            b_env, b_root)))
     if not args.no_naive:
-        variants.append(("naive", lambda ev, la: [naive_python, code_path, "hook", ev,
-                                                  "claude"]))
+        variants.append(("naive", lambda k: ([naive_python, code_path, "hook",
+                                              cases[k][1], "claude"], cases[k][2], env,
+                                             root)))
     samples = {(c[0], v[0]): [] for c in cases for v in variants}
     problems = {}
     total = args.warmup + args.runs
@@ -231,8 +254,9 @@ def run(args, python, parent):
             order = variants[(rnd + k) % len(variants):] + variants[:(rnd + k) %
                                                                    len(variants)]
             for name, make in order:
-                sample = runner.run(make(event, launcher), stdin_path=path, env=env,
-                                    cwd=root, keep_output=(name != "floor"))
+                argv, stdin_path, run_env, cwd = make(k)
+                sample = runner.run(argv, stdin_path=stdin_path, env=run_env, cwd=cwd,
+                                    keep_output=(name != "floor"))
                 if name != "floor":
                     why = answer_problem(label, sample)
                     if why and (label, name) not in problems:
@@ -246,6 +270,8 @@ def run(args, python, parent):
              "bytecode)" % recorded,
              "naive = %s .notrest/notrest.py hook EVENT claude (no -I -S, script "
              "compiled each run)" % naive_python,
+             "base  = the hook of the notrest.py in %s, installed alike" % (
+                 args.base or "(no --base)"),
              "runs  = %d measured rounds after %d warm-up, interleaved "
              "floor/hook/naive, order rotated each round" % (args.runs, args.warmup),
              "project: git %s; %d prior sessions + 1 per event, each ~%d journal lines; "
@@ -256,6 +282,8 @@ def run(args, python, parent):
     print()
     headers = ["event", "floor ms", "hook ms", "naive ms", "hook/floor", "naive/floor",
                "target", "cpu hook/floor", "hook MB", "naive MB", "floor MB", "verdict"]
+    if args.base:
+        headers[4:4] = ["base ms", "base/floor", "hook/base", "cpu hook/base"]
     rows, missed = [], []
     for label, _event, _path, _launcher in cases:
         med = {name: benchlib.median([s.ms for s in samples[(label, name)]])
@@ -275,14 +303,22 @@ def run(args, python, parent):
             verdict.append("RSS MISS")
             missed.append("%s: hook peak RSS %.1f MB >= %.0f MB" % (label, rss["hook"],
                                                                   RSS_TARGET_MB))
-        rows.append([label, benchlib.fmt_ms(med["floor"]), benchlib.fmt_ms(med["hook"]),
+        row = [label, benchlib.fmt_ms(med["floor"]), benchlib.fmt_ms(med["hook"]),
                      benchlib.fmt_ms(med.get("naive", float("nan"))),
                      benchlib.fmt_ratio(hook_ratio), benchlib.fmt_ratio(naive_ratio),
                      "<=%.1fx" % target if target else "-",
                      benchlib.fmt_ratio(cpu_ratio), benchlib.fmt_mb(rss["hook"]),
                      benchlib.fmt_mb(rss.get("naive", float("nan"))),
                      benchlib.fmt_mb(rss["floor"]),
-                     " ".join(verdict) or "ok"])
+                     " ".join(verdict) or "ok"]
+        if args.base:
+            cpu = {name: benchlib.median([s.cpu_ms for s in samples[(label, name)]])
+                   for name in ("hook", "base")}
+            row[4:4] = [benchlib.fmt_ms(med["base"]),
+                        benchlib.fmt_ratio(benchlib.ratio(med["base"], med["floor"])),
+                        benchlib.fmt_ratio(benchlib.ratio(med["hook"], med["base"])),
+                        benchlib.fmt_ratio(benchlib.ratio(cpu["hook"], cpu["base"]))]
+        rows.append(row)
     print(benchlib.table(headers, rows))
     print()
     print("medians of %d runs; ratios are median/median from the same interleaved run; "

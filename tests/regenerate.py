@@ -1,5 +1,6 @@
 """Regenerate the files of the repository that notrest.py renders: the plugin's hook
-launchers and hooks files (hooks/), the skills (skills/), and the block of
+launchers and hooks files (hooks/), the generated modules they import
+(notrest_hot.py, notrest_warm.py), the skills (skills/), and the block of
 notrest.py that holds the secret pre-filter's heads. The tests check that they are
 current.
 
@@ -39,8 +40,16 @@ def secret_heads():
         print("wrote notrest.py (the secret heads)")
 
 
+def modules():
+    """The generated modules beside notrest.py that the plugin's launchers import
+    (notrest_hot.py, notrest_warm.py: notrest.write_modules)."""
+    for path in notrest.write_modules(str(REPO)):
+        print("wrote", Path(path).relative_to(REPO))
+
+
 def main():
     secret_heads()
+    modules()
     for event, (name, _timeout) in notrest.HOOK_EVENTS.items():
         write("hooks/" + name, notrest.render_launcher(event), 0o755)
     write("hooks/" + notrest.LAUNCH_FILE, notrest.render_launch_tail(""))

@@ -21,7 +21,7 @@ FILES = ("config.json", "laws.json", "index.json", "sessions/s1.json",
          "journal/s1.jsonl", "acks.json", "permits.json", "threads.jsonl",
          "install.json", "person-notes.jsonl", "learned/candidates.json",
          "learned/state.json", "audit.json", "<manifest>", "<laws-last-good>", "<hot>", "<warm>",
-         "<key>")
+         "notrest_hot.py", "notrest_warm.py")
 CORRUPTIONS = ("fifo", "device", "dev-zero", "garbage", "wrong-shape", "folder",
                "unreadable")
 # a wrong shape of each JSON file (a line for the .jsonl ones)
@@ -31,9 +31,9 @@ WRONG = {".json": "[1, 2, 3]\n", ".jsonl": "[1, 2, 3]\n"}
 def _resolve(proj, where):
     code = str(proj.root / ".notrest")
     store = notrest.project_store(str(proj.root), {"HOME": str(proj.home)})
-    special = {"<key>": notrest.cache_key_path({"HOME": str(proj.home)}),
-               "<hot>": notrest.hot_cache_path(code, "hot"),
-               "<warm>": notrest.hot_cache_path(code, "warm"),
+    env = {"HOME": str(proj.home)}
+    special = {"<hot>": notrest.hot_cache_path(code, "hot", env),
+               "<warm>": notrest.hot_cache_path(code, "warm", env),
                "<manifest>": os.path.join(store, notrest.MANIFEST_NAME),
                "<laws-last-good>": os.path.join(store, "laws.last-good.json")}
     return special.get(where) or os.path.join(code, where)
@@ -115,7 +115,7 @@ def restore(proj, where):
 
 
 CASES = [(f, c) for f in FILES for c in CORRUPTIONS if not (
-    c == "wrong-shape" and f in ("<hot>", "<warm>", "<key>"))]
+    c == "wrong-shape" and f in ("<hot>", "<warm>", "notrest_hot.py", "notrest_warm.py"))]
 
 
 @pytest.mark.parametrize("where,corruption", CASES,

@@ -190,10 +190,9 @@ CASES = {
     "journal folder a file": ("journal", ("file",)),
     "sessions folder a file": ("sessions", ("file",)),
     "learned folder a file": ("learned", ("file",)),
-    # the key, the caches, the CLI's bytecode
-    "key open to others": ("<key>", ("chmod", 0o644)),
-    "key garbage": ("<key>", ("write", "not hex at all\n")),
-    "key a FIFO": ("<key>", ("fifo",)),
+    # the generated modules, the hooks' bytecode, the CLI's bytecode
+    "hot module a FIFO": ("notrest_hot.py", ("fifo",)),
+    "warm module cut short": ("notrest_warm.py", ("truncate", 0.5)),
     "hot cache rewritten": ("<hot>", ("flip",)),
     "warm cache a FIFO": ("<warm>", ("fifo",)),
     "hot cache a folder": ("<hot>", ("dir",)),
@@ -201,15 +200,14 @@ CASES = {
     "bytecode by time only": ("<pyc>", ("timestamp-pyc",)),
 }
 # what doctor must name for a case, when not the path's last part
-NAMED = {"<key>": "key", "<hot>": "hot cache", "<warm>": "warm cache",
-         "<pyc>": "bytecode"}
+NAMED = {"<hot>": "notrest_hot.", "<warm>": "notrest_warm.", "<pyc>": "bytecode"}
 
 
 def _resolve(proj, where):
     code = str(proj.root / ".notrest")
-    return {"<key>": notrest.cache_key_path({"HOME": str(proj.home)}),
-            "<hot>": notrest.hot_cache_path(code, "hot"),
-            "<warm>": notrest.hot_cache_path(code, "warm"),
+    env = {"HOME": str(proj.home)}
+    return {"<hot>": notrest.hot_cache_path(code, "hot", env),
+            "<warm>": notrest.hot_cache_path(code, "warm", env),
             "<pyc>": os.path.join(code, "__pycache__", "notrest.%s.pyc" %
                                   __import__("sys").implementation.cache_tag),
             }.get(where, os.path.join(code, where))
@@ -313,11 +311,9 @@ def corpus_project(tmp_path_factory):
             shutil.copytree(source, snapshot / name, symlinks=True)
         else:
             shutil.copy2(source, snapshot / name)
-    key = notrest.cache_key_path({"HOME": str(proj.home)})
-    code = str(estate)
     keep = {p: open(p, "rb").read() for p in (
-        key, notrest.hot_cache_path(code, "hot"), notrest.hot_cache_path(code, "warm"),
-        _resolve(proj, "<pyc>"))}
+        _resolve(proj, "<hot>"), _resolve(proj, "<warm>"), _resolve(proj, "<pyc>"),
+        str(estate / "notrest_hot.py"), str(estate / "notrest_warm.py"))}
     proj.snapshot, proj.keep = snapshot, keep
     return proj
 
@@ -344,7 +340,7 @@ def restore(proj):
         if not os.path.exists(path) or open(path, "rb").read() != data:
             with open(path, "wb") as handle:
                 handle.write(data)
-        os.chmod(path, 0o600 if path.endswith("/key") else 0o644)
+        os.chmod(path, 0o644)
 
 
 def test_the_undamaged_corpus_project_is_all_good(corpus_project, monkeypatch):
@@ -359,7 +355,7 @@ def test_the_corpus_is_large_and_covers_every_estate_file():
     for name in ("config.json", "laws.json", "index.json", "permits.json", "sessions",
                  "threads.jsonl", "journal", "learned", "compiled", "install.json",
                  "acks.json",
-                 "<key>", "<hot>", "<warm>", "<pyc>"):
+                 "notrest_hot.py", "notrest_warm.py", "<hot>", "<warm>", "<pyc>"):
         assert name in touched, name
     kinds = {action[0] for _, action in CASES.values()}
     assert {"fifo", "symlink", "dir", "chown", "merge", "write", "truncate"} <= kinds

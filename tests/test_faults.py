@@ -6,10 +6,8 @@ traceback reached anyone. Gates fail closed; advisory hooks fail open, quietly."
 import json
 import marshal
 import os
-import random
 import select
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -218,17 +216,19 @@ def test_no_interpreter_at_all_gates_answer_by_themselves(proj, tmp_path):
 @pytest.mark.parametrize("damage", ["truncated", "cut-cleanly", "import-error", "missing",
                                     "fifo"])
 def test_an_unloadable_module_fails_gates_closed_and_the_rest_open(proj, damage):
-    source = proj.root / ".notrest" / "notrest.py"
-    text = source.read_text()
-    source.unlink()
-    if damage == "truncated":
-        source.write_text(text[:len(text) // 2])  # a half-copied upgrade
-    elif damage == "cut-cleanly":  # it compiles, and lacks the command line
-        source.write_text(text[:text.index("\n# ==== CLI ====")])
-    elif damage == "import-error":
-        source.write_text("import notrest_helpers_that_are_not_there\n" + text)
-    elif damage == "fifo":
-        os.mkfifo(source)
+    for name in ("notrest.py", "notrest_hot.py", "notrest_warm.py"):  # all a hook imports
+        source = proj.root / ".notrest" / name
+        text = source.read_text()
+        source.unlink()
+        if damage == "truncated":
+            source.write_text(text[:len(text) // 2])  # a half-copied upgrade
+        elif damage == "cut-cleanly":  # it compiles, and lacks what follows
+            source.write_text(text[:text.index("\n# ==== CLI ====" if name == "notrest.py"
+                                               else "\ndef hook_main(")])
+        elif damage == "import-error":
+            source.write_text("import notrest_helpers_that_are_not_there\n" + text)
+        elif damage == "fifo":
+            os.mkfifo(source)
     session = "mod-" + damage
     for event in ("PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop"):
         payload = tool_payload(proj, session, "ls", event) if "Tool" in event or \
@@ -325,154 +325,93 @@ def test_an_sh_first_on_path_and_a_launcher_without_its_execute_bit_still_gate(
         result.code, result.stdout, result.stderr)
 
 
-# ---- signed caches ----------------------------------------------------------------
+# ---- the hooks' bytecode ----------------------------------------------------------
 
-def _stub_code_dir(tmp_path, env=None):
-    """A harness whose notrest.py is a stub that says it ran from source, with a hot
-    cache that holds the real hot part, signed for the stub's identity."""
-    home = tmp_path / "home"
-    code = home / "p" / ".notrest"
-    (code / "hooks").mkdir(parents=True)
-    (code / "hooks" / notrest.LAUNCH_FILE).write_text(
-        notrest.render_launch_tail(sys.executable))
-    (code / "hooks" / "pre-tool-use.sh").write_text(notrest.render_launcher("PreToolUse"))
-    deny = json.dumps({"hookSpecificOutput": {
-        "hookEventName": "PreToolUse", "permissionDecision": "deny",
-        "permissionDecisionReason": "stub: compiled from source"}})
-    (code / "notrest.py").write_text(
-        "import os, sys\n\ndef hook_main(argv):\n    sys.stdin.read()\n"
-        "    sys.stdout.write(%r + '\\n')\n    return 0\n\n"
-        "def exit_now(code):\n    sys.stdout.flush()\n    os._exit(code)\n\n"
-        "COMMANDS = {}\n" % deny)
-    env = dict(env or {}, HOME=str(home))
-    key = notrest.ensure_cache_key(env)
-    real = (REPO / "notrest.py").read_text()
-    hot = real[:real.find(notrest.CACHE_CUTS["hot"]) + 1]
-    body = marshal.dumps(compile(hot, str(code / "notrest.py"), "exec",
-                                 dont_inherit=True, optimize=2))
-    signed = notrest.cache_header("hot", os.stat(code / "notrest.py")) + body
-    path = notrest.hot_cache_path(str(code), "hot")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    return code, path, signed + notrest.cache_mac(key, signed), env
+def _pyc_with(proj, part, text):
+    """Bytecode of text under the header Python's import accepts for one part's
+    module: what someone who could write the pycache folder would plant."""
+    source = notrest.part_module(str(proj.root / ".notrest"), part)
+    stat = os.stat(source)
+    header = (notrest.sys.modules["_frozen_importlib_external"].MAGIC_NUMBER +
+              b"\0\0\0\0" + (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") +
+              (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+    return header + marshal.dumps(compile(text, source, "exec", dont_inherit=True))
 
 
-def test_random_flips_in_a_signed_cache_are_never_executed(tmp_path):
-    code, path, pristine, env = _stub_code_dir(tmp_path)
-    launcher = str(code / "hooks" / "pre-tool-use.sh")
-    payload = json.dumps({"session_id": "flip", "cwd": str(code.parent),
-                          "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": "rm -rf ~"}}).encode()
-    run_env = {"PATH": os.environ.get("PATH", ""), "HOME": env["HOME"]}
-
-    def run():
-        proc = subprocess.run(["sh", launcher, "claude"], input=payload,
-                              capture_output=True, env=run_env, timeout=20)
-        return proc
-
-    with open(path, "wb") as handle:
-        handle.write(pristine)
-    assert notrest.cache_status(str(code), "hot", env) == "ok"
-    signed = run()
-    assert b"no-destroy" in signed.stdout, "the signed cache itself must run"
-    rng = random.Random(20261201)
-    for runs in range(1, 151):  # a count, not a time box: load makes runs slow
-        data = bytearray(pristine)
-        for _ in range(rng.randint(1, 3)):
-            data[rng.randrange(len(data))] ^= rng.randint(1, 255)
-        with open(path, "wb") as handle:
-            handle.write(bytes(data))
-        proc = run()
-        assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
-        answer = json.loads(proc.stdout)
-        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
-        assert "stub: compiled from source" in proc.stdout.decode(), \
-            "a corrupted cache was executed (run %d)" % runs
+def test_the_agent_cannot_write_the_hooks_bytecode(proj):
+    """The hooks trust their bytecode because it lies in data_dir()/pycache, which
+    protect-harness keeps from the agent's tools and commands."""
+    pyc = notrest.hot_cache_path(str(proj.root / ".notrest"), "hot",
+                                 {"HOME": str(proj.home)})
+    for command in ("cp /tmp/evil.pyc %s" % pyc, "python3 -c 'open(\"%s\", \"wb\")'" % pyc,
+                    "rm -rf %s" % os.path.dirname(pyc)):
+        result = proj.hook("PreToolUse", tool_payload(proj, "pyc", command))
+        assert refused(result, "PreToolUse") and (
+            "protect-harness" in reason(result) or "no-destroy" in reason(result)), command
+    write = proj.hook("PreToolUse", proj.payload("PreToolUse", "pyc", tool_name="Write",
+                                                 tool_input={"file_path": pyc,
+                                                             "content": "x"}))
+    assert refused(write, "PreToolUse") and "protect-harness" in reason(write)
 
 
 @pytest.mark.parametrize("where", ["NOTREST_DATA_DIR", "XDG_DATA_HOME", "HOME",
                                    "relative NOTREST_DATA_DIR"])
-def test_the_launcher_finds_the_key_where_data_dir_says(tmp_path, where):
-    env = {"NOTREST_DATA_DIR": {"NOTREST_DATA_DIR": str(tmp_path / "dd") + "/"},
-           "XDG_DATA_HOME": {"XDG_DATA_HOME": str(tmp_path / "xdg")},
+def test_the_launcher_keeps_bytecode_where_data_dir_says(proj, where):
+    env = {"NOTREST_DATA_DIR": {"NOTREST_DATA_DIR": str(proj.home / "dd") + "/"},
+           "XDG_DATA_HOME": {"XDG_DATA_HOME": str(proj.home / "xdg")},
            "HOME": {}, "relative NOTREST_DATA_DIR": {"NOTREST_DATA_DIR": "rel/dir",
                                                      "XDG_DATA_HOME": "also/rel"}}[where]
-    code, path, pristine, env = _stub_code_dir(tmp_path, env)
-    assert os.path.exists(notrest.cache_key_path(env))
+    result = proj.hook("PreToolUse", tool_payload(proj, "dd", "rm -rf ~"), **env)
+    assert refused(result, "PreToolUse") and "no-destroy" in reason(result), result.stderr
+    pyc = notrest.hot_cache_path(str(proj.root / ".notrest"), "hot",
+                                 dict(env, HOME=str(proj.home)))
+    assert os.path.isfile(pyc), (where, pyc)
+    assert where == "HOME" or not result.stderr.strip(), result.stderr
+
+
+def test_a_rewritten_bytecode_file_is_found_by_doctor_and_rebuilt(proj, monkeypatch):
+    code = str(proj.root / ".notrest")
+    env = {"HOME": str(proj.home)}
+    monkeypatch.setenv("HOME", str(proj.home))  # doctor, in-process, reads the person's
+    path = notrest.hot_cache_path(code, "hot", env)
+    hot = (proj.root / ".notrest" / "notrest_hot.py").read_text().replace(
+        "def hook_main(argv,", "def _real_hook_main(argv,")
     with open(path, "wb") as handle:
-        handle.write(pristine)
-    payload = json.dumps({"session_id": "k", "cwd": str(code.parent),
-                          "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": "rm -rf ~"}}).encode()
-    proc = subprocess.run(["sh", str(code / "hooks" / "pre-tool-use.sh"), "claude"],
-                          input=payload, capture_output=True, timeout=20,
-                          env=dict(env, PATH=os.environ.get("PATH", "")))
-    assert b"no-destroy" in proc.stdout, (where, proc.stdout, proc.stderr)
-
-
-def test_a_rewritten_cache_in_an_installed_project_is_refused_and_rebuilt(proj, monkeypatch):
-    code = str(proj.root / ".notrest")
-    env = {"HOME": str(proj.home)}
-    monkeypatch.setenv("HOME", str(proj.home))  # doctor, in-process, reads the person's key
-    path = notrest.hot_cache_path(code, "hot")
-    pristine = open(path, "rb").read()
-    real = (REPO / "notrest.py").read_text()
-    hot = real[:real.find(notrest.CACHE_CUTS["hot"]) + 1].replace(
-        'def hook_main(argv,', 'def _real_hook_main(argv,')
-    poisoned = hot + "\ndef hook_main(argv, *a, **k):\n    print('{}')\n    return 0\n"
-    body = marshal.dumps(compile(poisoned, code + "/notrest.py", "exec", optimize=2))
-    with open(path, "wb") as handle:  # what an agent could write: the header, no key
-        handle.write(pristine[:notrest.CACHE_HEADER_BYTES] + body + b"\0" * 8)
-    assert notrest.cache_status(code, "hot", env) == "bad-signature"
+        handle.write(_pyc_with(proj, "hot", hot + "\ndef hook_main(argv, *a, **k):\n"
+                               "    print('{}')\n    return 0\n"))
+    assert notrest.judge_cache(code, "hot", {"path": path}) == "bad-signature"
     text, _ = doctor_text(proj.estate)
-    assert "hot cache" in text and "bad-signature" in text
+    assert "hooks' bytecode" in text and "bad-signature" in text and path in text
+    assert notrest.judge_cache(code, "hot", {"path": path}) == "ok", "doctor rebuilt it"
     result = proj.hook("PreToolUse", tool_payload(proj, "poison", "rm -rf ~"))
-    assert refused(result, "PreToolUse") and "no-destroy" in reason(result)
-    assert notrest.cache_status(code, "hot", env) == "ok", "rebuilt after the answer"
-    rng = random.Random(7)
-    for run in range(8):
-        data = bytearray(open(path, "rb").read())
-        data[rng.randrange(len(data))] ^= 0xFF
-        open(path, "wb").write(bytes(data))
-        result = proj.hook("PreToolUse", tool_payload(proj, "poison", "rm -rf ~"))
-        assert refused(result, "PreToolUse") and clean(result), run
-    (proj.home / ".local" / "share" / "notrest" / "key").unlink()
-    assert notrest.cache_status(code, "hot", env) == "no-key"
-    result = proj.hook("PreToolUse", tool_payload(proj, "poison", "rm -rf ~"))
-    assert refused(result, "PreToolUse")
-    assert notrest.cache_status(code, "hot", env) == "ok", "a new key, a new signature"
+    assert refused(result, "PreToolUse") and "no-destroy" in reason(result) and \
+        clean(result)
 
 
-def test_a_call_that_needs_a_reader_runs_the_whole_module_only_from_its_signed_cache(
+def test_a_call_that_needs_a_reader_imports_the_whole_module_from_the_data_folder(
         proj):
-    """The gate readers lie below the cold line: a call that needs one loads the whole
-    module, from its signed cache ("all") when that checks, never from one whose
-    signature fails (then from the source, with the same verdict)."""
+    """The gate readers lie below the cold line: a call that needs one imports
+    notrest.py with the hooks' bytecode under data_dir()/pycache, never the .pyc in
+    the project's __pycache__ (which the CLI reads, and the agent could write)."""
     code = str(proj.root / ".notrest")
     env = {"HOME": str(proj.home)}
-    assert notrest.cache_status(code, "all", env) == "ok", "install builds it"
     source = proj.root / ".notrest" / "notrest.py"
     mark = proj.home / "whole-module-ran"
     marked = source.read_text() + "\nopen(%r, 'a').write('ran\\n')\n" % str(mark)
-    body = marshal.dumps(compile(marked, str(source), "exec", dont_inherit=True,
-                                 optimize=2))
-    signed = notrest.hot_cache_header(str(source), "all") + body
-    path = notrest.hot_cache_path(code, "all")
     command = "python3 -c \"import shutil; shutil.rmtree('/home')\""
-    with open(path, "wb") as handle:
-        handle.write(signed + notrest.cache_mac(notrest.read_cache_key(env), signed))
+    with open(notrest.cli_pyc_path(code), "wb") as handle:  # the project's .pyc
+        handle.write(_pyc_with(proj, "all", marked))
     result = proj.hook("PreToolUse", tool_payload(proj, "whole-1", command))
     assert refused(result, "PreToolUse") and "no-destroy" in reason(result), reason(result)
-    assert mark.read_text() == "ran\n", "the signed cache is what ran"
-    plain = proj.hook("PreToolUse", tool_payload(proj, "whole-1", "ls"))
-    assert not refused(plain, "PreToolUse") and mark.read_text() == "ran\n", \
-        "a call that needs no reader loads no more than the hot part"
-    mark.unlink()
-    with open(path, "wb") as handle:  # what an agent could write: the header, no key
-        handle.write(signed + b"\0" * notrest.CACHE_MAC_BYTES)
-    assert notrest.cache_status(code, "all", env) == "bad-signature"
+    assert not mark.exists(), "a .pyc in the project ran"
+    with open(notrest.hot_cache_path(code, "all", env), "wb") as handle:
+        handle.write(_pyc_with(proj, "all", marked))
     result = proj.hook("PreToolUse", tool_payload(proj, "whole-2", command))
     assert refused(result, "PreToolUse") and "no-destroy" in reason(result)
-    assert clean(result) and not mark.exists(), "a cache that failed its check ran"
+    assert mark.read_text() == "ran\n", "the data folder's bytecode is what ran"
+    plain = proj.hook("PreToolUse", tool_payload(proj, "whole-3", "ls"))
+    assert not refused(plain, "PreToolUse") and mark.read_text() == "ran\n", \
+        "a call that needs no reader loads no more than the hot part"
 
 
 def test_a_same_size_edit_within_the_second_reaches_the_cli(proj):

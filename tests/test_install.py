@@ -1,7 +1,6 @@
 """install.sh as a user runs it: idempotent, keeps the user's settings, reversible;
 the hooks are POSIX sh; doctor proves each law in its three layers."""
 import json
-import marshal
 import os
 import shutil
 import subprocess
@@ -280,178 +279,54 @@ def test_ci_runs_the_readme_test_command():
         assert package in (REPO / ".ci" / "run").read_text(), package
 
 
-def test_hook_caches_are_built_at_install_and_rebuilt_when_stale(proj):
-    code_dir = proj.root / ".notrest"
-    source = code_dir / "notrest.py"
+def test_hook_bytecode_is_built_at_install_and_rewritten_when_stale(proj):
+    """Install writes the generated modules beside notrest.py and their bytecode
+    (and notrest.py's) under data_dir()/pycache; a hook whose module changed, or
+    whose bytecode is gone, still judges, and Python's import writes it again."""
+    code_dir = str(proj.root / ".notrest")
     env = {"HOME": str(proj.home)}
-    for part in notrest.CACHE_CUTS:
-        assert notrest.cache_status(str(code_dir), part, env) == "ok", part
-    key = proj.home / ".local" / "share" / "notrest" / "key"
-    assert key.stat().st_mode & 0o777 == 0o600
-    source.write_text(source.read_text() + "\n# a local edit\n")
-    assert notrest.cache_status(str(code_dir), "hot", env) == "stale"
+    text = (proj.root / ".notrest" / "notrest.py").read_text()
+    for part in notrest.MODULE_PARTS:
+        module = proj.root / ".notrest" / ("notrest_%s.py" % part)
+        assert module.read_text() == notrest.part_text(text, part)
+    paths = notrest.cache_paths(code_dir, env=env)
+    for part in ("hot", "warm", "all"):
+        assert paths[part].startswith(str(proj.home / ".local" / "share" / "notrest" /
+                                          "pycache") + "/"), paths[part]
+        assert notrest.judge_cache(code_dir, part, {"path": paths[part]}) == "ok", part
+    module = proj.root / ".notrest" / "notrest_hot.py"
+    module.write_text(module.read_text() + "# a local edit\n")
+    assert notrest.judge_cache(code_dir, "hot", {"path": paths["hot"]}) == "stale"
     payload = proj.payload("PreToolUse", "hc-1", tool_name="Bash",
                            tool_input={"command": "rm -rf /"})
     stale = proj.hook("PreToolUse", payload)
     assert stale.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert notrest.cache_status(str(code_dir), "hot", env) == "ok", \
-        "a stale launch must rebuild the cache"
-    caches = [notrest.hot_cache_path(str(code_dir), part) for part in notrest.CACHE_CUTS]
-    os.unlink(caches[0])
-    assert notrest.cache_status(str(code_dir), "hot", env) == "missing"
+    assert notrest.judge_cache(code_dir, "hot", {"path": paths["hot"]}) == "ok", \
+        "a stale launch must rewrite the bytecode"
+    os.unlink(paths["hot"])
     gone = proj.hook("PreToolUse", payload)
     assert gone.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert notrest.cache_status(str(code_dir), "hot", env) == "ok"
+    assert notrest.judge_cache(code_dir, "hot", {"path": paths["hot"]}) == "ok"
+    assert not gone.stderr.strip(), "a bytecode file written again is no fallback"
 
 
-def test_caches_move_to_the_home_cache_when_the_checkout_is_read_only(tmp_path,
-                                                                   monkeypatch):
+def test_bytecode_stays_out_of_a_read_only_checkout(tmp_path, monkeypatch):
+    """A read-only checkout gets no __pycache__: the hooks' bytecode goes under
+    data_dir()/pycache, the CLI's under ~/.cache/notrest/pycache."""
     code_dir = tmp_path / "ro" / ".notrest"
     code_dir.mkdir(parents=True)
     (code_dir / "notrest.py").write_text((REPO / "notrest.py").read_text())
+    notrest.write_modules(str(code_dir))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setattr(os, "access", lambda path, mode: False)
-    mirror = notrest.cache_dir(str(code_dir))
-    assert mirror == str(tmp_path / "home" / ".cache" / "notrest") + str(code_dir)
+    assert notrest.cli_pyc_path(str(code_dir)).startswith(
+        str(tmp_path / "home" / ".cache" / "notrest" / "pycache") + str(code_dir))
     monkeypatch.setattr(notrest.sys, "pycache_prefix", None)
-    notrest.precompile_here(str(code_dir / "notrest.py"))
-    assert os.path.exists(notrest.hot_cache_path(str(code_dir), "hot"))
+    assert notrest.precompile_here(str(code_dir / "notrest.py")) == []
+    for part in ("hot", "warm", "all"):
+        assert os.path.isfile(notrest.hot_cache_path(str(code_dir), part))
     assert not (code_dir / "__pycache__").exists()
     assert list((tmp_path / "home" / ".cache" / "notrest" / "pycache").rglob("*.pyc"))
-
-
-LAZY_SAMPLE = '''
-import sys
-
-def _lazy_code(func, back, size):
-    start = len(_lazy_blob) - 8 - back
-    func.__code__ = sys.modules["marshal"].loads(_lazy_blob[start:start + size])
-    return func
-
-def plain(a, b=2, *rest, c, d=4, **more):
-    """%(pad)s"""
-    return (a, b, rest, c, d, sorted(more.items()))
-
-def only(a, /, b=[1]):
-    """%(pad)s"""
-    b.append(a)
-    return b
-
-def counts(n):
-    """%(pad)s"""
-    for i in range(n):
-        yield i * i
-
-def fact(n):
-    """%(pad)s"""
-    return 1 if n < 2 else n * fact(n - 1)
-
-def twice(x):
-    return x
-
-def twice(x):
-    """%(pad)s"""
-    return (x, x)
-
-class Box:
-    def __init__(self, v, *, scale=3):
-        """%(pad)s"""
-        self.v = v * scale
-
-    def get(self, extra=0):
-        """%(pad)s"""
-        return self.v + extra
-
-    @staticmethod
-    def tag(x="t"):
-        """%(pad)s"""
-        return "<%%s>" %% x
-
-    def sup(self):
-        """%(pad)s"""
-        return super().__repr__()[:5]
-
-small = lambda: "small"
-''' % {"pad": "x" * 600}
-
-
-def test_lazy_split_stand_ins_call_as_the_functions_they_hold():
-    """The held functions of a cache (lazy_split) answer every call shape as the
-    real ones do: defaults, keyword-only, *args/**kwargs, positional-only, a
-    mutable default kept across calls, generators, recursion, methods; a name
-    bound twice, a decorated method and a closure over __class__ stay whole."""
-    code = compile(LAZY_SAMPLE, "sample.py", "exec", dont_inherit=True)
-    lazy, held = notrest.lazy_split(code, LAZY_SAMPLE, "sample.py")
-    standins = sorted(c.co_name for c in lazy.co_consts if hasattr(c, "co_code")
-                      and "_lazy_code" in c.co_names)
-    assert standins == ["counts", "fact", "only", "plain"], standins
-    box = [c for c in lazy.co_consts if getattr(c, "co_name", "") == "Box"][0]
-    assert sorted(c.co_name for c in box.co_consts if hasattr(c, "co_code")
-                  and "_lazy_code" in c.co_names) == ["__init__", "get"]
-    blob = memoryview(marshal.dumps(lazy) + held + b"M" * 8)
-    g = {"__name__": "sample", "_lazy_blob": blob}
-    exec(lazy, g)
-    whole = {"__name__": "sample"}
-    exec(code, whole)
-    for ns in (g, whole):
-        assert ns["plain"](1, c=3) == (1, 2, (), 3, 4, [])
-        assert ns["plain"](1, 5, 6, 7, c=3, d=0, z=9) == (1, 5, (6, 7), 3, 0, [("z", 9)])
-        assert ns["only"](7) == [1, 7] and ns["only"](8) == [1, 7, 8]
-        with pytest.raises(TypeError):
-            ns["only"](a=1)
-        with pytest.raises(TypeError):
-            ns["plain"](1)
-        assert list(ns["counts"](4)) == [0, 1, 4, 9] and ns["fact"](6) == 720
-        assert ns["twice"](2) == (2, 2) and ns["small"]() == "small"
-        b = ns["Box"](2, scale=5)
-        assert b.get() == 10 and b.get(extra=1) == 11 and ns["Box"].tag() == "<t>"
-        assert b.sup() == "<samp"
-    assert "_lazy_code" not in g["plain"].__code__.co_names  # the real code, once called
-    assert g["plain"].__defaults__ == whole["plain"].__defaults__
-
-
-ENVIRON_PROBE = """
-import json, os, pathlib, sys
-e = os.environ
-e["NR_A"] = "1"
-out = [e.get("NR_A"), e.get("NR_NONE", "d"), "NR_A" in e, "NR_NONE" in e,
-       sorted(k for k in dict(e) if k.startswith("NR_")), e.copy()["NR_A"],
-       sorted(k for k in e.keys() if k.startswith("NR_")),
-       [v for k, v in e.items() if k == "NR_A"], "1" in e.values(),
-       e.setdefault("NR_B", "2"), e.setdefault("NR_B", "3"), e.pop("NR_B"),
-       e.pop("NR_B", "gone"), e == dict(e), os.getenv("NR_A"),
-       isinstance(pathlib.PurePath("x"), os.PathLike), isinstance("x", os.PathLike)]
-e.update({"NR_C": "c"}, NR_D="d")
-out += [os.environ["NR_C"], os.environ["NR_D"], os.path.join("a", "b")]
-del e["NR_A"]
-out.append("NR_A" in e)
-import collections.abc
-out.append(isinstance(os.environ, collections.abc.MutableMapping) or "stand-in")
-out.append(type(sys.modules["_collections_abc"].Sequence).__name__)
-print(json.dumps(out))
-"""
-
-
-def test_os_imported_over_the_boots_stand_in_behaves_as_os():
-    """The boot imports os over a stand-in for _collections_abc (BOOT_CACHED): what
-    notrest does with os.environ and os.PathLike gives what it gives in a plain
-    interpreter, and whatever imports _collections_abc later gets the real one."""
-    stand_in = notrest.BOOT_CACHED[:notrest.BOOT_CACHED.index("import os\na = sys.argv")]
-    assert "sys.modules[\"_collections_abc\"] = m" in stand_in
-    results = []
-    for prelude in ("", stand_in):
-        proc = subprocess.run([sys.executable, "-I", "-S", "-c", prelude + ENVIRON_PROBE],
-                              capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        results.append(json.loads(proc.stdout))
-    plain, boot = results
-    assert plain[:-2] == boot[:-2]
-    assert plain[-1] == boot[-1] == "ABCMeta"  # the real _collections_abc, later
-    assert boot[-2] == "stand-in"  # os.environ's base is the stand-in: said, kept
-    skipped = subprocess.run([sys.executable, "-I", "-S", "-c", stand_in + (
-        "import sys; print('_collections_abc' in sys.modules)")], capture_output=True,
-        text=True, timeout=60)
-    assert skipped.stdout.strip() == "False", "os came without _collections_abc"
 
 
 EXTENSION_PROBE = """
