@@ -5093,6 +5093,8 @@ def _follow(cmd, state, cmds, depth):
     elif "/" in argv[0] and not isinstance(argv[0], Opaque) and not argv[0].startswith(
             _SYSTEM_PROGRAMS):
         run_script(cmd, argv[0], argv[1:], cmds, depth, None)
+    if prog in _RUNNER_ROWS:
+        follow_runner(cmd, cmds, depth)
     if prog in _CODE_OPTION_PROGRAMS:
         _follow_code_options(cmd, cmds, depth)
     elif prog == "git" and _git_may_run(cmd):
@@ -5107,6 +5109,14 @@ def _follow(cmd, state, cmds, depth):
         if cmd.shared.pending and any("hooks" in str(t) or str(t).endswith(
                 ("config", ".gitconfig", "config.worktree")) for t, _m in written_paths(cmd)):
             _follow_git_hook_writes(cmd, cmds, depth)
+
+
+# Build and test runners, judged for what the call hands them to run
+# (follow_runner, below the cold line).
+follow_runner = _reader("follow_runner")
+follow_python_test_modules = _reader("follow_python_test_modules")
+_RUNNER_ROWS = frozenset(("cmake", "tox", "go", "rake", "m4", "emacs", "emacs-nox", "pytest",
+                          "py.test", "mocha", "jest", "vitest", "ava")) | _MAKES
 
 
 def _follow_git_hook_writes(cmd, cmds, depth):
@@ -5559,6 +5569,8 @@ def _follow_interpreter(cmd, cmds, depth):
     codes, script, module, rest = interpreter_parts(argv)
     language = _language(cmd.prog) or "other"
     if module is not None:
+        if module in ("unittest", "pytest"):
+            follow_python_test_modules(cmd, module, list(argv[rest:]), cmds, depth)
         if module.split(".")[0] == "notrest":
             cmd.cli = list(argv[rest:])
         elif cmd.shared is not None and "/" not in module:
@@ -6658,6 +6670,20 @@ LAW_FIELDS = ("id", "text", "on", "action", "instead", "tool", "program", "comma
 DEFAULT_PROTECTED_BRANCHES = ("main", "master")
 # What protect-harness guards, relative to the project, the home folder, the
 # clients' own folders ($CODEX_HOME, $CLAUDE_CONFIG_DIR), and the machine.
+# Files git reads for the programs it runs, written by hand (`sed -i … .git/config`,
+# an interpreter's open(), a `.git` file naming another repository): the next git
+# call, the person's or a hook's, runs what they name. `git config` itself is
+# judged by its setting (git_program_setting); the hooks here are the ones that fire
+# on calls nobody typed (a ref update, an index write, the receiving side of a push
+# or a sync), where an ordinary hook (pre-commit) is judged by its text.
+_GIT_QUIET_HOOKS = ("reference-transaction", "post-index-change", "fsmonitor-watchman",
+                    "pre-auto-gc", "push-to-checkout", "pre-receive", "update",
+                    "post-receive", "post-update", "proc-receive", "post-checkout",
+                    "p4-*", "sendemail-validate")
+GIT_PROGRAM_FILES = (".git/config", ".git/config.worktree", ".git/info/attributes",
+                     "**/.git/config", "**/.git/config.worktree", "**/.git") + tuple(
+    "%s.git/hooks/%s" % (lead, name) for lead in ("", "**/") for name in _GIT_QUIET_HOOKS)
+HOME_GIT_PROGRAM_FILES = (".gitconfig", ".config/git/config", ".config/git/attributes")
 HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  ".claude/settings.local.json", ".claude/settings*.json",
                  ".codex/hooks.json", ".codex/config.toml", ".claude/skills/notrest*",
@@ -6667,7 +6693,8 @@ HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  # session started there runs them
                  "**/.notrest", "**/.notrest/**", "**/.claude/settings*.json",
                  "**/.codex/hooks.json", "**/.codex/config.toml",
-                 "**/.claude/skills/notrest*/**", "**/.agents/skills/notrest*/**")
+                 "**/.claude/skills/notrest*/**", "**/.agents/skills/notrest*/**") + \
+    GIT_PROGRAM_FILES
 SHELL_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout",
                        ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
                        ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".xprofile",
@@ -6684,7 +6711,7 @@ HOME_HARNESS_PATHS = tuple("%s/%s" % (folder, name) for folder in (
                       ".claude/skills/notrest*", ".claude/skills/notrest*/**",
                       ".agents/skills/notrest*", ".agents/skills/notrest*/**",
                       ".codex/sessions/**", ".codex/archived_sessions/**") + \
-    SHELL_STARTUP_FILES
+    SHELL_STARTUP_FILES + HOME_GIT_PROGRAM_FILES
 CODEX_HOME_HARNESS = ("hooks.json", "config.toml", "sessions/**", "archived_sessions/**",
                       "skills/notrest*/**")
 CLAUDE_CONFIG_HARNESS = ("settings*.json", "plugins/**", "skills/notrest*",
@@ -17090,6 +17117,225 @@ _MAKE_SKIP = ("-n", "--dry-run", "--just-print", "--recon", "-q", "--question", 
 _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 
 
+# ---- build and test runners: what a call shows them running ------------------
+# Running tests and builds is ordinary (what the project's own code does then is
+# ring 2's); what the call itself hands a runner to run is judged here, one row per
+# runner and option family: cmake -E's file verbs and -P scripts, tox exec, go's
+# -exec, rake -e, make --eval, a test runner's --require / -p module.
+
+_CMAKE_E = {"rm": "rm", "remove": "rm -f", "remove_directory": "rm -rf",
+            "rename": "mv", "copy": "cp", "copy_directory": "cp -r",
+            "copy_if_different": "cp", "create_symlink": "ln -s",
+            "create_hardlink": "ln", "touch": "touch", "env": "env", "chdir": "cd",
+            "tar": "tar", "make_directory": "mkdir -p", "cat": "cat"}
+
+
+def _runner_line(cmd, words, cmds, depth, origin):
+    if words:
+        spawn_argv(cmd, list(words), cmds, depth + 1, origin)
+
+
+def _cmake_script(text):
+    """Shell lines that do what a CMake script's file() and execute_process() do."""
+    import re
+    lines = []
+    text = re.sub(r"\$ENV\{HOME\}", "~", str(text))
+    for verb, body in re.findall(r"(?i)\b(file|execute_process)\s*\(([^)]*)\)", text)[:64]:
+        words = split_words(body.replace("\n", " "))
+        words = [w for w in words if isinstance(w, str)]
+        if verb.lower() == "file" and words:
+            op = words[0].upper()
+            mapped = {"REMOVE_RECURSE": "rm -rf", "REMOVE": "rm -f", "RENAME": "mv",
+                      "WRITE": "tee", "APPEND": "tee -a", "COPY": "cp -r",
+                      "READ": "cat"}.get(op)
+            args = [w for w in words[1:] if not w.isupper()]
+            if mapped and args:
+                target = args[:1] if op in ("WRITE", "APPEND", "READ") else args
+                lines.append(" ".join([mapped] + [_quote_arg(a) if not a.startswith("~")
+                                                  else a for a in target]) +
+                             (" </dev/null" if op in ("WRITE", "APPEND") else ""))
+        elif verb.lower() == "execute_process":
+            at = next((k for k, w in enumerate(words) if w == "COMMAND"), None)
+            if at is not None:
+                rest = []
+                for w in words[at + 1:]:
+                    if w.isupper() and w != "COMMAND":
+                        break
+                    rest.append(w)
+                lines.append(" ".join(_quote_arg(w) for w in rest if w != "COMMAND"))
+    return lines
+
+
+def _follow_cmake(cmd, cmds, depth):
+    argv = cmd.argv
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-E":
+            verb = _CMAKE_E.get(str(argv[i + 1]))
+            if verb:
+                _runner_line(cmd, verb.split() + list(argv[i + 2:]), cmds, depth,
+                             "cmake -E %s" % argv[i + 1])
+            return
+        if arg == "-P":
+            script = argv[i + 1]
+            if str(script) in _STDIN_PATHS or script == "-":
+                text = _stdin_script(cmd)
+            elif isinstance(script, Opaque):
+                text = script
+            else:
+                text = _script_text(_resolve_in(cmd, script), cmd.shared)
+            if isinstance(text, Opaque):
+                unknown_code(cmd, text, "runs a CMake script the gate cannot read")
+                return
+            for line in _cmake_script(text or ""):
+                _nested(cmd, line, cmds, depth, origin="cmake -P")
+            return
+
+
+def _follow_tox(cmd, cmds, depth):
+    argv = [str(a) for a in cmd.argv]
+    if "exec" in argv[1:3] or "-x" in argv or "--override" in argv:
+        if "--" in argv:
+            _runner_line(cmd, cmd.argv[argv.index("--") + 1:], cmds, depth, "tox exec")
+        elif "exec" in argv[1:3]:
+            unknown_code(cmd, None, "runs a command in tox's environment")
+
+
+def _follow_go(cmd, cmds, depth):
+    for value in option_values(cmd, ("-exec", "--exec", "-toolexec", "--toolexec")):
+        if isinstance(value, Opaque):
+            unknown_code(cmd, value, "runs go's binaries through a program it names")
+        else:
+            _nested(cmd, "%s ./x.test" % value, cmds, depth, origin="go -exec")
+
+
+def _follow_rake(cmd, cmds, depth):
+    for value in option_values(cmd, ("-e", "--execute", "-E", "--execute-continue",
+                                     "-p", "--execute-print")):
+        if isinstance(value, Opaque):
+            unknown_code(cmd, value, "runs Ruby code the gate cannot know")
+        else:
+            _follow_code(cmd, str(value), "ruby", ["-e"], cmds, depth, "rake -e")
+
+
+def _follow_make_eval(cmd, cmds, depth):
+    texts = option_values(cmd, ("-E", "--eval"))
+    if not texts:
+        return
+    goals = [a for a in cmd.argv[1:] if isinstance(a, str) and not a.startswith("-")
+             and a not in texts and not _is_assignment(a)]
+    for text in texts:
+        if isinstance(text, Opaque):
+            unknown_code(cmd, text, "makes make read rules the gate cannot know")
+            continue
+        for target, line in make_lines(str(text).replace("; ", "\n\t", 1) if ":" in str(
+                text) and "\n" not in str(text) else str(text), goals, {}, {}, cmd.cwd):
+            _nested(cmd, line, cmds, depth, origin="make --eval %s" % target)
+
+
+def _follow_test_loader(cmd, cmds, depth):
+    """A test runner told to load a module or file before the tests (`mocha
+    --require ./x.js`, `jest --setupFiles`, `pytest -p mod`): that code runs."""
+    prog = cmd.prog
+    if prog in ("pytest", "py.test"):
+        for value in option_values(cmd, ("-p",)):
+            _load_python_module(cmd, value, cmds, depth)
+        return
+    for value in option_values(cmd, ("--require", "-r", "--import", "--loader",
+                                     "--setupFiles", "--setupFilesAfterEnv",
+                                     "--globalSetup", "--file")):
+        if isinstance(value, Opaque):
+            unknown_code(cmd, value, "loads code the gate cannot know before the tests")
+        elif "/" in str(value) or str(value).endswith((".js", ".mjs", ".cjs", ".ts")):
+            _run_code_file(cmd, value, [], "node", cmds, depth)
+
+
+def _load_python_module(cmd, name, cmds, depth):
+    """A module named to python's test runners (unittest NAME, pytest -p NAME): the
+    file it is in the current folder runs."""
+    if isinstance(name, Opaque) or cmd.shared is None or str(name).startswith("-"):
+        return
+    name = str(name)
+    if name.startswith("no:"):
+        return
+    rel = name if name.endswith(".py") else os.path.join(*name.split(".")) + ".py"
+    for path in (rel, os.path.join(rel[:-3], "__init__.py")):
+        full = _resolve_in(cmd, path)
+        if os.path.isfile(full):
+            _run_code_file(cmd, path, [], "python", cmds, depth)
+            return
+
+
+def follow_python_test_modules(cmd, module, args, cmds, depth):
+    """python -m unittest NAMES / -m pytest -p NAME: the modules they import."""
+    if module == "unittest":
+        for arg in args:
+            if isinstance(arg, str) and not arg.startswith("-") and arg not in (
+                    "discover",):
+                _load_python_module(cmd, arg, cmds, depth)
+    elif module == "pytest":
+        for k, arg in enumerate(args[:-1]):
+            if arg == "-p":
+                _load_python_module(cmd, args[k + 1], cmds, depth)
+
+
+def _follow_m4(cmd, cmds, depth):
+    import re
+    texts = [a for a in cmd.argv[1:] if isinstance(a, str)]
+    body = _stdin_script(cmd)
+    if isinstance(body, str):
+        texts.append(body)
+    for text in texts:
+        for found in re.findall(r"\b(?:esyscmd|syscmd)\(\s*`?([^')]*)", text)[:16]:
+            _nested(cmd, found, cmds, depth, origin="m4 syscmd")
+
+
+def _elisp_lines(code):
+    """Shell lines that do what a few Emacs Lisp forms do."""
+    import re
+    lines = []
+    for form, args in re.findall(r"\((delete-directory|delete-file|shell-command|"
+                                 r"call-process-shell-command|call-process|"
+                                 r"copy-file|rename-file|write-region)\s+([^()]*)",
+                                 str(code))[:32]:
+        strings = re.findall(r'"((?:[^"\\]|\\.)*)"', args)
+        if not strings:
+            continue
+        quoted = [s if s.startswith("~") else _quote_arg(s) for s in strings]
+        if form == "delete-directory":
+            lines.append("rm -rf %s" % quoted[0] if " t" in args else "rmdir %s" %
+                         quoted[0])
+        elif form == "delete-file":
+            lines.append("rm -f %s" % quoted[0])
+        elif form in ("shell-command", "call-process-shell-command"):
+            lines.append(strings[0])
+        elif form == "call-process":
+            lines.append(" ".join([quoted[0]] + quoted[1:]))
+        elif form in ("copy-file", "rename-file") and len(quoted) > 1:
+            lines.append("%s %s %s" % ("cp" if form == "copy-file" else "mv", quoted[0],
+                                       quoted[1]))
+        elif form == "write-region":
+            lines.append("tee %s </dev/null" % quoted[-1])
+    return lines
+
+
+def _follow_emacs(cmd, cmds, depth):
+    for value in option_values(cmd, ("--eval", "-eval")):
+        if isinstance(value, Opaque):
+            unknown_code(cmd, value, "runs Emacs Lisp the gate cannot know")
+            continue
+        for line in _elisp_lines(value):
+            _nested(cmd, line, cmds, depth, origin="emacs --eval")
+
+
+def follow_runner(cmd, cmds, depth):
+    row = {"cmake": _follow_cmake, "tox": _follow_tox, "go": _follow_go,
+           "rake": _follow_rake, "m4": _follow_m4, "emacs": _follow_emacs,
+           "emacs-nox": _follow_emacs}.get(cmd.prog)
+    if row is None:
+        row = _follow_make_eval if cmd.prog in _MAKES else _follow_test_loader
+    row(cmd, cmds, depth)
+
+
 def _follow_make(cmd, cmds, depth):
     """Judge the recipe lines `make` would run for its goals (and their
     prerequisites), each as the shell line make gives /bin/sh."""
@@ -19012,6 +19258,7 @@ def follow_git_config_text(cmd, text, cmds, depth):
         kind = git_key_kind(full)
         if kind:
             _git_value(cmd, kind, full, value.strip().strip('"'), cmds, depth)
+        git_program_setting(cmd, full, value.strip().strip('"'))
 
 
 def _git_value(cmd, kind, key, value, cmds, depth):
@@ -19058,6 +19305,52 @@ def _git_hooks_folder(cmd, key, value, cmds, depth):
             run_script(cmd, path, [], cmds, depth, None)
 
 
+# Transports git may be told to allow that run a program of the URL's choosing.
+_GIT_SAFE_PROTOCOLS = frozenset(("file", "ssh", "https", "http", "git"))
+_GIT_PLAIN_HELPERS = frozenset(("store", "cache", "osxkeychain", "manager", "manager-core",
+                                "libsecret", "wincred", "gnome-keyring", "checkout",
+                                "rebase", "merge", "none", ""))
+_SHELL_CODE_CHARS = frozenset(";|&$`<>()\n")
+
+
+def git_program_setting(cmd, key, value):
+    """A setting an agent stores (git config, a config file it writes) that names a
+    program git runs later: on the next status, fetch, push or checkout, the
+    person's, the client's or a hook's, where the gate does not see it. A plain
+    program found on the system (`core.editor vim`, `credential.helper store`) is
+    ordinary; a script, a shell or interpreter, a `!` command, shell code, or an
+    `ext`-like transport allowed, is the agent's own program made to run later."""
+    low = str(key).lower()
+    parts = low.split(".")
+    if parts[0] == "protocol" and parts[-1] == "allow" and (len(parts) == 2 or ".".join(
+            parts[1:-1]) not in _GIT_SAFE_PROTOCOLS) and str(value).lower() in (
+                "always", "user"):
+        unknown_code(cmd, None, "lets git run the program a URL names (%s %s)" % (
+            key, value))
+        return
+    kind = git_key_kind(str(key))
+    if kind not in ("shell", "helper"):
+        return
+    if isinstance(value, (Opaque, Found)):
+        unknown_code(cmd, value, "sets %s to a value the gate cannot know" % key)
+        return
+    text = str(value).strip()
+    if not text or text.lower() in _GIT_BOOLS or (kind == "helper" and text.lower() in
+                                                  _GIT_PLAIN_HELPERS):
+        return
+    words = split_words(text.lstrip("!")) if not isinstance(text, Opaque) else []
+    first = str(words[0]) if words else ""
+    name = os.path.basename(first)
+    if text.startswith("!") or any(c in text for c in _SHELL_CODE_CHARS) or (
+            "/" in first and not first.startswith(_SYSTEM_PROGRAMS)) or (
+                name in SHELL_NAMES or name in INTERPRETERS or name.startswith(
+                    ("python", "pypy"))) or name.endswith((".sh", ".py", ".pl", ".rb",
+                                                           ".js")):
+        unknown_code(cmd, None, "sets %s to a program of its own (%s), which git runs "
+                     "later, where the gate does not judge it" % (key, redact_clip(
+                         text, 60)))
+
+
 def _git_config_verb(cmd, args, cmds, depth):
     """git config [scope] [--add|--replace-all|set] KEY VALUE: what it sets runs
     later, on commands the gate judges one by one."""
@@ -19077,6 +19370,7 @@ def _git_config_verb(cmd, args, cmds, depth):
         kind = git_key_kind(words[0])
         if kind:
             _git_value(cmd, kind, words[0], words[1], cmds, depth)
+        git_program_setting(cmd, words[0], words[1])
 
 
 def _git_rebase_verb(cmd, args, cmds, depth):
