@@ -94,7 +94,7 @@ PATHLESS_TOOLS = frozenset(("WebFetch", "WebSearch", "TodoWrite", "TodoRead", "S
                             "SlashCommand", "ExitPlanMode", "AskUserQuestion", "BashOutput",
                             "KillShell", "KillBash", "ToolSearch", "ListMcpResourcesTool",
                             "update_plan", "view_image", "web_search", "wait_agent",
-                            "multi_agent_v1wait_agent", "write_stdin"))
+                            "multi_agent_v1wait_agent"))
 # The hot part (every tool call) ends at the cold line; the warm part (session
 # events) at the doctor section: what follows serves commands people run. "all"
 # is the whole module (no cut), for a hook that needs what lies below its part.
@@ -7031,6 +7031,11 @@ class GateContext:
                 return " ".join(_quote_arg(str(a)) for a in command)
             return command if isinstance(command, str) else ""
         tool = event.tool or ""
+        if tool == "write_stdin" and isinstance(event.tool_input, dict):
+            # Codex's keystrokes into a shell exec_command left open: each line the
+            # shell reads is a command line, judged as exec_command's would be
+            chars = event.tool_input.get("chars")
+            return chars if isinstance(chars, str) else ""
         if tool in ("Write", "create_file") and isinstance(event.tool_input, dict):
             target = event.tool_input.get("file_path") or event.tool_input.get("path")
             content = event.tool_input.get("content")
@@ -18278,6 +18283,62 @@ def _find_may_hit_harness(finder, root_path, ctx):
     return False
 
 
+# The CLI's options that move what a verb writes or where: given as a prefix
+# (`--ou`, which argparse once took for --out) they are judged as the option.
+_CLI_WHERE_OPTIONS = ("--out", "--root", "--remote", "--session", "--prune-before")
+# Variables that move the folders a notrest run writes (its data, the clients').
+_CLI_WHERE_ENV = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "HOME", "CODEX_HOME",
+                  "CLAUDE_CONFIG_DIR", "XDG_STATE_HOME", "ZDOTDIR")
+
+
+def judge_cli_options(ctx, cmd, verb, rest, args):
+    """An agent verb's own side effects: an abbreviated option, a --root that is not
+    this project, a view written anywhere but a new .html page outside the harness,
+    a run whose environment moves notrest's folders."""
+    shown = cmd.shown()
+    moved = [k for k in _CLI_WHERE_ENV if k in cmd.env and str(cmd.env.get(k)) != str(
+        ctx.event.env.get(k, cmd.env.get(k) if k == "HOME" and not ctx.event.env.get(
+            k) else None))]
+    if moved:
+        return "`%s` moves the folders notrest writes (%s) for a notrest run: notrest " \
+               "writes only its own" % (shown, ", ".join(moved))
+    words = [a for a in args if isinstance(a, str)]
+    for word in words:
+        name = word.split("=", 1)[0]
+        if name.startswith("--") and len(name) > 2 and name not in _CLI_WHERE_OPTIONS \
+                and any(o.startswith(name) for o in _CLI_WHERE_OPTIONS):
+            return "`%s` abbreviates an option (%s): spell options out in full" % (
+                shown, name)
+    roots = option_values(_words_cmd(["x"] + list(args)), ("--root",))
+    if any(isinstance(r, Opaque) or ctx.resolve(r, cmd.cwd) != ctx.root for r in roots):
+        return "`%s` runs notrest on another folder than this project: the agent's " \
+               "verbs work on this project's estate only" % shown
+    if verb == "view":
+        for out in option_values(_words_cmd(["view"] + list(rest)), ("--out", "-o")):
+            if isinstance(out, Opaque) or not str(out).lower().endswith(".html"):
+                return "`%s` writes the view over %s: `view --out` writes only a new " \
+                       ".html page" % (shown, clip(str(out), 60))
+    if verb == "sync":
+        for remote in option_values(_words_cmd(["sync"] + list(rest)), ("--remote",)):
+            if isinstance(remote, Opaque) or "::" in str(remote) or str(remote) in \
+                    _remotes_added(ctx):
+                return "`%s` syncs through a remote this line made or the gate cannot " \
+                       "know: sync only through the project's own remotes" % shown
+    return None
+
+
+def _remotes_added(ctx):
+    """Remote names this line adds or repoints (`git remote add NAME URL`)."""
+    names = set()
+    for other in ctx.cmds or ():
+        argv = [str(a) for a in getattr(other, "argv", ())]
+        if argv[:1] == ["git"] and "remote" in argv:
+            at = argv.index("remote")
+            if argv[at + 1:at + 2] in (["add"], ["set-url"]) and len(argv) > at + 2:
+                names.add(argv[at + 2])
+    return names
+
+
 def judge_cli(ctx, cmd):
     """Whether a command runs notrest's own CLI beyond what the agent may use
     (packet, bank of its own session, status, laws, check, log, learn --list,
@@ -18307,6 +18368,9 @@ def judge_cli(ctx, cmd):
                "agent" % shown
     if verb == "sync" and any(a.startswith("--prune-before") for a in rest):
         return "`%s` prunes the estate ref: that is for a person" % shown
+    found = judge_cli_options(ctx, cmd, verb, rest, args)
+    if found:
+        return found
     if verb == "bank":
         sessions = option_values(_words_cmd(["bank"] + rest), ("--session",))
         own = ctx.event.session
@@ -27311,8 +27375,8 @@ EXIT_CODES_HELP = """exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAI
 def build_parser():
     import argparse
     parser = argparse.ArgumentParser(
-        prog="notrest", description="A session harness for Claude Code and Codex: start "
-        "packets, laws enforced by hooks, a crash-safe journal.",
+        prog="notrest", allow_abbrev=False, description="A session harness for Claude "
+        "Code and Codex: start packets, laws enforced by hooks, a crash-safe journal.",
         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", help="project root (default: the nearest folder "
                         "holding .notrest/, else the current folder)")
@@ -27321,7 +27385,7 @@ def build_parser():
 
     def add(name, help_text):
         cmd = sub.add_parser(name, help=help_text, description=help_text,
-                             epilog=EXIT_CODES_HELP)
+                             epilog=EXIT_CODES_HELP, allow_abbrev=False)
         return cmd
 
     cmd = add("packet", "print the start packet")
