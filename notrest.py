@@ -3106,6 +3106,7 @@ _follow_make = _reader("_follow_make")
 _follow_package = _reader("_follow_package")
 note_archive = _reader("note_archive")
 extract_plan = _reader("extract_plan")
+_tar_options = _reader("_tar_options")
 patch_command_targets = _reader("patch_command_targets")
 git_patch_targets = _reader("git_patch_targets")
 _judge_git_worktree = _reader("_judge_git_worktree")
@@ -5160,7 +5161,14 @@ _GIT_CODE_WORDS = ("ext::", "--upload-pack", "--receive-pack", "--exec", "--extc
 
 
 def _git_may_run(cmd):
+    skip = False
     for arg in cmd.argv[1:]:
+        if skip:  # the value of -C, --git-dir, --work-tree: not the verb
+            skip = False
+            continue
+        if arg in ("-C", "--git-dir", "--work-tree", "--namespace"):
+            skip = True
+            continue
         if not arg.startswith("-"):
             if arg in _GIT_CODE_FIRST:
                 return True
@@ -5180,7 +5188,8 @@ def _follow_code_options(cmd, cmds, depth):
     cheap look at the words first, the readers only when one may."""
     prog, text = cmd.prog, " ".join(str(a) for a in cmd.argv[1:])
     if prog in ("awk", "gawk", "mawk", "nawk"):
-        if "system" in text or "|" in text or "getline" in text or "-f" in cmd.argv:
+        if "system" in text or "|" in text or "getline" in text or "-f" in cmd.argv or \
+                ">" in text:
             follow_awk(cmd, cmds, depth)
     elif prog in ("sed", "gsed"):
         if "e" in text:
@@ -6232,6 +6241,9 @@ def _paths_archive(cmd):
     plan = extract_plan(cmd)
     if plan is not None:
         return [(p, "write") for p in plan]
+    found = _extract_unknown(cmd)
+    if found is not None:
+        return found
     if cmd.prog == "unzip":
         return []
     return [(p, "tree") for p in operands(cmd)]
@@ -6277,8 +6289,50 @@ def _search_tree(cmd):
     return ""
 
 
+# What an extraction whose members the gate cannot know may write in the folder
+# it was pointed at: the names that matter there, each judged as written.
+_EXTRACT_MAY_WRITE = ("_", "hooks.json", "config.toml", "settings.json",
+                      "settings.local.json", "laws.json", "config.json", "config",
+                      ".bashrc")
+
+
+def _extract_unknown(cmd):
+    """An extraction of members the gate cannot know (an archive it cannot read)
+    into a folder named on the line (`tar -x -C DIR`, `unzip -d DIR`), or with
+    cpio's unconditional -u: what it may write there; None when it is not one."""
+    prog, argv = cmd.prog, cmd.argv
+    if prog in ("cpio", "pax"):
+        if not (has_flag(cmd, "i", ("--extract",)) if prog == "cpio" else
+                "-r" in argv) or not has_flag(cmd, "u", ("--unconditional",)) and \
+                prog == "cpio":
+            return None
+        # unconditional: what it unpacks replaces whatever lies here, the estate too
+        return [(name, "write") for name in (".notrest/laws.json", ".claude/settings.json",
+                                             ".codex/hooks.json", ".git/config")]
+    elif prog == "unzip":
+        if has_flag(cmd, "lZtpn", ("--list",)) or "-v" in argv:
+            return None
+        folders = [argv[i + 1] for i in range(1, len(argv) - 1) if argv[i] == "-d"]
+        if not folders:
+            return None
+        folder = folders[-1]
+    else:
+        mode, _archive, folder, _members, _strip = _tar_options(cmd)
+        if mode != "x" or folder in (".", "", None):
+            return None
+    if isinstance(folder, Opaque):
+        return [(folder, "write")]
+    return [(os.path.join(str(folder), name), "write") for name in _EXTRACT_MAY_WRITE]
+
+
 def _paths_cpio(cmd):
-    """cpio -o / pax -w: the names on stdin are read into the archive."""
+    """cpio -o / pax -w: the names on stdin are read into the archive; pax -w
+    with folders named reads them whole; cpio -iu may overwrite anything."""
+    found = _extract_unknown(cmd)
+    if found is not None:
+        return found
+    if cmd.prog == "pax" and "-w" in cmd.argv and operands(cmd):
+        return [(p, "tree") for p in operands(cmd)]
     if not has_flag(cmd, "ow", ("--create",)):
         return []
     items = _feeder_items(cmd.feeds) or []
@@ -19088,20 +19142,53 @@ def follow_awk(cmd, cmds, depth):
         ops = operands(cmd)
         texts = ops[:1]
     for text in texts:
-        if not any(w in text for w in ("system", "|", "getline")):
+        if not any(w in text for w in ("system", "|", "getline", ">")):
             continue
         _awk_commands(cmd, str(text), cmds, depth)
 
 
-def _awk_commands(cmd, text, cmds, depth):
+def _awk_masked(text):
+    """awk program text with each string literal's inside blanked (same length):
+    `print "system() is text"` calls nothing."""
     import re
-    for match in re.finditer(r'system\s*\(\s*("(?:[^"\\]|\\.)*")?\s*(\)?)', text):
+    return re.sub(r'"(?:[^"\\]|\\.)*"', lambda m: '"' + " " * (len(m.group(0)) - 2) +
+                  '"', text)
+
+
+class _AwkMatch:
+    """A match found in the masked text, read from the program's own text."""
+
+    def __init__(self, match, text):
+        self.match, self.text = match, text
+
+    def group(self, n):
+        start, end = self.match.span(n)
+        return None if start < 0 else self.text[start:end]
+
+
+def _awk_find(pattern, text):
+    import re
+    return [_AwkMatch(m, text) for m in re.finditer(pattern, _awk_masked(text))]
+
+
+def _awk_writes(cmd, text, cmds, depth):
+    """print/printf > "FILE" (or >>): the file is written."""
+    for match in _awk_find(r'\bprintf?\b[^;{}]*?>>?\s*("(?:[^"\\]|\\.)*")', text)[:16]:
+        target = _string_literals(match.group(1))[0]
+        if target and target not in ("/dev/stdout", "/dev/stderr", "-"):
+            _nested(cmd, "tee -a %s </dev/null" % _quote_arg(target), cmds, depth,
+                    origin="awk print >")
+
+
+def _awk_commands(cmd, text, cmds, depth):
+    _awk_writes(cmd, text, cmds, depth)
+    for match in _awk_find(r'system\s*\(\s*("(?:[^"\\]|\\.)*")?\s*(\)?)', text):
         if match.group(1) and match.group(2):
             _nested(cmd, _string_literals(match.group(1))[0], cmds, depth, origin="awk")
         else:
             unknown_code(cmd, None, "runs a command its awk program builds")
-    for match in re.finditer(r'(?:\|&?\s*("(?:[^"\\]|\\.)*"|\w+)|("(?:[^"\\]|\\.)*"'
-                             r'|\w+)\s*\|&?\s*getline)', text):
+    for match in _awk_find(r'(?:\|&?\s*("(?:[^"\\]|\\.)*"|\w+)|("(?:[^"\\]|\\.)*"'
+                           r'|\w+)\s*\|&?\s*getline)', text):
         literal = match.group(1) or match.group(2) or ""
         if literal.startswith('"') and os.path.basename(_string_literals(literal)[0].split(
                 " ")[0]) in SHELL_NAMES and match.group(1):
