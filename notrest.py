@@ -7412,6 +7412,21 @@ _PATH_KEYS = frozenset(("path", "paths", "file", "files", "filename", "filepath"
                         "cwd", "repo_path", "location"))
 
 
+_PATHISH_PARTS = ("path", "file", "dir", "folder")
+_NOT_PATHISH_PARTS = ("content", "text", "pattern", "query", "mask", "type", "mode",
+                      "count", "limit", "size", "encoding")
+
+
+def _pathish_key(key):
+    """A key of an MCP tool's input that names a path by its own name
+    (relative_path, target_file, dir_name), whatever the tool calls it."""
+    if not isinstance(key, str) or len(key) > 64:
+        return False
+    low = key.lower()
+    return any(p in low for p in _PATHISH_PARTS) and not any(
+        p in low for p in _NOT_PATHISH_PARTS)
+
+
 def _pathlike_strings(value, limit=64):
     """The strings in a tool's input that may be paths (any depth, bounded): any
     that looks like one, and any value of a key that names a path (file,
@@ -7426,7 +7441,8 @@ def _pathlike_strings(value, limit=64):
                         named and "://" not in item and " " not in item)):
                 out.append(item)
         elif depth < 4 and isinstance(item, dict):
-            todo.extend((v, depth + 1, k in _PATH_KEYS) for k, v in item.items())
+            todo.extend((v, depth + 1, k in _PATH_KEYS or _pathish_key(k)) for k, v in
+                        item.items())
         elif depth < 4 and isinstance(item, list):
             todo.extend((v, depth + 1, named) for v in item[:limit])
     return out
@@ -8138,8 +8154,8 @@ def is_secret_path(path, home, extra=()):
 def _proc_environ(path):
     """/proc/PID/environ (self, a number, a glob): the environment of a process,
     the client's credentials included."""
-    return path.startswith("/proc/") and path.endswith("/environ") and \
-        path.count("/") == 3
+    return path.startswith("/proc/") and path.endswith("/environ") and (
+        path.count("/") == 3 or (path.count("/") == 5 and path.split("/")[3] == "task"))
 
 
 def holds_secrets(path, home, extra=()):
@@ -8293,7 +8309,7 @@ _PASS_HARMLESS = ("ls", "list", "find", "search", "init", "git", "help", "versio
 _CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY",
                      "PRIVATE_KEY", "ACCESS_KEY", "CREDENTIAL", "AUTH")
 _PRINTERS = frozenset(("echo", "printf", "printenv", "env", "ps", "set", "export",
-                       "declare", "typeset", "compgen")) | frozenset(
+                       "declare", "typeset", "compgen", "jq", "gojq", "jaq")) | frozenset(
     CREDENTIAL_PRINTERS) | frozenset(_CONFIG_GETTERS)
 
 
@@ -8301,6 +8317,21 @@ def credential_name(name):
     """Whether an environment variable's name says it holds a credential."""
     upper = str(name).upper()
     return any(word in upper for word in _CREDENTIAL_WORDS)
+
+
+def _jq_reads_environment(args):
+    """Whether a jq filter reads the environment whole: the `env` builtin or
+    `$ENV` (`.env`, a field, and `env.HOME`, one variable, are not)."""
+    import re
+    for arg in args:
+        if not isinstance(arg, str) or arg.startswith("-"):
+            continue
+        for match in re.finditer(r"(?<![.\w$])env\b|\$ENV\b|\$__loc__", arg):
+            tail = arg[match.end():match.end() + 1]
+            if tail != "." and not match.group(0).startswith("$__"):
+                return True
+        return False  # the first operand is the filter; the rest are files
+    return False
 
 
 def prints_credentials(ctx, cmd):
@@ -8337,6 +8368,10 @@ def prints_credentials(ctx, cmd):
             and not _consumed(ctx, cmd):
         return "`%s` prints the whole environment, the client's credentials included" \
             % cmd.shown()
+    if prog in ("jq", "gojq", "jaq") and _jq_reads_environment(args) and not _consumed(
+            ctx, cmd):
+        return "`%s` prints the environment (jq's env, $ENV), the client's credentials " \
+            "included" % cmd.shown()
     if prog == "ps" and any(not a.startswith("-") and "e" in a for a in args):
         return "`%s` prints the environment of every process, the client's " \
             "credentials included" % cmd.shown()
