@@ -5947,6 +5947,7 @@ def patch_targets(text):
 
 
 _READERS = frozenset((
+    "ugrep", "ug",
     "cat", "tac", "less", "more", "most", "head", "tail", "bat", "batcat", "view", "nl",
     "base64", "base32", "basenc", "xxd", "od", "hexdump", "strings", "grep", "egrep",
     "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "nawk", "cut", "sort", "uniq",
@@ -6213,6 +6214,19 @@ def _paths_apply_patch(cmd):
     return patch_targets(_stdin_script(cmd) or " ".join(cmd.argv[1:]))
 
 
+def _paths_httpie(cmd):
+    """httpie and xh: `field@FILE` uploads FILE, `field=@FILE` and `field:=@FILE`
+    send its text; --download/-o writes."""
+    found = [(p, "write") for p in option_values(cmd, ("-o", "--output"))]
+    for arg in cmd.argv[1:]:
+        if not isinstance(arg, str) or arg.startswith("-") or "://" in arg.split("@")[0]:
+            continue
+        at = arg.find("@")
+        if at > 0 and not arg[:at].endswith("\\"):
+            found.append((arg[at + 1:].split(";")[0], "read"))
+    return found
+
+
 def _paths_download(cmd):
     """curl, wget: what they save, and the files they upload or read (file://)."""
     found = [(p, "write") for p in option_values(cmd, (
@@ -6255,6 +6269,7 @@ def _paths_zip(cmd):
 
 
 _SEARCH_PATTERN_FIRST = frozenset(("grep", "egrep", "fgrep", "rg", "ag", "ack", "awk",
+                                   "ugrep", "ug",
                                    "gawk", "mawk", "nawk", "jq", "yq", "sed"))
 
 
@@ -6280,6 +6295,12 @@ def _search_tree(cmd):
     if prog in ("grep", "egrep", "fgrep"):
         return "tree" if has_flag(cmd, "rR", ("--recursive", "--dereference-recursive")) \
             or "recurse" in option_values(cmd, ("-d", "--directories")) else ""
+    if prog == "ack":  # ack recurses by default and reads dot files
+        return "" if has_flag(cmd, "n", ("--no-recurse",)) else "tree"
+    if prog == "ugrep":
+        return "tree" if has_flag(cmd, ".", ("--hidden",)) or (has_flag(
+            cmd, "rR", ("--recursive", "--dereference-recursive")) and not has_flag(
+                cmd, "", ("--no-hidden",))) else ""
     if prog in ("rg", "ag", "ack"):
         letters = "".join(a[1:] for a in cmd.argv[1:] if a.startswith("-") and
                           not a.startswith("--"))
@@ -6435,6 +6456,7 @@ _PATH_RULES = dict(
                                     "lzma", "zstd", "unzstd", "compress")] +
     [(p, _paths_sort) for p in ("sort", "uniq")] +
     [(p, _paths_download) for p in ("curl", "wget")] +
+    [(p, _paths_httpie) for p in ("http", "https", "xh", "xhs")] +
     [(p, _paths_archive) for p in ("tar", "bsdtar", "unzip")] +
     [(p, _paths_reader) for p in _CONTENT_READERS if p not in (
         "sed", "awk", "gawk", "sort", "uniq", "curl", "tar", "zip", "gzip", "bzip2",
@@ -8301,6 +8323,12 @@ CREDENTIAL_PRINTERS = {
     "bw": (("get", "password"),),
     "sops": (("-d",), ("--decrypt",), ("decrypt",)),
     "npm": (("token", "list"),),
+    # CLIs that print the token they hold, and the kernel's keyring
+    "doctl": (("auth", "token"),), "fly": (("auth", "token"),),
+    "flyctl": (("auth", "token"),), "oc": (("whoami", "--show-token"), ("whoami", "-t")),
+    "cf": (("oauth-token",),), "ibmcloud": (("iam", "oauth-tokens"),),
+    "keyctl": (("print",), ("pipe",), ("read",)), "vercel": (("whoami", "--token"),),
+    "netlify": (("status", "--json"),), "railway": (("whoami", "--json"),),
 }
 _CONFIG_GETTERS = ("npm", "pnpm", "yarn", "pip", "pip3", "poetry", "composer", "gem",
                    "cargo", "bundle", "conda", "git")
