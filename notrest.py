@@ -5096,6 +5096,8 @@ def _follow(cmd, state, cmds, depth):
         run_script(cmd, argv[0], argv[1:], cmds, depth, None)
     if prog in _RUNNER_ROWS:
         follow_runner(cmd, cmds, depth)
+    if cmd.env or prog in _ENV_PLANTERS:
+        _note_planted_switches(cmd)
     if prog in _CODE_OPTION_PROGRAMS:
         _follow_code_options(cmd, cmds, depth)
     elif prog == "git" and _git_may_run(cmd):
@@ -5118,6 +5120,30 @@ follow_runner = _reader("follow_runner")
 follow_python_test_modules = _reader("follow_python_test_modules")
 _RUNNER_ROWS = frozenset(("cmake", "tox", "go", "rake", "m4", "emacs", "emacs-nox", "pytest",
                           "py.test", "mocha", "jest", "vitest", "ava")) | _MAKES
+
+
+# Programs that set the environment of processes started later (a user manager,
+# a terminal multiplexer's server, the login session's).
+_ENV_PLANTERS = frozenset(("systemctl", "launchctl", "dbus-update-activation-environment",
+                           "tmux", "screen", "initctl"))
+
+
+def _note_planted_switches(cmd):
+    """A notrest switch (NOTREST_OVERRIDE and the like) that this line sets for a
+    program it starts, or plants where later processes inherit it: a client or a
+    hook started so would read the agent's switch as a person's."""
+    if cmd.shared is None:
+        return
+    if cmd.prog in _ENV_PLANTERS and any(
+            isinstance(a, str) and a.upper().startswith("NOTREST_") for a in cmd.argv[1:]):
+        unknown_code(cmd, None, "plants a notrest switch where later processes inherit "
+                     "it: overrides are a person's")
+        return
+    for name in cmd.env:
+        if isinstance(name, str) and name.startswith("NOTREST_") and cmd.cli is None:
+            unknown_code(cmd, None, "starts %s with %s set: overrides and switches are "
+                         "a person's" % (cmd.prog, name))
+            return
 
 
 def _follow_git_hook_writes(cmd, cmds, depth):
