@@ -6783,8 +6783,7 @@ _GIT_QUIET_HOOKS = ("reference-transaction", "post-index-change", "fsmonitor-wat
                     "post-receive", "post-update", "proc-receive", "post-checkout",
                     "p4-*", "sendemail-validate")
 GIT_PROGRAM_FILES = (".git/config", ".git/config.worktree", ".git/info/attributes",
-                     "**/.git/config", "**/.git/config.worktree", "**/.git") + tuple(
-    "%s.git/hooks/%s" % (lead, name) for lead in ("", "**/") for name in _GIT_QUIET_HOOKS)
+                     "**/.git") + tuple(".git/hooks/%s" % name for name in _GIT_QUIET_HOOKS)
 HOME_GIT_PROGRAM_FILES = (".gitconfig", ".config/git/config", ".config/git/attributes")
 HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  ".claude/settings.local.json", ".claude/settings*.json",
