@@ -94,7 +94,7 @@ PATHLESS_TOOLS = frozenset(("WebFetch", "WebSearch", "TodoWrite", "TodoRead", "S
                             "SlashCommand", "ExitPlanMode", "AskUserQuestion", "BashOutput",
                             "KillShell", "KillBash", "ToolSearch", "ListMcpResourcesTool",
                             "update_plan", "view_image", "web_search", "wait_agent",
-                            "multi_agent_v1wait_agent", "write_stdin"))
+                            "multi_agent_v1wait_agent"))
 # The parts of this file the hook launchers import as generated modules (see
 # write_modules): the hot part (every tool call) is the text above the cold line,
 # the warm part (session events) the text above the doctor section; what follows
@@ -3125,6 +3125,7 @@ _follow_make = _reader("_follow_make")
 _follow_package = _reader("_follow_package")
 note_archive = _reader("note_archive")
 extract_plan = _reader("extract_plan")
+_tar_options = _reader("_tar_options")
 patch_command_targets = _reader("patch_command_targets")
 git_patch_targets = _reader("git_patch_targets")
 _judge_git_worktree = _reader("_judge_git_worktree")
@@ -5193,6 +5194,10 @@ def _follow(cmd, state, cmds, depth):
     elif "/" in argv[0] and not isinstance(argv[0], Opaque) and not argv[0].startswith(
             _SYSTEM_PROGRAMS):
         run_script(cmd, argv[0], argv[1:], cmds, depth, None)
+    if prog in _RUNNER_ROWS:
+        follow_runner(cmd, cmds, depth)
+    if cmd.env or prog in _ENV_PLANTERS:
+        _note_planted_switches(cmd)
     if prog in _CODE_OPTION_PROGRAMS:
         _follow_code_options(cmd, cmds, depth)
     elif prog == "git" and _git_may_run(cmd):
@@ -5207,6 +5212,38 @@ def _follow(cmd, state, cmds, depth):
         if cmd.shared.pending and any("hooks" in str(t) or str(t).endswith(
                 ("config", ".gitconfig", "config.worktree")) for t, _m in written_paths(cmd)):
             _follow_git_hook_writes(cmd, cmds, depth)
+
+
+# Build and test runners, judged for what the call hands them to run
+# (follow_runner, below the cold line).
+follow_runner = _reader("follow_runner")
+follow_python_test_modules = _reader("follow_python_test_modules")
+_RUNNER_ROWS = frozenset(("cmake", "tox", "go", "rake", "m4", "emacs", "emacs-nox", "pytest",
+                          "py.test", "mocha", "jest", "vitest", "ava")) | _MAKES
+
+
+# Programs that set the environment of processes started later (a user manager,
+# a terminal multiplexer's server, the login session's).
+_ENV_PLANTERS = frozenset(("systemctl", "launchctl", "dbus-update-activation-environment",
+                           "tmux", "screen", "initctl"))
+
+
+def _note_planted_switches(cmd):
+    """A notrest switch (NOTREST_OVERRIDE and the like) that this line sets for a
+    program it starts, or plants where later processes inherit it: a client or a
+    hook started so would read the agent's switch as a person's."""
+    if cmd.shared is None:
+        return
+    if cmd.prog in _ENV_PLANTERS and any(
+            isinstance(a, str) and a.upper().startswith("NOTREST_") for a in cmd.argv[1:]):
+        unknown_code(cmd, None, "plants a notrest switch where later processes inherit "
+                     "it: overrides are a person's")
+        return
+    for name in cmd.env:
+        if isinstance(name, str) and name.startswith("NOTREST_") and cmd.cli is None:
+            unknown_code(cmd, None, "starts %s with %s set: overrides and switches are "
+                         "a person's" % (cmd.prog, name))
+            return
 
 
 def _follow_git_hook_writes(cmd, cmds, depth):
@@ -5250,7 +5287,14 @@ _GIT_CODE_WORDS = ("ext::", "--upload-pack", "--receive-pack", "--exec", "--extc
 
 
 def _git_may_run(cmd):
+    skip = False
     for arg in cmd.argv[1:]:
+        if skip:  # the value of -C, --git-dir, --work-tree: not the verb
+            skip = False
+            continue
+        if arg in ("-C", "--git-dir", "--work-tree", "--namespace"):
+            skip = True
+            continue
         if not arg.startswith("-"):
             if arg in _GIT_CODE_FIRST:
                 return True
@@ -5270,7 +5314,8 @@ def _follow_code_options(cmd, cmds, depth):
     cheap look at the words first, the readers only when one may."""
     prog, text = cmd.prog, " ".join(str(a) for a in cmd.argv[1:])
     if prog in ("awk", "gawk", "mawk", "nawk"):
-        if "system" in text or "|" in text or "getline" in text or "-f" in cmd.argv:
+        if "system" in text or "|" in text or "getline" in text or "-f" in cmd.argv or \
+                ">" in text:
             follow_awk(cmd, cmds, depth)
     elif prog in ("sed", "gsed"):
         if "e" in text:
@@ -5673,6 +5718,8 @@ def _follow_interpreter(cmd, cmds, depth):
     codes, script, module, rest = interpreter_parts(argv)
     language = _language(cmd.prog) or "other"
     if module is not None:
+        if module in ("unittest", "pytest"):
+            follow_python_test_modules(cmd, module, list(argv[rest:]), cmds, depth)
         if module.split(".")[0] == "notrest":
             cmd.cli = list(argv[rest:])
         elif cmd.shared is not None and "/" not in module:
@@ -6040,6 +6087,7 @@ def patch_targets(text):
 
 
 _READERS = frozenset((
+    "ugrep", "ug",
     "cat", "tac", "less", "more", "most", "head", "tail", "bat", "batcat", "view", "nl",
     "base64", "base32", "basenc", "xxd", "od", "hexdump", "strings", "grep", "egrep",
     "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "nawk", "cut", "sort", "uniq",
@@ -6306,6 +6354,19 @@ def _paths_apply_patch(cmd):
     return patch_targets(_stdin_script(cmd) or " ".join(cmd.argv[1:]))
 
 
+def _paths_httpie(cmd):
+    """httpie and xh: `field@FILE` uploads FILE, `field=@FILE` and `field:=@FILE`
+    send its text; --download/-o writes."""
+    found = [(p, "write") for p in option_values(cmd, ("-o", "--output"))]
+    for arg in cmd.argv[1:]:
+        if not isinstance(arg, str) or arg.startswith("-") or "://" in arg.split("@")[0]:
+            continue
+        at = arg.find("@")
+        if at > 0 and not arg[:at].endswith("\\"):
+            found.append((arg[at + 1:].split(";")[0], "read"))
+    return found
+
+
 def _paths_download(cmd):
     """curl, wget: what they save, and the files they upload or read (file://)."""
     found = [(p, "write") for p in option_values(cmd, (
@@ -6334,6 +6395,9 @@ def _paths_archive(cmd):
     plan = extract_plan(cmd)
     if plan is not None:
         return [(p, "write") for p in plan]
+    found = _extract_unknown(cmd)
+    if found is not None:
+        return found
     if cmd.prog == "unzip":
         return []
     return [(p, "tree") for p in operands(cmd)]
@@ -6345,6 +6409,7 @@ def _paths_zip(cmd):
 
 
 _SEARCH_PATTERN_FIRST = frozenset(("grep", "egrep", "fgrep", "rg", "ag", "ack", "awk",
+                                   "ugrep", "ug",
                                    "gawk", "mawk", "nawk", "jq", "yq", "sed"))
 
 
@@ -6370,6 +6435,12 @@ def _search_tree(cmd):
     if prog in ("grep", "egrep", "fgrep"):
         return "tree" if has_flag(cmd, "rR", ("--recursive", "--dereference-recursive")) \
             or "recurse" in option_values(cmd, ("-d", "--directories")) else ""
+    if prog == "ack":  # ack recurses by default and reads dot files
+        return "" if has_flag(cmd, "n", ("--no-recurse",)) else "tree"
+    if prog == "ugrep":
+        return "tree" if has_flag(cmd, ".", ("--hidden",)) or (has_flag(
+            cmd, "rR", ("--recursive", "--dereference-recursive")) and not has_flag(
+                cmd, "", ("--no-hidden",))) else ""
     if prog in ("rg", "ag", "ack"):
         letters = "".join(a[1:] for a in cmd.argv[1:] if a.startswith("-") and
                           not a.startswith("--"))
@@ -6379,8 +6450,50 @@ def _search_tree(cmd):
     return ""
 
 
+# What an extraction whose members the gate cannot know may write in the folder
+# it was pointed at: the names that matter there, each judged as written.
+_EXTRACT_MAY_WRITE = ("_", "hooks.json", "config.toml", "settings.json",
+                      "settings.local.json", "laws.json", "config.json", "config",
+                      ".bashrc")
+
+
+def _extract_unknown(cmd):
+    """An extraction of members the gate cannot know (an archive it cannot read)
+    into a folder named on the line (`tar -x -C DIR`, `unzip -d DIR`), or with
+    cpio's unconditional -u: what it may write there; None when it is not one."""
+    prog, argv = cmd.prog, cmd.argv
+    if prog in ("cpio", "pax"):
+        if not (has_flag(cmd, "i", ("--extract",)) if prog == "cpio" else
+                "-r" in argv) or not has_flag(cmd, "u", ("--unconditional",)) and \
+                prog == "cpio":
+            return None
+        # unconditional: what it unpacks replaces whatever lies here, the estate too
+        return [(name, "write") for name in (".notrest/laws.json", ".claude/settings.json",
+                                             ".codex/hooks.json", ".git/config")]
+    elif prog == "unzip":
+        if has_flag(cmd, "lZtpn", ("--list",)) or "-v" in argv:
+            return None
+        folders = [argv[i + 1] for i in range(1, len(argv) - 1) if argv[i] == "-d"]
+        if not folders:
+            return None
+        folder = folders[-1]
+    else:
+        mode, _archive, folder, _members, _strip = _tar_options(cmd)
+        if mode != "x" or folder in (".", "", None):
+            return None
+    if isinstance(folder, Opaque):
+        return [(folder, "write")]
+    return [(os.path.join(str(folder), name), "write") for name in _EXTRACT_MAY_WRITE]
+
+
 def _paths_cpio(cmd):
-    """cpio -o / pax -w: the names on stdin are read into the archive."""
+    """cpio -o / pax -w: the names on stdin are read into the archive; pax -w
+    with folders named reads them whole; cpio -iu may overwrite anything."""
+    found = _extract_unknown(cmd)
+    if found is not None:
+        return found
+    if cmd.prog == "pax" and "-w" in cmd.argv and operands(cmd):
+        return [(p, "tree") for p in operands(cmd)]
     if not has_flag(cmd, "ow", ("--create",)):
         return []
     items = _feeder_items(cmd.feeds) or []
@@ -6483,6 +6596,7 @@ _PATH_RULES = dict(
                                     "lzma", "zstd", "unzstd", "compress")] +
     [(p, _paths_sort) for p in ("sort", "uniq")] +
     [(p, _paths_download) for p in ("curl", "wget")] +
+    [(p, _paths_httpie) for p in ("http", "https", "xh", "xhs")] +
     [(p, _paths_archive) for p in ("tar", "bsdtar", "unzip")] +
     [(p, _paths_reader) for p in _CONTENT_READERS if p not in (
         "sed", "awk", "gawk", "sort", "uniq", "curl", "tar", "zip", "gzip", "bzip2",
@@ -6772,6 +6886,19 @@ LAW_FIELDS = ("id", "text", "on", "action", "instead", "tool", "program", "comma
 DEFAULT_PROTECTED_BRANCHES = ("main", "master")
 # What protect-harness guards, relative to the project, the home folder, the
 # clients' own folders ($CODEX_HOME, $CLAUDE_CONFIG_DIR), and the machine.
+# Files git reads for the programs it runs, written by hand (`sed -i … .git/config`,
+# an interpreter's open(), a `.git` file naming another repository): the next git
+# call, the person's or a hook's, runs what they name. `git config` itself is
+# judged by its setting (git_program_setting); the hooks here are the ones that fire
+# on calls nobody typed (a ref update, an index write, the receiving side of a push
+# or a sync), where an ordinary hook (pre-commit) is judged by its text.
+_GIT_QUIET_HOOKS = ("reference-transaction", "post-index-change", "fsmonitor-watchman",
+                    "pre-auto-gc", "push-to-checkout", "pre-receive", "update",
+                    "post-receive", "post-update", "proc-receive", "post-checkout",
+                    "p4-*", "sendemail-validate")
+GIT_PROGRAM_FILES = (".git/config", ".git/config.worktree", ".git/info/attributes",
+                     "**/.git") + tuple(".git/hooks/%s" % name for name in _GIT_QUIET_HOOKS)
+HOME_GIT_PROGRAM_FILES = (".gitconfig", ".config/git/config", ".config/git/attributes")
 HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  ".claude/settings.local.json", ".claude/settings*.json",
                  ".codex/hooks.json", ".codex/config.toml", ".claude/skills/notrest*",
@@ -6781,7 +6908,8 @@ HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  # session started there runs them
                  "**/.notrest", "**/.notrest/**", "**/.claude/settings*.json",
                  "**/.codex/hooks.json", "**/.codex/config.toml",
-                 "**/.claude/skills/notrest*/**", "**/.agents/skills/notrest*/**")
+                 "**/.claude/skills/notrest*/**", "**/.agents/skills/notrest*/**") + \
+    GIT_PROGRAM_FILES
 SHELL_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout",
                        ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
                        ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".xprofile",
@@ -6798,7 +6926,7 @@ HOME_HARNESS_PATHS = tuple("%s/%s" % (folder, name) for folder in (
                       ".claude/skills/notrest*", ".claude/skills/notrest*/**",
                       ".agents/skills/notrest*", ".agents/skills/notrest*/**",
                       ".codex/sessions/**", ".codex/archived_sessions/**") + \
-    SHELL_STARTUP_FILES
+    SHELL_STARTUP_FILES + HOME_GIT_PROGRAM_FILES
 CODEX_HOME_HARNESS = ("hooks.json", "config.toml", "sessions/**", "archived_sessions/**",
                       "skills/notrest*/**")
 CLAUDE_CONFIG_HARNESS = ("settings*.json", "plugins/**", "skills/notrest*",
@@ -7120,6 +7248,11 @@ class GateContext:
                 return " ".join(_quote_arg(str(a)) for a in command)
             return command if isinstance(command, str) else ""
         tool = event.tool or ""
+        if tool == "write_stdin" and isinstance(event.tool_input, dict):
+            # Codex's keystrokes into a shell exec_command left open: each line the
+            # shell reads is a command line, judged as exec_command's would be
+            chars = event.tool_input.get("chars")
+            return chars if isinstance(chars, str) else ""
         if tool in ("Write", "create_file") and isinstance(event.tool_input, dict):
             target = event.tool_input.get("file_path") or event.tool_input.get("path")
             content = event.tool_input.get("content")
@@ -7479,6 +7612,21 @@ _PATH_KEYS = frozenset(("path", "paths", "file", "files", "filename", "filepath"
                         "cwd", "repo_path", "location"))
 
 
+_PATHISH_PARTS = ("path", "file", "dir", "folder")
+_NOT_PATHISH_PARTS = ("content", "text", "pattern", "query", "mask", "type", "mode",
+                      "count", "limit", "size", "encoding")
+
+
+def _pathish_key(key):
+    """A key of an MCP tool's input that names a path by its own name
+    (relative_path, target_file, dir_name), whatever the tool calls it."""
+    if not isinstance(key, str) or len(key) > 64:
+        return False
+    low = key.lower()
+    return any(p in low for p in _PATHISH_PARTS) and not any(
+        p in low for p in _NOT_PATHISH_PARTS)
+
+
 def _pathlike_strings(value, limit=64):
     """The strings in a tool's input that may be paths (any depth, bounded): any
     that looks like one, and any value of a key that names a path (file,
@@ -7493,7 +7641,8 @@ def _pathlike_strings(value, limit=64):
                         named and "://" not in item and " " not in item)):
                 out.append(item)
         elif depth < 4 and isinstance(item, dict):
-            todo.extend((v, depth + 1, k in _PATH_KEYS) for k, v in item.items())
+            todo.extend((v, depth + 1, k in _PATH_KEYS or _pathish_key(k)) for k, v in
+                        item.items())
         elif depth < 4 and isinstance(item, list):
             todo.extend((v, depth + 1, named) for v in item[:limit])
     return out
@@ -8294,8 +8443,8 @@ def is_secret_path(path, home, extra=()):
 def _proc_environ(path):
     """/proc/PID/environ (self, a number, a glob): the environment of a process,
     the client's credentials included."""
-    return path.startswith("/proc/") and path.endswith("/environ") and \
-        path.count("/") == 3
+    return path.startswith("/proc/") and path.endswith("/environ") and (
+        path.count("/") == 3 or (path.count("/") == 5 and path.split("/")[3] == "task"))
 
 
 def holds_secrets(path, home, extra=()):
@@ -8465,6 +8614,12 @@ CREDENTIAL_PRINTERS = {
     "bw": (("get", "password"),),
     "sops": (("-d",), ("--decrypt",), ("decrypt",)),
     "npm": (("token", "list"),),
+    # CLIs that print the token they hold, and the kernel's keyring
+    "doctl": (("auth", "token"),), "fly": (("auth", "token"),),
+    "flyctl": (("auth", "token"),), "oc": (("whoami", "--show-token"), ("whoami", "-t")),
+    "cf": (("oauth-token",),), "ibmcloud": (("iam", "oauth-tokens"),),
+    "keyctl": (("print",), ("pipe",), ("read",)), "vercel": (("whoami", "--token"),),
+    "netlify": (("status", "--json"),), "railway": (("whoami", "--json"),),
 }
 _CONFIG_GETTERS = ("npm", "pnpm", "yarn", "pip", "pip3", "poetry", "composer", "gem",
                    "cargo", "bundle", "conda", "git")
@@ -8473,7 +8628,7 @@ _PASS_HARMLESS = ("ls", "list", "find", "search", "init", "git", "help", "versio
 _CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY",
                      "PRIVATE_KEY", "ACCESS_KEY", "CREDENTIAL", "AUTH")
 _PRINTERS = frozenset(("echo", "printf", "printenv", "env", "ps", "set", "export",
-                       "declare", "typeset", "compgen")) | frozenset(
+                       "declare", "typeset", "compgen", "jq", "gojq", "jaq")) | frozenset(
     CREDENTIAL_PRINTERS) | frozenset(_CONFIG_GETTERS)
 
 
@@ -8481,6 +8636,21 @@ def credential_name(name):
     """Whether an environment variable's name says it holds a credential."""
     upper = str(name).upper()
     return any(word in upper for word in _CREDENTIAL_WORDS)
+
+
+def _jq_reads_environment(args):
+    """Whether a jq filter reads the environment whole: the `env` builtin or
+    `$ENV` (`.env`, a field, and `env.HOME`, one variable, are not)."""
+    import re
+    for arg in args:
+        if not isinstance(arg, str) or arg.startswith("-"):
+            continue
+        for match in re.finditer(r"(?<![.\w$])env\b|\$ENV\b|\$__loc__", arg):
+            tail = arg[match.end():match.end() + 1]
+            if tail != "." and not match.group(0).startswith("$__"):
+                return True
+        return False  # the first operand is the filter; the rest are files
+    return False
 
 
 def prints_credentials(ctx, cmd):
@@ -8517,6 +8687,10 @@ def prints_credentials(ctx, cmd):
             and not _consumed(ctx, cmd) and not _container_env(ctx, cmd):
         return "`%s` prints the whole environment, the client's credentials included" \
             % cmd.shown()
+    if prog in ("jq", "gojq", "jaq") and _jq_reads_environment(args) and not _consumed(
+            ctx, cmd):
+        return "`%s` prints the environment (jq's env, $ENV), the client's credentials " \
+            "included" % cmd.shown()
     if prog == "ps" and any(not a.startswith("-") and "e" in a for a in args):
         return "`%s` prints the environment of every process, the client's " \
             "credentials included" % cmd.shown()
@@ -17961,6 +18135,225 @@ _MAKE_SKIP = ("-n", "--dry-run", "--just-print", "--recon", "-q", "--question", 
 _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 
 
+# ---- build and test runners: what a call shows them running ------------------
+# Running tests and builds is ordinary (what the project's own code does then is
+# ring 2's); what the call itself hands a runner to run is judged here, one row per
+# runner and option family: cmake -E's file verbs and -P scripts, tox exec, go's
+# -exec, rake -e, make --eval, a test runner's --require / -p module.
+
+_CMAKE_E = {"rm": "rm", "remove": "rm -f", "remove_directory": "rm -rf",
+            "rename": "mv", "copy": "cp", "copy_directory": "cp -r",
+            "copy_if_different": "cp", "create_symlink": "ln -s",
+            "create_hardlink": "ln", "touch": "touch", "env": "env", "chdir": "cd",
+            "tar": "tar", "make_directory": "mkdir -p", "cat": "cat"}
+
+
+def _runner_line(cmd, words, cmds, depth, origin):
+    if words:
+        spawn_argv(cmd, list(words), cmds, depth + 1, origin)
+
+
+def _cmake_script(text):
+    """Shell lines that do what a CMake script's file() and execute_process() do."""
+    import re
+    lines = []
+    text = re.sub(r"\$ENV\{HOME\}", "~", str(text))
+    for verb, body in re.findall(r"(?i)\b(file|execute_process)\s*\(([^)]*)\)", text)[:64]:
+        words = split_words(body.replace("\n", " "))
+        words = [w for w in words if isinstance(w, str)]
+        if verb.lower() == "file" and words:
+            op = words[0].upper()
+            mapped = {"REMOVE_RECURSE": "rm -rf", "REMOVE": "rm -f", "RENAME": "mv",
+                      "WRITE": "tee", "APPEND": "tee -a", "COPY": "cp -r",
+                      "READ": "cat"}.get(op)
+            args = [w for w in words[1:] if not w.isupper()]
+            if mapped and args:
+                target = args[:1] if op in ("WRITE", "APPEND", "READ") else args
+                lines.append(" ".join([mapped] + [_quote_arg(a) if not a.startswith("~")
+                                                  else a for a in target]) +
+                             (" </dev/null" if op in ("WRITE", "APPEND") else ""))
+        elif verb.lower() == "execute_process":
+            at = next((k for k, w in enumerate(words) if w == "COMMAND"), None)
+            if at is not None:
+                rest = []
+                for w in words[at + 1:]:
+                    if w.isupper() and w != "COMMAND":
+                        break
+                    rest.append(w)
+                lines.append(" ".join(_quote_arg(w) for w in rest if w != "COMMAND"))
+    return lines
+
+
+def _follow_cmake(cmd, cmds, depth):
+    argv = cmd.argv
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-E":
+            verb = _CMAKE_E.get(str(argv[i + 1]))
+            if verb:
+                _runner_line(cmd, verb.split() + list(argv[i + 2:]), cmds, depth,
+                             "cmake -E %s" % argv[i + 1])
+            return
+        if arg == "-P":
+            script = argv[i + 1]
+            if str(script) in _STDIN_PATHS or script == "-":
+                text = _stdin_script(cmd)
+            elif isinstance(script, Opaque):
+                text = script
+            else:
+                text = _script_text(_resolve_in(cmd, script), cmd.shared)
+            if isinstance(text, Opaque):
+                unknown_code(cmd, text, "runs a CMake script the gate cannot read")
+                return
+            for line in _cmake_script(text or ""):
+                _nested(cmd, line, cmds, depth, origin="cmake -P")
+            return
+
+
+def _follow_tox(cmd, cmds, depth):
+    argv = [str(a) for a in cmd.argv]
+    if "exec" in argv[1:3] or "-x" in argv or "--override" in argv:
+        if "--" in argv:
+            _runner_line(cmd, cmd.argv[argv.index("--") + 1:], cmds, depth, "tox exec")
+        elif "exec" in argv[1:3]:
+            unknown_code(cmd, None, "runs a command in tox's environment")
+
+
+def _follow_go(cmd, cmds, depth):
+    for value in option_values(cmd, ("-exec", "--exec", "-toolexec", "--toolexec")):
+        if isinstance(value, Opaque):
+            unknown_code(cmd, value, "runs go's binaries through a program it names")
+        else:
+            _nested(cmd, "%s ./x.test" % value, cmds, depth, origin="go -exec")
+
+
+def _follow_rake(cmd, cmds, depth):
+    for value in option_values(cmd, ("-e", "--execute", "-E", "--execute-continue",
+                                     "-p", "--execute-print")):
+        if isinstance(value, Opaque):
+            unknown_code(cmd, value, "runs Ruby code the gate cannot know")
+        else:
+            _follow_code(cmd, str(value), "ruby", ["-e"], cmds, depth, "rake -e")
+
+
+def _follow_make_eval(cmd, cmds, depth):
+    texts = option_values(cmd, ("-E", "--eval"))
+    if not texts:
+        return
+    goals = [a for a in cmd.argv[1:] if isinstance(a, str) and not a.startswith("-")
+             and a not in texts and not _is_assignment(a)]
+    for text in texts:
+        if isinstance(text, Opaque):
+            unknown_code(cmd, text, "makes make read rules the gate cannot know")
+            continue
+        for target, line in make_lines(str(text).replace("; ", "\n\t", 1) if ":" in str(
+                text) and "\n" not in str(text) else str(text), goals, {}, {}, cmd.cwd):
+            _nested(cmd, line, cmds, depth, origin="make --eval %s" % target)
+
+
+def _follow_test_loader(cmd, cmds, depth):
+    """A test runner told to load a module or file before the tests (`mocha
+    --require ./x.js`, `jest --setupFiles`, `pytest -p mod`): that code runs."""
+    prog = cmd.prog
+    if prog in ("pytest", "py.test"):
+        for value in option_values(cmd, ("-p",)):
+            _load_python_module(cmd, value, cmds, depth)
+        return
+    for value in option_values(cmd, ("--require", "-r", "--import", "--loader",
+                                     "--setupFiles", "--setupFilesAfterEnv",
+                                     "--globalSetup", "--file")):
+        if isinstance(value, Opaque):
+            unknown_code(cmd, value, "loads code the gate cannot know before the tests")
+        elif "/" in str(value) or str(value).endswith((".js", ".mjs", ".cjs", ".ts")):
+            _run_code_file(cmd, value, [], "node", cmds, depth)
+
+
+def _load_python_module(cmd, name, cmds, depth):
+    """A module named to python's test runners (unittest NAME, pytest -p NAME): the
+    file it is in the current folder runs."""
+    if isinstance(name, Opaque) or cmd.shared is None or str(name).startswith("-"):
+        return
+    name = str(name)
+    if name.startswith("no:"):
+        return
+    rel = name if name.endswith(".py") else os.path.join(*name.split(".")) + ".py"
+    for path in (rel, os.path.join(rel[:-3], "__init__.py")):
+        full = _resolve_in(cmd, path)
+        if os.path.isfile(full):
+            _run_code_file(cmd, path, [], "python", cmds, depth)
+            return
+
+
+def follow_python_test_modules(cmd, module, args, cmds, depth):
+    """python -m unittest NAMES / -m pytest -p NAME: the modules they import."""
+    if module == "unittest":
+        for arg in args:
+            if isinstance(arg, str) and not arg.startswith("-") and arg not in (
+                    "discover",):
+                _load_python_module(cmd, arg, cmds, depth)
+    elif module == "pytest":
+        for k, arg in enumerate(args[:-1]):
+            if arg == "-p":
+                _load_python_module(cmd, args[k + 1], cmds, depth)
+
+
+def _follow_m4(cmd, cmds, depth):
+    import re
+    texts = [a for a in cmd.argv[1:] if isinstance(a, str)]
+    body = _stdin_script(cmd)
+    if isinstance(body, str):
+        texts.append(body)
+    for text in texts:
+        for found in re.findall(r"\b(?:esyscmd|syscmd)\(\s*`?([^')]*)", text)[:16]:
+            _nested(cmd, found, cmds, depth, origin="m4 syscmd")
+
+
+def _elisp_lines(code):
+    """Shell lines that do what a few Emacs Lisp forms do."""
+    import re
+    lines = []
+    for form, args in re.findall(r"\((delete-directory|delete-file|shell-command|"
+                                 r"call-process-shell-command|call-process|"
+                                 r"copy-file|rename-file|write-region)\s+([^()]*)",
+                                 str(code))[:32]:
+        strings = re.findall(r'"((?:[^"\\]|\\.)*)"', args)
+        if not strings:
+            continue
+        quoted = [s if s.startswith("~") else _quote_arg(s) for s in strings]
+        if form == "delete-directory":
+            lines.append("rm -rf %s" % quoted[0] if " t" in args else "rmdir %s" %
+                         quoted[0])
+        elif form == "delete-file":
+            lines.append("rm -f %s" % quoted[0])
+        elif form in ("shell-command", "call-process-shell-command"):
+            lines.append(strings[0])
+        elif form == "call-process":
+            lines.append(" ".join([quoted[0]] + quoted[1:]))
+        elif form in ("copy-file", "rename-file") and len(quoted) > 1:
+            lines.append("%s %s %s" % ("cp" if form == "copy-file" else "mv", quoted[0],
+                                       quoted[1]))
+        elif form == "write-region":
+            lines.append("tee %s </dev/null" % quoted[-1])
+    return lines
+
+
+def _follow_emacs(cmd, cmds, depth):
+    for value in option_values(cmd, ("--eval", "-eval")):
+        if isinstance(value, Opaque):
+            unknown_code(cmd, value, "runs Emacs Lisp the gate cannot know")
+            continue
+        for line in _elisp_lines(value):
+            _nested(cmd, line, cmds, depth, origin="emacs --eval")
+
+
+def follow_runner(cmd, cmds, depth):
+    row = {"cmake": _follow_cmake, "tox": _follow_tox, "go": _follow_go,
+           "rake": _follow_rake, "m4": _follow_m4, "emacs": _follow_emacs,
+           "emacs-nox": _follow_emacs}.get(cmd.prog)
+    if row is None:
+        row = _follow_make_eval if cmd.prog in _MAKES else _follow_test_loader
+    row(cmd, cmds, depth)
+
+
 def _follow_make(cmd, cmds, depth):
     """Judge the recipe lines `make` would run for its goals (and their
     prerequisites), each as the shell line make gives /bin/sh."""
@@ -18903,6 +19296,62 @@ def _find_may_hit_harness(finder, root_path, ctx):
     return False
 
 
+# The CLI's options that move what a verb writes or where: given as a prefix
+# (`--ou`, which argparse once took for --out) they are judged as the option.
+_CLI_WHERE_OPTIONS = ("--out", "--root", "--remote", "--session", "--prune-before")
+# Variables that move the folders a notrest run writes (its data, the clients').
+_CLI_WHERE_ENV = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "HOME", "CODEX_HOME",
+                  "CLAUDE_CONFIG_DIR", "XDG_STATE_HOME", "ZDOTDIR")
+
+
+def judge_cli_options(ctx, cmd, verb, rest, args):
+    """An agent verb's own side effects: an abbreviated option, a --root that is not
+    this project, a view written anywhere but a new .html page outside the harness,
+    a run whose environment moves notrest's folders."""
+    shown = cmd.shown()
+    moved = [k for k in _CLI_WHERE_ENV if k in cmd.env and str(cmd.env.get(k)) != str(
+        ctx.event.env.get(k, cmd.env.get(k) if k == "HOME" and not ctx.event.env.get(
+            k) else None))]
+    if moved:
+        return "`%s` moves the folders notrest writes (%s) for a notrest run: notrest " \
+               "writes only its own" % (shown, ", ".join(moved))
+    words = [a for a in args if isinstance(a, str)]
+    for word in words:
+        name = word.split("=", 1)[0]
+        if name.startswith("--") and len(name) > 2 and name not in _CLI_WHERE_OPTIONS \
+                and any(o.startswith(name) for o in _CLI_WHERE_OPTIONS):
+            return "`%s` abbreviates an option (%s): spell options out in full" % (
+                shown, name)
+    roots = option_values(_words_cmd(["x"] + list(args)), ("--root",))
+    if any(isinstance(r, Opaque) or ctx.resolve(r, cmd.cwd) != ctx.root for r in roots):
+        return "`%s` runs notrest on another folder than this project: the agent's " \
+               "verbs work on this project's estate only" % shown
+    if verb == "view":
+        for out in option_values(_words_cmd(["view"] + list(rest)), ("--out", "-o")):
+            if isinstance(out, Opaque) or not str(out).lower().endswith(".html"):
+                return "`%s` writes the view over %s: `view --out` writes only a new " \
+                       ".html page" % (shown, clip(str(out), 60))
+    if verb == "sync":
+        for remote in option_values(_words_cmd(["sync"] + list(rest)), ("--remote",)):
+            if isinstance(remote, Opaque) or "::" in str(remote) or str(remote) in \
+                    _remotes_added(ctx):
+                return "`%s` syncs through a remote this line made or the gate cannot " \
+                       "know: sync only through the project's own remotes" % shown
+    return None
+
+
+def _remotes_added(ctx):
+    """Remote names this line adds or repoints (`git remote add NAME URL`)."""
+    names = set()
+    for other in ctx.cmds or ():
+        argv = [str(a) for a in getattr(other, "argv", ())]
+        if argv[:1] == ["git"] and "remote" in argv:
+            at = argv.index("remote")
+            if argv[at + 1:at + 2] in (["add"], ["set-url"]) and len(argv) > at + 2:
+                names.add(argv[at + 2])
+    return names
+
+
 def judge_cli(ctx, cmd):
     """Whether a command runs notrest's own CLI beyond what the agent may use
     (packet, bank of its own session, status, laws, check, log, learn --list,
@@ -18932,6 +19381,9 @@ def judge_cli(ctx, cmd):
                "agent" % shown
     if verb == "sync" and any(a.startswith("--prune-before") for a in rest):
         return "`%s` prunes the estate ref: that is for a person" % shown
+    found = judge_cli_options(ctx, cmd, verb, rest, args)
+    if found:
+        return found
     if verb == "bank":
         sessions = option_values(_words_cmd(["bank"] + rest), ("--session",))
         own = ctx.event.session
@@ -19649,20 +20101,53 @@ def follow_awk(cmd, cmds, depth):
         ops = operands(cmd)
         texts = ops[:1]
     for text in texts:
-        if not any(w in text for w in ("system", "|", "getline")):
+        if not any(w in text for w in ("system", "|", "getline", ">")):
             continue
         _awk_commands(cmd, str(text), cmds, depth)
 
 
-def _awk_commands(cmd, text, cmds, depth):
+def _awk_masked(text):
+    """awk program text with each string literal's inside blanked (same length):
+    `print "system() is text"` calls nothing."""
     import re
-    for match in re.finditer(r'system\s*\(\s*("(?:[^"\\]|\\.)*")?\s*(\)?)', text):
+    return re.sub(r'"(?:[^"\\]|\\.)*"', lambda m: '"' + " " * (len(m.group(0)) - 2) +
+                  '"', text)
+
+
+class _AwkMatch:
+    """A match found in the masked text, read from the program's own text."""
+
+    def __init__(self, match, text):
+        self.match, self.text = match, text
+
+    def group(self, n):
+        start, end = self.match.span(n)
+        return None if start < 0 else self.text[start:end]
+
+
+def _awk_find(pattern, text):
+    import re
+    return [_AwkMatch(m, text) for m in re.finditer(pattern, _awk_masked(text))]
+
+
+def _awk_writes(cmd, text, cmds, depth):
+    """print/printf > "FILE" (or >>): the file is written."""
+    for match in _awk_find(r'\bprintf?\b[^;{}]*?>>?\s*("(?:[^"\\]|\\.)*")', text)[:16]:
+        target = _string_literals(match.group(1))[0]
+        if target and target not in ("/dev/stdout", "/dev/stderr", "-"):
+            _nested(cmd, "tee -a %s </dev/null" % _quote_arg(target), cmds, depth,
+                    origin="awk print >")
+
+
+def _awk_commands(cmd, text, cmds, depth):
+    _awk_writes(cmd, text, cmds, depth)
+    for match in _awk_find(r'system\s*\(\s*("(?:[^"\\]|\\.)*")?\s*(\)?)', text):
         if match.group(1) and match.group(2):
             _nested(cmd, _string_literals(match.group(1))[0], cmds, depth, origin="awk")
         else:
             unknown_code(cmd, None, "runs a command its awk program builds")
-    for match in re.finditer(r'(?:\|&?\s*("(?:[^"\\]|\\.)*"|\w+)|("(?:[^"\\]|\\.)*"'
-                             r'|\w+)\s*\|&?\s*getline)', text):
+    for match in _awk_find(r'(?:\|&?\s*("(?:[^"\\]|\\.)*"|\w+)|("(?:[^"\\]|\\.)*"'
+                           r'|\w+)\s*\|&?\s*getline)', text):
         literal = match.group(1) or match.group(2) or ""
         if literal.startswith('"') and os.path.basename(_string_literals(literal)[0].split(
                 " ")[0]) in SHELL_NAMES and match.group(1):
@@ -19901,6 +20386,7 @@ def follow_git_config_text(cmd, text, cmds, depth):
         kind = git_key_kind(full)
         if kind:
             _git_value(cmd, kind, full, value.strip().strip('"'), cmds, depth)
+        git_program_setting(cmd, full, value.strip().strip('"'))
 
 
 def _git_value(cmd, kind, key, value, cmds, depth):
@@ -19947,6 +20433,52 @@ def _git_hooks_folder(cmd, key, value, cmds, depth):
             run_script(cmd, path, [], cmds, depth, None)
 
 
+# Transports git may be told to allow that run a program of the URL's choosing.
+_GIT_SAFE_PROTOCOLS = frozenset(("file", "ssh", "https", "http", "git"))
+_GIT_PLAIN_HELPERS = frozenset(("store", "cache", "osxkeychain", "manager", "manager-core",
+                                "libsecret", "wincred", "gnome-keyring", "checkout",
+                                "rebase", "merge", "none", ""))
+_SHELL_CODE_CHARS = frozenset(";|&$`<>()\n")
+
+
+def git_program_setting(cmd, key, value):
+    """A setting an agent stores (git config, a config file it writes) that names a
+    program git runs later: on the next status, fetch, push or checkout, the
+    person's, the client's or a hook's, where the gate does not see it. A plain
+    program found on the system (`core.editor vim`, `credential.helper store`) is
+    ordinary; a script, a shell or interpreter, a `!` command, shell code, or an
+    `ext`-like transport allowed, is the agent's own program made to run later."""
+    low = str(key).lower()
+    parts = low.split(".")
+    if parts[0] == "protocol" and parts[-1] == "allow" and (len(parts) == 2 or ".".join(
+            parts[1:-1]) not in _GIT_SAFE_PROTOCOLS) and str(value).lower() in (
+                "always", "user"):
+        unknown_code(cmd, None, "lets git run the program a URL names (%s %s)" % (
+            key, value))
+        return
+    kind = git_key_kind(str(key))
+    if kind not in ("shell", "helper"):
+        return
+    if isinstance(value, (Opaque, Found)):
+        unknown_code(cmd, value, "sets %s to a value the gate cannot know" % key)
+        return
+    text = str(value).strip()
+    if not text or text.lower() in _GIT_BOOLS or (kind == "helper" and text.lower() in
+                                                  _GIT_PLAIN_HELPERS):
+        return
+    words = split_words(text.lstrip("!")) if not isinstance(text, Opaque) else []
+    first = str(words[0]) if words else ""
+    name = os.path.basename(first)
+    if text.startswith("!") or any(c in text for c in _SHELL_CODE_CHARS) or (
+            "/" in first and not first.startswith(_SYSTEM_PROGRAMS)) or (
+                name in SHELL_NAMES or name in INTERPRETERS or name.startswith(
+                    ("python", "pypy"))) or name.endswith((".sh", ".py", ".pl", ".rb",
+                                                           ".js")):
+        unknown_code(cmd, None, "sets %s to a program of its own (%s), which git runs "
+                     "later, where the gate does not judge it" % (key, redact_clip(
+                         text, 60)))
+
+
 def _git_config_verb(cmd, args, cmds, depth):
     """git config [scope] [--add|--replace-all|set] KEY VALUE: what it sets runs
     later, on commands the gate judges one by one."""
@@ -19966,6 +20498,7 @@ def _git_config_verb(cmd, args, cmds, depth):
         kind = git_key_kind(words[0])
         if kind:
             _git_value(cmd, kind, words[0], words[1], cmds, depth)
+        git_program_setting(cmd, words[0], words[1])
 
 
 def _git_rebase_verb(cmd, args, cmds, depth):
@@ -27959,8 +28492,8 @@ EXIT_CODES_HELP = """exit codes: 0 ok/allow, 1 a finding (law broken, doctor FAI
 def build_parser():
     import argparse
     parser = argparse.ArgumentParser(
-        prog="notrest", description="A session harness for Claude Code and Codex: start "
-        "packets, laws enforced by hooks, a crash-safe journal.",
+        prog="notrest", allow_abbrev=False, description="A session harness for Claude "
+        "Code and Codex: start packets, laws enforced by hooks, a crash-safe journal.",
         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", help="project root (default: the nearest folder "
                         "holding .notrest/, else the current folder)")
@@ -27969,7 +28502,7 @@ def build_parser():
 
     def add(name, help_text):
         cmd = sub.add_parser(name, help=help_text, description=help_text,
-                             epilog=EXIT_CODES_HELP)
+                             epilog=EXIT_CODES_HELP, allow_abbrev=False)
         return cmd
 
     cmd = add("packet", "print the start packet")
