@@ -94,7 +94,7 @@ PATHLESS_TOOLS = frozenset(("WebFetch", "WebSearch", "TodoWrite", "TodoRead", "S
                             "SlashCommand", "ExitPlanMode", "AskUserQuestion", "BashOutput",
                             "KillShell", "KillBash", "ToolSearch", "ListMcpResourcesTool",
                             "update_plan", "view_image", "web_search", "wait_agent",
-                            "multi_agent_v1wait_agent", "write_stdin"))
+                            "multi_agent_v1wait_agent"))
 # The parts of this file the hook launchers import as generated modules (see
 # write_modules): the hot part (every tool call) is the text above the cold line,
 # the warm part (session events) the text above the doctor section; what follows
@@ -1853,68 +1853,101 @@ def _assignment(text, i, j):
     """The assignment whose name holds text[i:j]: (name start, name end, value start,
     value end, quote, op), with value start None when no operator follows the name.
     Reads NAME=V, NAME: V, "name": "v", 'name' => 'v', <name>v</name>, --name v."""
-    head = text[max(0, i - 64):i]
-    start = i - (len(head) - len(head.rstrip(_NAME_CHARS)))
-    tail = text[j:j + 64]
-    end = j + (len(tail) - len(tail.lstrip(_NAME_CHARS)))
+    start, end = _name_span(text, i, j)
     size = len(text)
     k = end
     while k < size and k - end < 2 and text[k] in "\"'`]":
         k += 1
     spaced = k < size and text[k] in " \t"
     k = _skip_blanks(text, k)
-    op = ""
-    for candidate in _ASSIGN_OPS:
-        if text.startswith(candidate, k):
-            op = candidate
-            break
+    op = _assign_operator(text, k)
     if op == "=" and text.startswith("==", k) or not op and text.startswith("!=", k):
-        # if password == "...": a comparison with a literal
-        q = _skip_blanks(text, k + 2 + (text[k + 2:k + 3] == "="))
-        if text[q:q + 1] in ("\"", "'"):
-            return (start, end) + _value_span(text, q) + ("==",)
+        compared = _compared_literal(text, start, end, k)
+        if compared:
+            return compared
         op = ""
     if op == ":" and text.startswith("://", k):
         op = ""
-    xml = not op and text[k:k + 1] == ">" and start > 0 and text[start - 1] == "<"
-    if xml:
-        op = ">"
-    if not op and text[k:k + 1] == "," and start > 0 and text[start - 1] in "\"'" and \
+    if not op and text[k:k + 1] == ">" and start > 0 and text[start - 1] == "<":
+        op = ">"  # <name>value</name>
+    if not op:
+        return _value_without_operator(text, start, end, k, spaced)
+    k = _skip_blanks(text, k + len(op))
+    if k < size and text[k] == "@" and text[k + 1:k + 2] in ("\"", "'"):
+        k += 1
+    if op == "=" and text[start:end].lower() in ("key", "name") and \
+            text[k:k + 1] in ("\"", "'"):
+        named = _named_value(text, k)
+        if named:
+            return named
+    if op == ">":
+        return _xml_text(text, start, end, k)
+    return (start, end) + _value_span(text, k) + (op,)
+
+
+def _name_span(text, i, j):
+    """(start, end) of the name around text[i:j], at most 64 name characters out."""
+    head = text[max(0, i - 64):i]
+    tail = text[j:j + 64]
+    return (i - (len(head) - len(head.rstrip(_NAME_CHARS))),
+            j + (len(tail) - len(tail.lstrip(_NAME_CHARS))))
+
+
+def _assign_operator(text, k):
+    for candidate in _ASSIGN_OPS:
+        if text.startswith(candidate, k):
+            return candidate
+    return ""
+
+
+def _compared_literal(text, start, end, k):
+    """if password == "...": a comparison with a literal at k (== or !=), or None."""
+    q = _skip_blanks(text, k + 2 + (text[k + 2:k + 3] == "="))
+    if text[q:q + 1] in ("\"", "'"):
+        return (start, end) + _value_span(text, q) + ("==",)
+    return None
+
+
+def _value_without_operator(text, start, end, k, spaced):
+    """The forms with no operator after the name: setenv("NAME", "value"),
+    key="NAME" value="...", --name value; else no value."""
+    if text[k:k + 1] == "," and start > 0 and text[start - 1] in "\"'" and \
             text[k - 1:k] == text[start - 1]:
         # setenv("NAME", "value"), getenv("api_token", "default"): a quoted name, a
         # comma, a quoted value
         q = _skip_blanks(text, k + 1)
         if text[q:q + 1] in ("\"", "'"):
             return (start, end) + _value_span(text, q) + (",",)
-    if not op and text[start - 1:start] in _QUOTES and (
+    if text[start - 1:start] in _QUOTES and (
             text[start - 5:start - 1].lower() == "key=" or
             text[start - 6:start - 1].lower() == "name="):
         q = _skip_blanks(text, end + 1)
         if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
             return (start, end) + _value_span(text, q + 6) + ("=",)
-    if not op:
-        if text.startswith("--", start) and spaced:
-            return (start, end) + _value_span(text, k) + (" ",)
-        return start, end, None, None, "", ""
-    k = _skip_blanks(text, k + len(op))
-    if k < size and text[k] == "@" and text[k + 1:k + 2] in ("\"", "'"):
+    if text.startswith("--", start) and spaced:
+        return (start, end) + _value_span(text, k) + (" ",)
+    return start, end, None, None, "", ""
+
+
+def _named_value(text, k):
+    """<add key="ClearTextPassword" value="..."/>: the key's quoted value at k names
+    the value that follows; None when no value= follows."""
+    v_start, v_end, quote = _value_span(text, k)
+    q = _skip_blanks(text, v_end + 1)
+    if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
+        return (v_start, v_end) + _value_span(text, q + 6) + ("=",)
+    return None
+
+
+def _xml_text(text, start, end, k):
+    """<name>value</name>: the text from k to the next tag, blanks trimmed."""
+    close = text.find("<", k, k + 1024)
+    close = close if close >= 0 else k
+    while k < close and text[k] in " \t\r\n":
         k += 1
-    if op == "=" and text[start:end].lower() in ("key", "name") and \
-            text[k:k + 1] in ("\"", "'"):
-        # <add key="ClearTextPassword" value="..."/>: the key names the value
-        v_start, v_end, quote = _value_span(text, k)
-        q = _skip_blanks(text, v_end + 1)
-        if text[q:q + 6].lower() == "value=" and text[q + 6:q + 7] in ("\"", "'"):
-            return (v_start, v_end) + _value_span(text, q + 6) + ("=",)
-    if xml:
-        close = text.find("<", k, k + 1024)
-        close = close if close >= 0 else k
-        while k < close and text[k] in " \t\r\n":
-            k += 1
-        while close > k and text[close - 1] in " \t\r\n":
-            close -= 1
-        return start, end, k, close, "", op
-    return (start, end) + _value_span(text, k) + (op,)
+    while close > k and text[close - 1] in " \t\r\n":
+        close -= 1
+    return start, end, k, close, "", ">"
 
 
 def _value_span(text, k):
@@ -3014,7 +3047,11 @@ _OP_STARTS = frozenset(";&|()<>\n")
 _SHELL_KEYWORDS = frozenset(("!", "{", "}", "then", "do", "else", "elif", "if", "while",
                              "until", "fi", "done", "esac", "function", "in"))
 SHELL_NAMES = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish",
-                         "busybox", "rbash", "yash", "tcsh", "csh"))
+                         "busybox", "rbash", "yash", "tcsh", "csh", "oksh", "loksh",
+                         "posh", "mrsh", "osh", "ysh", "oil", "elvish", "xonsh", "nu",
+                         "ion", "rc", "es"))
+# (the last ones are not POSIX shells, but `-c TEXT` runs TEXT as commands, and a
+# simple command reads the same in each: `nu -c "rm -rf ~"` is `rm -rf ~`)
 INTERPRETERS = frozenset(("python", "python2", "python3", "node", "nodejs", "deno", "bun",
                           "perl", "ruby", "php", "lua", "luajit", "Rscript", "R", "pwsh",
                           "osascript", "expect", "tclsh", "wish", "julia", "raku"))
@@ -3088,6 +3125,7 @@ _follow_make = _reader("_follow_make")
 _follow_package = _reader("_follow_package")
 note_archive = _reader("note_archive")
 extract_plan = _reader("extract_plan")
+_tar_options = _reader("_tar_options")
 patch_command_targets = _reader("patch_command_targets")
 git_patch_targets = _reader("git_patch_targets")
 _judge_git_worktree = _reader("_judge_git_worktree")
@@ -3653,47 +3691,97 @@ def _evaluate_substitution(script, env, cwd, depth):
         if unknown:
             return None
         argv.append(text)
-    prog, args = os.path.basename(argv[0]), argv[1:]
-    operands = [a for a in args if not a.startswith("-")]
-    if prog == "pwd" and not operands:
-        return cwd
-    if prog == "echo":
-        while args and args[0] in ("-n", "-e", "-E"):
-            args = args[1:]
-        return " ".join(args)
-    if prog == "printf" and args and "%" not in args[0]:
+    output = _SUBSTITUTION_OUTPUTS.get(os.path.basename(argv[0]))
+    if output is None:
+        return None
+    args = argv[1:]
+    return output(args, [a for a in args if not a.startswith("-")], env, cwd)
+
+
+# The programs whose output a substitution computes: (args, operands, env, cwd) ->
+# the output, or None when it cannot be known.
+
+def _pwd_output(args, operands, env, cwd):
+    return None if operands else cwd
+
+
+def _echo_output(args, operands, env, cwd):
+    while args and args[0] in ("-n", "-e", "-E"):
+        args = args[1:]
+    return " ".join(args)
+
+
+def _printf_output(args, operands, env, cwd):
+    if args and "%" not in args[0]:
         return args[0].replace("\\n", "")
-    if prog == "printf" and args and "-v" not in args[:1]:
+    if args and "-v" not in args[:1]:
         text = readers()._printf_text(args)
         return None if text is None else text.rstrip("\n")
-    if prog == "ls":
-        text = readers().listing_text(args, cwd)
-        return None if text is None else text.rstrip("\n")
-    if prog in ("realpath", "readlink") and operands:
-        return os.path.normpath(os.path.join(cwd, operands[-1]))
-    if prog == "dirname" and operands:
-        return os.path.dirname(operands[0].rstrip("/")) or ("/" if operands[0].startswith(
-            "/") else ".")
-    if prog == "basename" and operands:
-        name = os.path.basename(operands[0].rstrip("/"))
-        suffix = operands[1] if len(operands) > 1 else ""
-        return name[:-len(suffix)] if suffix and name.endswith(suffix) and name != suffix \
-            else name
-    if prog == "mktemp":
-        return _mktemp_path(args, env, cwd)
-    if prog == "git" and "rev-parse" in args and "--show-toplevel" in args:
+    return None
+
+
+def _ls_output(args, operands, env, cwd):
+    text = readers().listing_text(args, cwd)
+    return None if text is None else text.rstrip("\n")
+
+
+def _realpath_output(args, operands, env, cwd):
+    return os.path.normpath(os.path.join(cwd, operands[-1])) if operands else None
+
+
+def _dirname_output(args, operands, env, cwd):
+    if not operands:
+        return None
+    return os.path.dirname(operands[0].rstrip("/")) or ("/" if operands[0].startswith(
+        "/") else ".")
+
+
+def _basename_output(args, operands, env, cwd):
+    if not operands:
+        return None
+    name = os.path.basename(operands[0].rstrip("/"))
+    suffix = operands[1] if len(operands) > 1 else ""
+    return name[:-len(suffix)] if suffix and name.endswith(suffix) and name != suffix \
+        else name
+
+
+def _mktemp_output(args, operands, env, cwd):
+    return _mktemp_path(args, env, cwd)
+
+
+def _git_output(args, operands, env, cwd):
+    if "rev-parse" in args and "--show-toplevel" in args:
         return git_top(cwd)
-    if (prog == "which" or (prog in ("command", "type") and len(argv) >= 3 and
-                            argv[1] in ("-v", "-p", "-P"))) and len(argv) >= 2:
-        import shutil
-        name = argv[-1]  # the program as PATH finds it (the interpreter on the machine)
-        found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH")) \
-            if "/" not in name else None
-        return found or name
-    if prog == "git" and args[:1] == ["rev-parse"] and len(operands) == 2 and all(
+    if args[:1] == ["rev-parse"] and len(operands) == 2 and all(
             a in ("--verify", "-q", "--quiet") for a in args[1:] if a.startswith("-")):
         return operands[1]  # `$(git rev-parse REV)` names what REV names
     return None
+
+
+def _which_output(args, operands, env, cwd):
+    """The program as PATH finds it (the interpreter on the machine)."""
+    if not args:
+        return None
+    import shutil
+    name = args[-1]
+    found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH")) \
+        if "/" not in name else None
+    return found or name
+
+
+def _command_v_output(args, operands, env, cwd):
+    """`command -v NAME`, `type -P NAME`: as `which NAME`."""
+    if len(args) >= 2 and args[0] in ("-v", "-p", "-P"):
+        return _which_output(args, operands, env, cwd)
+    return None
+
+
+_SUBSTITUTION_OUTPUTS = {
+    "pwd": _pwd_output, "echo": _echo_output, "printf": _printf_output, "ls": _ls_output,
+    "realpath": _realpath_output, "readlink": _realpath_output,
+    "dirname": _dirname_output, "basename": _basename_output, "mktemp": _mktemp_output,
+    "git": _git_output, "which": _which_output, "command": _command_v_output,
+    "type": _command_v_output}
 
 
 def git_top(cwd):
@@ -4204,12 +4292,69 @@ _KNOWN_NOT_WRAPPERS = frozenset((
 
 def _maybe_wrapper(cmd, argv, cmds, depth):
     """A program with no row, given a word that names a program which destroys or
-    runs code, followed by more words: judged as a wrapper of the rest too."""
-    for j in range(1, min(len(argv) - 1, 24)):
+    runs code, followed by more words: judged as a wrapper of the rest too. A word
+    that holds a command line of such a program (`hyperfine 'rm -rf ~'`,
+    `concurrently …`, `nodemon --exec=…`, `psql -c '\\! …'`, a language's
+    `system "…"`) is judged as the line that program may run."""
+    prog = os.path.basename(argv[0])
+    for j in range(1, min(len(argv), 24)):
         word = argv[j]
-        if type(word) is str and os.path.basename(word) in _RUN_NAMES:
-            spawn_argv(cmd, argv[j:], cmds, depth + 1, os.path.basename(argv[0]))
+        if type(word) is not str:
+            continue
+        if j < len(argv) - 1 and os.path.basename(word) in _RUN_NAMES:
+            spawn_argv(cmd, argv[j:], cmds, depth + 1, prog)
             return
+        if argv[j - 1] in _MESSAGE_OPTIONS or word.split("=", 1)[0] in _MESSAGE_OPTIONS:
+            continue  # a message's text (`-m "rm -rf ~ is refused now"`) runs nothing
+        for line in _embedded_lines(word):
+            _nested(cmd, line, cmds, depth, origin="%s, which may run it" % prog)
+
+
+_MESSAGE_OPTIONS = frozenset((
+    "-m", "--message", "--body", "--title", "--summary", "--description", "--comment",
+    "--subject", "--text", "--note", "--notes", "--reason", "--label", "--msg"))
+
+
+# Where a command line may begin inside a word: its start, or after a quote, a
+# bracket, a backtick or a shell escape (`!`, `|`, `;`, `&`, `=`).
+_LINE_OPENERS = frozenset("\"'`([{!|;&=")
+_LINE_STOPS = frozenset("\"'`()[]{};|&=!")
+
+
+def _embedded_lines(word):
+    """The command lines a word holds, each starting with a program of _RUN_NAMES
+    followed by at least one more word, at a place where a line may begin (prose
+    such as "how rm -rf broke it" starts no line). A line ends with the quote it
+    began in, or with the word."""
+    if " " not in word and "\t" not in word:
+        return []
+    lines, i, n, opened = [], 0, len(word), True
+    while i < n and len(lines) < 8:
+        c = word[i]
+        if c in " \t":
+            i += 1
+            continue
+        if c in _LINE_OPENERS:
+            opened, i = True, i + 1
+            continue
+        end = i
+        while end < n and not word[end].isspace() and word[end] not in _LINE_STOPS:
+            end += 1
+        if opened and os.path.basename(word[i:end]) in _RUN_NAMES and end < n and \
+                word[end] in " \t":
+            k = i - 1
+            while k >= 0 and word[k] in " \t":
+                k -= 1
+            quote = word[k] if k >= 0 and word[k] in "\"'`" else ""
+            stop = word.find(quote, end) if quote else -1
+            line = word[i:stop if stop >= 0 else n]
+            if len(line.split()) > 1:
+                lines.append(line)
+            i = stop + 1 if stop >= 0 else n
+            opened = False
+            continue
+        opened, i = False, max(end, i + 1)
+    return lines
 
 
 def _nested(cmd, text, cmds, depth, origin=None, cwd=None, env=None):
@@ -4762,13 +4907,20 @@ def _fan_out(cmd, command, items, replace, cmds, depth, origin):
 
 _ENV_RUNNER_VALUES = ("-n", "--name", "-p", "--prefix", "-e", "--env", "-E",
                       "--environment", "--cwd", "-C", "-I", "--arg", "--argstr", "-A",
-                      "--attr", "-k", "--keep", "--project", "--manifest-path")
+                      "--attr", "-k", "--keep", "--project", "--manifest-path",
+                      # uv run's and poetry run's options that take a value
+                      "--with", "-w", "--with-editable", "--with-requirements",
+                      "--python", "--directory", "--package", "--group", "--only-group",
+                      "--no-group", "--extra", "--env-file", "--index", "--default-index",
+                      "--index-url", "-i", "--extra-index-url", "--find-links", "-f",
+                      "--cache-dir", "--config-file", "--from", "-P")
 
 
 def _peel_env_runner(cmd, cmds, depth):
     """The tools that run a command inside an environment they set up: `conda run
     [-n ENV] CMD`, `mise exec -- CMD`, `pixi run CMD`, `nix-shell --run STRING`,
-    `nix develop -c CMD`: the command is judged as one."""
+    `nix develop -c CMD`, `uv run`, `uvx`, `poetry run`, `pipenv run`: the command is
+    judged as one."""
     argv = cmd.argv
     for flag in ("--run", "--command"):
         if cmd.prog == "nix-shell" and flag in argv[1:-1]:
@@ -4776,6 +4928,8 @@ def _peel_env_runner(cmd, cmds, depth):
             return None
     verbs = ("run", "exec", "x") if cmd.prog not in ("nix",) else ("develop", "shell")
     at = next((k for k in range(1, min(len(argv), 4)) if argv[k] in verbs), None)
+    if cmd.prog == "uvx":  # `uvx [OPTIONS] TOOL ARGS`: the tool runs as a program
+        at = 0
     if at is None:
         return None
     rest = list(argv[at + 1:])
@@ -4788,6 +4942,8 @@ def _peel_env_runner(cmd, cmds, depth):
     inner = rest[j - 1:]
     if cmd.prog in ("mise", "rtx", "asdf"):  # `mise exec node@20 -- node x`: the
         inner = rest[rest.index("--") + 1:] if "--" in rest else []  # tools come first
+    if cmd.prog == "uv" and inner and str(inner[0]).endswith(".py"):
+        inner = ["python"] + inner  # `uv run x.py` runs it with the project's python
     if inner:
         spawn_argv(cmd, inner, cmds, depth + 1, "%s %s" % (cmd.prog, argv[at]))
     return None
@@ -4856,6 +5012,9 @@ def _lister_items(feeder):
         return None
     info = FindInfo()
     if feeder.prog == "git":
+        names = _diff_names(feeder)
+        if names is not None:
+            return names
         sub, rest = _git_parts(feeder)
         if sub == "ls-files":
             specs = [a for a in rest if not a.startswith("-")]
@@ -4889,6 +5048,34 @@ def _lister_items(feeder):
     stand_in = copy.copy(feeder)
     stand_in.find = info
     return [found_word(info.roots[0], stand_in)]
+
+
+_DIFF_NAME_FLAGS = frozenset(("--name-only", "-z", "--cached", "--staged", "--relative",
+                              "--no-renames", "--"))
+DIFF_NAMES_MAX = 2000
+
+
+def _diff_names(feeder):
+    """The files `git diff --name-only [--cached] [REV...] [-- PATH...]` prints, asked
+    of git now (read-only, bounded): what xargs then gets, file by file. Only when it
+    is the first command of the line, run at the top of the work tree (nothing
+    before it changes what git sees, and the names are relative to where xargs
+    runs); None otherwise."""
+    sub, rest = _git_parts(feeder)
+    cwd = feeder.cwd
+    if sub != "diff" or "--name-only" not in rest or feeder.argv[1:2] != ["diff"] or \
+            (feeder.pipeline, feeder.pos, feeder.depth) != (0, 0, 0) or not isinstance(
+                cwd, str) or not os.path.isdir(os.path.join(cwd, ".git")):
+        return None
+    for arg in rest:
+        if not isinstance(arg, str) or isinstance(arg, Glob) or (arg.startswith("-") and (
+                arg not in _DIFF_NAME_FLAGS and not arg.startswith("--diff-filter="))) \
+                or any(ch in arg for ch in "*?[$`\\") or arg.startswith(":"):
+            return None
+    names = readers()._git_query(cwd, ["diff", "-z"] + [a for a in rest if a != "-z"])
+    if names is None or len(names) > DIFF_NAMES_MAX:
+        return None
+    return names
 
 
 def _feeder_items(feeder, lines=False):
@@ -4951,6 +5138,10 @@ _PEELERS = {
     "asdf": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
     "nix-shell": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
     "nix": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "uv": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "uvx": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "poetry": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
+    "pipenv": lambda c, s, cm, d: _peel_env_runner(c, cm, d),
     "sem": _peel_sem, "su": _peel_su, "runuser": _peel_su, "eval": _peel_eval,
     "trap": _peel_trap, "script": _peel_script, "cd": _peel_cd, "pushd": _peel_cd,
     "export": _peel_export, "declare": _peel_export, "typeset": _peel_export,
@@ -5003,6 +5194,10 @@ def _follow(cmd, state, cmds, depth):
     elif "/" in argv[0] and not isinstance(argv[0], Opaque) and not argv[0].startswith(
             _SYSTEM_PROGRAMS):
         run_script(cmd, argv[0], argv[1:], cmds, depth, None)
+    if prog in _RUNNER_ROWS:
+        follow_runner(cmd, cmds, depth)
+    if cmd.env or prog in _ENV_PLANTERS:
+        _note_planted_switches(cmd)
     if prog in _CODE_OPTION_PROGRAMS:
         _follow_code_options(cmd, cmds, depth)
     elif prog == "git" and _git_may_run(cmd):
@@ -5017,6 +5212,38 @@ def _follow(cmd, state, cmds, depth):
         if cmd.shared.pending and any("hooks" in str(t) or str(t).endswith(
                 ("config", ".gitconfig", "config.worktree")) for t, _m in written_paths(cmd)):
             _follow_git_hook_writes(cmd, cmds, depth)
+
+
+# Build and test runners, judged for what the call hands them to run
+# (follow_runner, below the cold line).
+follow_runner = _reader("follow_runner")
+follow_python_test_modules = _reader("follow_python_test_modules")
+_RUNNER_ROWS = frozenset(("cmake", "tox", "go", "rake", "m4", "emacs", "emacs-nox", "pytest",
+                          "py.test", "mocha", "jest", "vitest", "ava")) | _MAKES
+
+
+# Programs that set the environment of processes started later (a user manager,
+# a terminal multiplexer's server, the login session's).
+_ENV_PLANTERS = frozenset(("systemctl", "launchctl", "dbus-update-activation-environment",
+                           "tmux", "screen", "initctl"))
+
+
+def _note_planted_switches(cmd):
+    """A notrest switch (NOTREST_OVERRIDE and the like) that this line sets for a
+    program it starts, or plants where later processes inherit it: a client or a
+    hook started so would read the agent's switch as a person's."""
+    if cmd.shared is None:
+        return
+    if cmd.prog in _ENV_PLANTERS and any(
+            isinstance(a, str) and a.upper().startswith("NOTREST_") for a in cmd.argv[1:]):
+        unknown_code(cmd, None, "plants a notrest switch where later processes inherit "
+                     "it: overrides are a person's")
+        return
+    for name in cmd.env:
+        if isinstance(name, str) and name.startswith("NOTREST_") and cmd.cli is None:
+            unknown_code(cmd, None, "starts %s with %s set: overrides and switches are "
+                         "a person's" % (cmd.prog, name))
+            return
 
 
 def _follow_git_hook_writes(cmd, cmds, depth):
@@ -5060,7 +5287,14 @@ _GIT_CODE_WORDS = ("ext::", "--upload-pack", "--receive-pack", "--exec", "--extc
 
 
 def _git_may_run(cmd):
+    skip = False
     for arg in cmd.argv[1:]:
+        if skip:  # the value of -C, --git-dir, --work-tree: not the verb
+            skip = False
+            continue
+        if arg in ("-C", "--git-dir", "--work-tree", "--namespace"):
+            skip = True
+            continue
         if not arg.startswith("-"):
             if arg in _GIT_CODE_FIRST:
                 return True
@@ -5080,7 +5314,8 @@ def _follow_code_options(cmd, cmds, depth):
     cheap look at the words first, the readers only when one may."""
     prog, text = cmd.prog, " ".join(str(a) for a in cmd.argv[1:])
     if prog in ("awk", "gawk", "mawk", "nawk"):
-        if "system" in text or "|" in text or "getline" in text or "-f" in cmd.argv:
+        if "system" in text or "|" in text or "getline" in text or "-f" in cmd.argv or \
+                ">" in text:
             follow_awk(cmd, cmds, depth)
     elif prog in ("sed", "gsed"):
         if "e" in text:
@@ -5330,7 +5565,8 @@ def _language(prog):
     for prefix, language in (("python", "python"), ("pypy", "python"), ("node", "node"),
                              ("deno", "node"), ("bun", "node"), ("perl", "perl"),
                              ("ruby", "ruby"), ("php", "php"), ("expect", "tcl"),
-                             ("tclsh", "tcl"), ("wish", "tcl")):
+                             ("tclsh", "tcl"), ("wish", "tcl"), ("pwsh", "pwsh"),
+                             ("powershell", "pwsh")):
         if prog.startswith(prefix):
             return language
     return "other" if prog in INTERPRETERS else ""
@@ -5386,20 +5622,25 @@ def _script_text(path, shared, limit=SCRIPT_READ_MAX, strict=True):
 
 # ---- interpreters ------------------------------------------------------------
 
+_CODE_FLAGS = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
+               "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",)}
+_CODE_FLAGS_ELSEWHERE = ("-e", "-c", "--eval", "-Command", "-r")
+_FLAGS_WITH_VALUES = {
+    "python": ("-W", "-X", "--check-hash-based-pycs"),
+    "node": ("-r", "--require", "--import", "--loader", "--experimental-loader", "-C",
+             "--conditions", "--input-type"),
+    "perl": ("-I", "-M", "-m", "-x"), "ruby": ("-I", "-r", "-C", "-E", "-F"),
+    "php": ("-d", "-c", "-z")}
+
+
 def interpreter_parts(argv):
     """(codes, script index, module, index of the first argument) of an
     interpreter command line: inline code (-c, -e, -r...), the script it runs,
     the module of `python -m`."""
     prog = os.path.basename(argv[0])
     language = _language(prog)
-    code_flags = {"python": ("-c",), "node": ("-e", "--eval", "-p", "--print"),
-                  "perl": ("-e", "-E"), "ruby": ("-e",), "php": ("-r",)}.get(
-        language, ("-e", "-c", "--eval", "-Command", "-r"))
-    values = {"python": ("-W", "-X", "--check-hash-based-pycs"),
-              "node": ("-r", "--require", "--import", "--loader", "--experimental-loader",
-                       "-C", "--conditions", "--input-type"),
-              "perl": ("-I", "-M", "-m", "-x"), "ruby": ("-I", "-r", "-C", "-E", "-F"),
-              "php": ("-d", "-c", "-z")}.get(language, ())
+    code_flags = _CODE_FLAGS.get(language, _CODE_FLAGS_ELSEWHERE)
+    values = _FLAGS_WITH_VALUES.get(language, ())
     codes, i = [], 1
     while i < len(argv):
         arg = argv[i]
@@ -5410,15 +5651,9 @@ def interpreter_parts(argv):
                 return codes, None, None, i
             continue
         if language == "python" and arg.startswith("-") and not arg.startswith("--"):
-            letters = arg[1:]
-            if "c" in letters or "m" in letters:
-                cut = min(letters.index(c) for c in "cm" if c in letters)
-                rest = letters[cut + 1:]
-                value = rest or (argv[i + 1] if i + 1 < len(argv) else "")
-                nxt = i + (1 if rest else 2)
-                if letters[cut] == "c":
-                    return [value], None, None, nxt
-                return codes, None, value, nxt
+            bundled = _python_bundle(argv, i, codes)
+            if bundled:
+                return bundled
         if language in ("perl", "ruby") and arg.startswith("-") and not \
                 arg.startswith("--") and len(arg) > 2 and "e" in arg[1:] and \
                 arg[1:arg.index("e", 1)].isalpha():  # a bundle: -ne, -lne, -pe1
@@ -5449,6 +5684,21 @@ def interpreter_parts(argv):
     return codes, i, None, i + 1
 
 
+def _python_bundle(argv, i, codes):
+    """python's short flags at argv[i] that end in c or m (-Ic CODE, -Bm MODULE, -cCODE):
+    interpreter_parts' answer, or None when they hold neither."""
+    letters = argv[i][1:]
+    if "c" not in letters and "m" not in letters:
+        return None
+    cut = min(letters.index(c) for c in "cm" if c in letters)
+    rest = letters[cut + 1:]
+    value = rest or (argv[i + 1] if i + 1 < len(argv) else "")
+    nxt = i + (1 if rest else 2)
+    if letters[cut] == "c":
+        return [value], None, None, nxt
+    return codes, None, value, nxt
+
+
 def interpreter_code(cmd):
     """Inline code an interpreter runs: -c/-e arguments and a script on stdin."""
     codes, script, module, _ = interpreter_parts(cmd.argv)
@@ -5462,9 +5712,14 @@ def interpreter_code(cmd):
 def _follow_interpreter(cmd, cmds, depth):
     """Judge what an interpreter runs: its inline code, its script, or notrest."""
     argv = cmd.argv
+    if _language(cmd.prog) == "pwsh":
+        _follow_pwsh(cmd, cmds, depth)
+        return
     codes, script, module, rest = interpreter_parts(argv)
     language = _language(cmd.prog) or "other"
     if module is not None:
+        if module in ("unittest", "pytest"):
+            follow_python_test_modules(cmd, module, list(argv[rest:]), cmds, depth)
         if module.split(".")[0] == "notrest":
             cmd.cli = list(argv[rest:])
         elif cmd.shared is not None and "/" not in module:
@@ -5488,9 +5743,141 @@ def _follow_interpreter(cmd, cmds, depth):
                                     argv[1:]):
             _run_stdin(cmd, cmds, depth)
     for code in codes:
+        if language == "other":  # a language the gate has no reader for: the
+            for line in _embedded_lines(code):  # command lines its strings hold
+                _nested(cmd, line, cmds, depth, origin="%s, which may run it" % cmd.prog)
         flag = {"python": "-c", "php": "-r"}.get(language, "-e")
         _follow_code(cmd, code, language, ["-c"] + list(argv[rest:]), cmds, depth,
                      "%s %s" % (cmd.prog, flag))
+
+
+# ---- PowerShell: its cmdlets read as the shell commands that do the same ----
+# pwsh takes any unambiguous prefix of a parameter's name, in any case; -Command
+# text (or -EncodedCommand's base64 of UTF-16LE) is statements separated by `;`,
+# each a pipeline. The subset here is what deletes, writes, copies, moves, reads,
+# downloads and evaluates: enough to judge the call by the laws the shell has.
+
+_PWSH_VERBS = {
+    "remove-item": "rm", "rm": "rm", "ri": "rm", "del": "rm", "erase": "rm", "rd": "rm",
+    "rmdir": "rm", "copy-item": "cp", "cp": "cp", "copy": "cp", "cpi": "cp",
+    "move-item": "mv", "mv": "mv", "move": "mv", "mi": "mv", "set-content": "tee",
+    "sc": "tee", "out-file": "tee", "add-content": "tee -a", "ac": "tee -a",
+    "clear-content": "truncate -s 0", "clc": "truncate -s 0", "get-content": "cat",
+    "gc": "cat", "cat": "cat", "type": "cat", "invoke-expression": "sh -c",
+    "iex": "sh -c", "invoke-webrequest": "curl", "iwr": "curl",
+    "invoke-restmethod": "curl", "irm": "curl", "curl": "curl", "wget": "curl",
+    "get-childitem": "ls", "gci": "ls", "ls": "ls", "dir": "ls"}
+_PWSH_FLAGS = {"-recurse": "-r", "-r": "-r", "-rec": "-r", "-force": "-f", "-fo": "-f",
+               "-f": "-f", "-append": "-a"}
+_PWSH_VALUES = ("-value", "-encoding", "-filter", "-include", "-exclude", "-method",
+                "-body", "-headers", "-outfile", "-erroraction", "-ea", "-credential")
+_PWSH_HOME = ("$home", "$env:home", "$env:userprofile", "${env:home}", "~")
+
+
+def _pwsh_words(statement):
+    words, i, n = [], 0, len(statement)
+    while i < n:
+        c = statement[i]
+        if c.isspace():
+            i += 1
+        elif c in "'\"":
+            j = statement.find(c, i + 1)
+            j = n if j < 0 else j
+            words.append(("q" if c == "'" else "d", statement[i + 1:j]))
+            i = j + 1
+        else:
+            j = i
+            while j < n and not statement[j].isspace() and statement[j] not in "'\"":
+                j += 1
+            words.append(("w", statement[i:j]))
+            i = j
+    return words
+
+
+def _pwsh_value(kind, text):
+    """A PowerShell word as a shell word: the home folder as ~, its variables the
+    gate cannot know as an unknown word."""
+    low = text.lower()
+    for home in _PWSH_HOME:
+        if low == home or low.startswith(home + "/") or low.startswith(home + "\\"):
+            return "~" + text[len(home):].replace("\\", "/")
+    if kind != "q" and "$" in text:
+        return UNKNOWN_WORD
+    return _quote_arg(text.replace("\\", "/"))
+
+
+def pwsh_lines(code):
+    """The shell lines that do what PowerShell code does, for the subset above."""
+    lines = []
+    for statement in code.replace("\n", ";").split(";")[:200]:
+        shell, before = [], None
+        for stage in statement.split("|"):
+            words = _pwsh_words(stage.strip())
+            if words and words[0][1] == "&":  # the call operator: `& 'prog' args`
+                words = words[1:]
+            if not words:
+                continue
+            verb = _PWSH_VERBS.get(words[0][1].lower())
+            if verb is None:
+                shell.append(" ".join(_pwsh_value(k, t) for k, t in words))
+                before = None
+                continue
+            out, k = [verb], 1
+            while k < len(words):
+                kind, text = words[k]
+                low = text.lower()
+                if kind == "w" and low in _PWSH_FLAGS:
+                    out.append(_PWSH_FLAGS[low])
+                elif kind == "w" and low in _PWSH_VALUES:
+                    k += 1
+                elif not (kind == "w" and low.startswith("-")):
+                    out.append(_pwsh_value(kind, text))
+                k += 1
+            if verb == "rm" and before and not [w for w in out[1:] if w[:1] != "-"]:
+                out += before  # `gci ~ | Remove-Item -Recurse`: what was listed
+            if verb == "sh -c" and len(out) == 1:
+                out = ["sh"]  # `… | iex`: what comes down the pipe runs
+            before = [w for w in out[1:] if not w.startswith("-")] if verb == "ls" else None
+            shell.append(" ".join(out))
+        if shell:
+            lines.append(" | ".join(shell))
+    return lines
+
+
+def _pwsh_code(argv):
+    """(code, script) of a pwsh command line: -Command's text (all the words after
+    it), -EncodedCommand's decoded text, or the -File / first word's script."""
+    for i in range(1, len(argv)):
+        flag = str(argv[i]).lower()
+        if isinstance(argv[i], Opaque):
+            return argv[i], None
+        if len(flag) > 1 and "-command".startswith(flag) and flag != "-":
+            return " ".join(str(a) for a in argv[i + 1:]), None
+        if flag in ("-ec", "-enc") or (len(flag) > 2 and "-encodedcommand".startswith(flag)):
+            import base64
+            try:
+                text = base64.b64decode(str(argv[i + 1])).decode("utf-16-le")
+            except (ValueError, IndexError, UnicodeDecodeError):
+                return Opaque(UNKNOWN_WORD), None
+            return text, None
+        if len(flag) > 1 and "-file".startswith(flag) and i + 1 < len(argv):
+            return None, argv[i + 1]
+        if not flag.startswith("-"):
+            return None, argv[i]
+    return None, None
+
+
+def _follow_pwsh(cmd, cmds, depth):
+    code, script = _pwsh_code(cmd.argv)
+    if isinstance(code, Opaque):
+        unknown_code(cmd, code, "runs PowerShell the gate cannot read")
+    elif code:
+        for line in pwsh_lines(code):
+            _nested(cmd, line, cmds, depth, origin="%s -Command" % cmd.prog)
+    elif script is not None and cmd.shared is not None and not isinstance(script, Opaque):
+        text = _script_text(_resolve_in(cmd, script), cmd.shared)
+        for line in pwsh_lines(text) if isinstance(text, str) else ():
+            _nested(cmd, line, cmds, depth, origin=os.path.basename(str(script)))
 
 
 def _run_code_file(cmd, path_text, args, language, cmds, depth):
@@ -5700,6 +6087,7 @@ def patch_targets(text):
 
 
 _READERS = frozenset((
+    "ugrep", "ug",
     "cat", "tac", "less", "more", "most", "head", "tail", "bat", "batcat", "view", "nl",
     "base64", "base32", "basenc", "xxd", "od", "hexdump", "strings", "grep", "egrep",
     "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "nawk", "cut", "sort", "uniq",
@@ -5966,6 +6354,19 @@ def _paths_apply_patch(cmd):
     return patch_targets(_stdin_script(cmd) or " ".join(cmd.argv[1:]))
 
 
+def _paths_httpie(cmd):
+    """httpie and xh: `field@FILE` uploads FILE, `field=@FILE` and `field:=@FILE`
+    send its text; --download/-o writes."""
+    found = [(p, "write") for p in option_values(cmd, ("-o", "--output"))]
+    for arg in cmd.argv[1:]:
+        if not isinstance(arg, str) or arg.startswith("-") or "://" in arg.split("@")[0]:
+            continue
+        at = arg.find("@")
+        if at > 0 and not arg[:at].endswith("\\"):
+            found.append((arg[at + 1:].split(";")[0], "read"))
+    return found
+
+
 def _paths_download(cmd):
     """curl, wget: what they save, and the files they upload or read (file://)."""
     found = [(p, "write") for p in option_values(cmd, (
@@ -5994,6 +6395,9 @@ def _paths_archive(cmd):
     plan = extract_plan(cmd)
     if plan is not None:
         return [(p, "write") for p in plan]
+    found = _extract_unknown(cmd)
+    if found is not None:
+        return found
     if cmd.prog == "unzip":
         return []
     return [(p, "tree") for p in operands(cmd)]
@@ -6005,6 +6409,7 @@ def _paths_zip(cmd):
 
 
 _SEARCH_PATTERN_FIRST = frozenset(("grep", "egrep", "fgrep", "rg", "ag", "ack", "awk",
+                                   "ugrep", "ug",
                                    "gawk", "mawk", "nawk", "jq", "yq", "sed"))
 
 
@@ -6030,6 +6435,12 @@ def _search_tree(cmd):
     if prog in ("grep", "egrep", "fgrep"):
         return "tree" if has_flag(cmd, "rR", ("--recursive", "--dereference-recursive")) \
             or "recurse" in option_values(cmd, ("-d", "--directories")) else ""
+    if prog == "ack":  # ack recurses by default and reads dot files
+        return "" if has_flag(cmd, "n", ("--no-recurse",)) else "tree"
+    if prog == "ugrep":
+        return "tree" if has_flag(cmd, ".", ("--hidden",)) or (has_flag(
+            cmd, "rR", ("--recursive", "--dereference-recursive")) and not has_flag(
+                cmd, "", ("--no-hidden",))) else ""
     if prog in ("rg", "ag", "ack"):
         letters = "".join(a[1:] for a in cmd.argv[1:] if a.startswith("-") and
                           not a.startswith("--"))
@@ -6039,8 +6450,50 @@ def _search_tree(cmd):
     return ""
 
 
+# What an extraction whose members the gate cannot know may write in the folder
+# it was pointed at: the names that matter there, each judged as written.
+_EXTRACT_MAY_WRITE = ("_", "hooks.json", "config.toml", "settings.json",
+                      "settings.local.json", "laws.json", "config.json", "config",
+                      ".bashrc")
+
+
+def _extract_unknown(cmd):
+    """An extraction of members the gate cannot know (an archive it cannot read)
+    into a folder named on the line (`tar -x -C DIR`, `unzip -d DIR`), or with
+    cpio's unconditional -u: what it may write there; None when it is not one."""
+    prog, argv = cmd.prog, cmd.argv
+    if prog in ("cpio", "pax"):
+        if not (has_flag(cmd, "i", ("--extract",)) if prog == "cpio" else
+                "-r" in argv) or not has_flag(cmd, "u", ("--unconditional",)) and \
+                prog == "cpio":
+            return None
+        # unconditional: what it unpacks replaces whatever lies here, the estate too
+        return [(name, "write") for name in (".notrest/laws.json", ".claude/settings.json",
+                                             ".codex/hooks.json", ".git/config")]
+    elif prog == "unzip":
+        if has_flag(cmd, "lZtpn", ("--list",)) or "-v" in argv:
+            return None
+        folders = [argv[i + 1] for i in range(1, len(argv) - 1) if argv[i] == "-d"]
+        if not folders:
+            return None
+        folder = folders[-1]
+    else:
+        mode, _archive, folder, _members, _strip = _tar_options(cmd)
+        if mode != "x" or folder in (".", "", None):
+            return None
+    if isinstance(folder, Opaque):
+        return [(folder, "write")]
+    return [(os.path.join(str(folder), name), "write") for name in _EXTRACT_MAY_WRITE]
+
+
 def _paths_cpio(cmd):
-    """cpio -o / pax -w: the names on stdin are read into the archive."""
+    """cpio -o / pax -w: the names on stdin are read into the archive; pax -w
+    with folders named reads them whole; cpio -iu may overwrite anything."""
+    found = _extract_unknown(cmd)
+    if found is not None:
+        return found
+    if cmd.prog == "pax" and "-w" in cmd.argv and operands(cmd):
+        return [(p, "tree") for p in operands(cmd)]
     if not has_flag(cmd, "ow", ("--create",)):
         return []
     items = _feeder_items(cmd.feeds) or []
@@ -6143,6 +6596,7 @@ _PATH_RULES = dict(
                                     "lzma", "zstd", "unzstd", "compress")] +
     [(p, _paths_sort) for p in ("sort", "uniq")] +
     [(p, _paths_download) for p in ("curl", "wget")] +
+    [(p, _paths_httpie) for p in ("http", "https", "xh", "xhs")] +
     [(p, _paths_archive) for p in ("tar", "bsdtar", "unzip")] +
     [(p, _paths_reader) for p in _CONTENT_READERS if p not in (
         "sed", "awk", "gawk", "sort", "uniq", "curl", "tar", "zip", "gzip", "bzip2",
@@ -6432,6 +6886,19 @@ LAW_FIELDS = ("id", "text", "on", "action", "instead", "tool", "program", "comma
 DEFAULT_PROTECTED_BRANCHES = ("main", "master")
 # What protect-harness guards, relative to the project, the home folder, the
 # clients' own folders ($CODEX_HOME, $CLAUDE_CONFIG_DIR), and the machine.
+# Files git reads for the programs it runs, written by hand (`sed -i … .git/config`,
+# an interpreter's open(), a `.git` file naming another repository): the next git
+# call, the person's or a hook's, runs what they name. `git config` itself is
+# judged by its setting (git_program_setting); the hooks here are the ones that fire
+# on calls nobody typed (a ref update, an index write, the receiving side of a push
+# or a sync), where an ordinary hook (pre-commit) is judged by its text.
+_GIT_QUIET_HOOKS = ("reference-transaction", "post-index-change", "fsmonitor-watchman",
+                    "pre-auto-gc", "push-to-checkout", "pre-receive", "update",
+                    "post-receive", "post-update", "proc-receive", "post-checkout",
+                    "p4-*", "sendemail-validate")
+GIT_PROGRAM_FILES = (".git/config", ".git/config.worktree", ".git/info/attributes",
+                     "**/.git") + tuple(".git/hooks/%s" % name for name in _GIT_QUIET_HOOKS)
+HOME_GIT_PROGRAM_FILES = (".gitconfig", ".config/git/config", ".config/git/attributes")
 HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  ".claude/settings.local.json", ".claude/settings*.json",
                  ".codex/hooks.json", ".codex/config.toml", ".claude/skills/notrest*",
@@ -6441,7 +6908,8 @@ HARNESS_PATHS = (".notrest", ".notrest/**", ".claude/settings.json",
                  # session started there runs them
                  "**/.notrest", "**/.notrest/**", "**/.claude/settings*.json",
                  "**/.codex/hooks.json", "**/.codex/config.toml",
-                 "**/.claude/skills/notrest*/**", "**/.agents/skills/notrest*/**")
+                 "**/.claude/skills/notrest*/**", "**/.agents/skills/notrest*/**") + \
+    GIT_PROGRAM_FILES
 SHELL_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout",
                        ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
                        ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".xprofile",
@@ -6458,7 +6926,7 @@ HOME_HARNESS_PATHS = tuple("%s/%s" % (folder, name) for folder in (
                       ".claude/skills/notrest*", ".claude/skills/notrest*/**",
                       ".agents/skills/notrest*", ".agents/skills/notrest*/**",
                       ".codex/sessions/**", ".codex/archived_sessions/**") + \
-    SHELL_STARTUP_FILES
+    SHELL_STARTUP_FILES + HOME_GIT_PROGRAM_FILES
 CODEX_HOME_HARNESS = ("hooks.json", "config.toml", "sessions/**", "archived_sessions/**",
                       "skills/notrest*/**")
 CLAUDE_CONFIG_HARNESS = ("settings*.json", "plugins/**", "skills/notrest*",
@@ -6504,7 +6972,9 @@ SECRET_NAMES = (".env", ".env.*", ".env-*", ".env_*", "*.env", ".envrc", "*.tfva
 SECRET_TEMPLATES = (".example", ".sample", ".template", ".dist", ".pub")
 HOME_SECRET_PATHS = (".aws/credentials", ".netrc", ".docker/config.json",
                      ".git-credentials", ".pypirc", ".npmrc", ".kube/config",
-                     ".config/gh/hosts.yml", ".config/hub", ".s3cfg", ".boto",
+                     ".config/gh/hosts.yml", ".config/gh/hosts.json", ".config/hub",
+                     ".cargo/credentials.toml", ".cargo/credentials", ".gem/credentials",
+                     ".s3cfg", ".boto",
                      ".config/rclone/rclone.conf", ".terraform.d/credentials.tfrc.json",
                      ".azure/accesstokens.json", ".azure/msal_token_cache.json",
                      ".password-store/**", ".local/share/keyrings/**",
@@ -6778,6 +7248,11 @@ class GateContext:
                 return " ".join(_quote_arg(str(a)) for a in command)
             return command if isinstance(command, str) else ""
         tool = event.tool or ""
+        if tool == "write_stdin" and isinstance(event.tool_input, dict):
+            # Codex's keystrokes into a shell exec_command left open: each line the
+            # shell reads is a command line, judged as exec_command's would be
+            chars = event.tool_input.get("chars")
+            return chars if isinstance(chars, str) else ""
         if tool in ("Write", "create_file") and isinstance(event.tool_input, dict):
             target = event.tool_input.get("file_path") or event.tool_input.get("path")
             content = event.tool_input.get("content")
@@ -6862,91 +7337,93 @@ class GateContext:
         self._inodes = {}
         home = self.home if self.home and self.home != "/" else None
         extra = self.secret_paths
+        bases = self._inode_bases(home)
+        for base in bases:
+            self._harness_inodes(base, home, extra)
+        if home:
+            for rel in SECRET_DIRS:
+                self._list_inodes(os.path.join(home, rel), home, extra)
+            for rel in HOME_SECRET_PATHS:
+                if "*" not in rel:
+                    self._consider_inode(os.path.join(home, rel), home, extra)
+        for path in extra:
+            self._consider_inode(path, home, extra)
+        if isinstance(self.cwd, str) and self.cwd not in bases:
+            self._list_inodes(self.cwd, home, extra, lambda name: is_secret_path(
+                name, None))
+        self._walk_inodes(data_dir(self.event.env if self.event.env.get("HOME") else dict(
+            self.event.env, HOME=self.home)), home, extra)
+        return self._inodes
 
-        def consider(path):
-            try:
-                st = os.lstat(path)
-            except (OSError, ValueError):
-                return
-            if st.st_nlink > 1 and st.st_mode & 0o170000 == 0o100000 and (
-                    self.harness_hit(path, "write") or is_secret_path(path, home, extra)):
-                self._inodes.setdefault((st.st_dev, st.st_ino), path)
-
-        def walk(folder):
-            budget = PROTECTED_INODE_LIMIT
-            for top, dirs, files in os.walk(folder):
-                dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
-                budget -= len(files) + 1
-                if budget < 0:
-                    return
-                for name in files:
-                    consider(os.path.join(top, name))
-
-        def listing(folder, keep=lambda name: True):
-            try:
-                names = os.listdir(folder)
-            except (OSError, ValueError):
-                return
-            for name in names[:PROTECTED_INODE_LIMIT]:
-                if keep(name):
-                    full = os.path.join(folder, name)
-                    if os.path.isdir(full) and not os.path.islink(full):
-                        walk(full)
-                    else:
-                        consider(full)
-
+    def _inode_bases(self, home):
+        """The folders whose harness files are protected: the project, the home
+        folder and the clients' own (CODEX_HOME, CLAUDE_CONFIG_DIR)."""
         bases = [self.root] + ([home] if home else [])
         for name in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
             value = self.event.env.get(name)
             if isinstance(value, str) and value.startswith("/") and value != "/":
                 bases.append(os.path.normpath(value))
-        for base in bases:
-            walk(os.path.join(base, ".notrest"))
-            for sub in (".claude", ".codex", ""):
-                listing(os.path.join(base, sub) if sub else base, lambda name: (
-                    name.startswith("settings") or name in (
-                        "hooks.json", "config.toml", "auth.json", ".credentials.json")
-                    or name in SHELL_STARTUP_FILES or is_secret_path(name, None)))
-            for skills in (".claude/skills", ".agents/skills", "skills"):
-                listing(os.path.join(base, skills), lambda name: name.startswith(
-                    "notrest"))
-        if home:
-            for rel in SECRET_DIRS:
-                listing(os.path.join(home, rel))
-            for rel in HOME_SECRET_PATHS:
-                if "*" not in rel:
-                    consider(os.path.join(home, rel))
-        for path in extra:
-            consider(path)
-        if isinstance(self.cwd, str) and self.cwd not in bases:
-            listing(self.cwd, lambda name: is_secret_path(name, None))
-        walk(data_dir(self.event.env if self.event.env.get("HOME") else dict(
-            self.event.env, HOME=self.home)))
-        return self._inodes
+        return bases
+
+    def _harness_inodes(self, base, home, extra):
+        """A base's .notrest, its hook settings, client files and notrest skills."""
+        self._walk_inodes(os.path.join(base, ".notrest"), home, extra)
+        for sub in (".claude", ".codex", ""):
+            self._list_inodes(os.path.join(base, sub) if sub else base, home, extra,
+                              self._protected_name)
+        for skills in (".claude/skills", ".agents/skills", "skills"):
+            self._list_inodes(os.path.join(base, skills), home, extra,
+                              lambda name: name.startswith("notrest"))
+
+    @staticmethod
+    def _protected_name(name):
+        """Hook settings, the clients' own files, shell startup files, secret files."""
+        return name.startswith("settings") or name in (
+            "hooks.json", "config.toml", "auth.json", ".credentials.json") or \
+            name in SHELL_STARTUP_FILES or is_secret_path(name, None)
+
+    def _consider_inode(self, path, home, extra):
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            return
+        if st.st_nlink > 1 and st.st_mode & 0o170000 == 0o100000 and (
+                self.harness_hit(path, "write") or is_secret_path(path, home, extra)):
+            self._inodes.setdefault((st.st_dev, st.st_ino), path)
+
+    def _walk_inodes(self, folder, home, extra):
+        budget = PROTECTED_INODE_LIMIT
+        for top, dirs, files in os.walk(folder):
+            dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
+            budget -= len(files) + 1
+            if budget < 0:
+                return
+            for name in files:
+                self._consider_inode(os.path.join(top, name), home, extra)
+
+    def _list_inodes(self, folder, home, extra, keep=None):
+        """The files in folder (those whose names keep accepts), and the whole of
+        each folder in it."""
+        try:
+            names = os.listdir(folder)
+        except (OSError, ValueError):
+            return
+        for name in names[:PROTECTED_INODE_LIMIT]:
+            if keep is None or keep(name):
+                full = os.path.join(folder, name)
+                if os.path.isdir(full) and not os.path.islink(full):
+                    self._walk_inodes(full, home, extra)
+                else:
+                    self._consider_inode(full, home, extra)
 
     def _collect_accesses(self):
-        event, ti = self.event, self.event.tool_input
-        tool = event.tool or ""
+        ti = self.event.tool_input
+        tool = self.event.tool or ""
         if tool in FILE_WRITE_TOOLS or tool in FILE_READ_TOOLS or tool in ("Grep", "Glob",
                                                                            "LS"):
-            mode = "read" if tool in ("Read", "Grep", "Glob", "LS") else "write"
-            for key in ("file_path", "notebook_path", "path"):
-                value = ti.get(key)
-                if isinstance(value, str) and value:
-                    if tool == "Glob" and key == "path":
-                        continue
-                    path = resolve_path(value, self.cwd, self.home)
-                    if tool == "Grep" and self._hidden_folder(path):
-                        mode = "tree"  # rg skips hidden names below, not the one named
-                    yield (path, mode, tool, None)
+            yield from self._file_tool_accesses(tool, ti)
         if tool == "Grep" and isinstance(ti.get("glob"), str) and ti["glob"]:
-            folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
-            for glob_text in _brace_texts(ti["glob"]):
-                deep = glob_text.startswith("**/")
-                pattern = glob_text.lstrip("*/") if deep else glob_text
-                for sub in ("",) + (_DEEP_SECRET_FOLDERS if deep else ()):
-                    yield (Glob(resolve_path(os.path.join(folder or ".", sub, pattern),
-                                             self.cwd, self.home)), "read", tool, None)
+            yield from self._grep_glob_accesses(tool, ti)
         elif tool in PATHLESS_TOOLS:
             for text in _pathlike_strings(ti):
                 if text.startswith("file://"):  # WebFetch of file:///...: a read
@@ -6956,38 +7433,73 @@ class GateContext:
                 tool not in SPAWN_TOOLS and tool not in FILE_WRITE_TOOLS and \
                 tool not in FILE_READ_TOOLS and tool not in ("Grep", "Glob", "LS",
                                                              "apply_patch"):
-            mode = "read" if any(w in tool.lower() for w in _READ_TOOL_WORDS) else "any"
-            for text in _pathlike_strings(ti):
-                path = resolve_path(text[7:] if text.startswith("file://") else text,
-                                    self.cwd, self.home)
-                if "list" not in tool.lower() and self._hidden_folder(path):
-                    yield (path, "tree", tool, None)  # a folder handed to a tool
-                yield (path, mode, tool, None)
+            yield from self._other_tool_accesses(tool, ti)
         if tool == "apply_patch" or (tool and "patch" in tool.lower()):
-            text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
-            if isinstance(text, list):
-                text = "\n".join(map(str, text))
-            for target, mode in patch_targets(text):
-                yield (resolve_path(target, self.cwd, self.home, follow=mode != "delete"),
-                       mode, "apply_patch", None)
+            yield from self._patch_accesses(ti)
         for cmd in self.cmds:
-            what = None
-            for text, mode in command_paths(cmd):
-                if text.startswith("$(") or "/dev/fd/" in text:
+            yield from self._command_accesses(cmd)
+
+    def _file_tool_accesses(self, tool, ti):
+        """The paths a file tool (Read, Write, Edit, Grep, Glob, LS...) is given."""
+        mode = "read" if tool in ("Read", "Grep", "Glob", "LS") else "write"
+        for key in ("file_path", "notebook_path", "path"):
+            value = ti.get(key)
+            if isinstance(value, str) and value:
+                if tool == "Glob" and key == "path":
                     continue
-                if what is None:
-                    what = cmd.shown(120)
-                follow = (mode != "delete" or text.endswith(("/", "/."))) and (
-                    cmd.prog != "ln" or mode in ("link", "symlink"))
-                path = self.resolve(text, cmd.cwd, follow)
-                if isinstance(text, Found):
-                    path = found_word(path, text.finder)
-                elif isinstance(text, Opaque) or isinstance(cmd.cwd, Opaque) and \
-                        not text.startswith("/"):
-                    path = Opaque(path)
-                elif isinstance(text, Glob):
-                    path = Glob(path)
-                yield (path, mode, what, cmd)
+                path = resolve_path(value, self.cwd, self.home)
+                if tool == "Grep" and self._hidden_folder(path):
+                    mode = "tree"  # rg skips hidden names below, not the one named
+                yield (path, mode, tool, None)
+
+    def _grep_glob_accesses(self, tool, ti):
+        """Grep's glob, as patterns it reads (a deep one in the secret folders too)."""
+        folder = ti.get("path") if isinstance(ti.get("path"), str) else "."
+        for glob_text in _brace_texts(ti["glob"]):
+            deep = glob_text.startswith("**/")
+            pattern = glob_text.lstrip("*/") if deep else glob_text
+            for sub in ("",) + (_DEEP_SECRET_FOLDERS if deep else ()):
+                yield (Glob(resolve_path(os.path.join(folder or ".", sub, pattern),
+                                         self.cwd, self.home)), "read", tool, None)
+
+    def _other_tool_accesses(self, tool, ti):
+        """An unknown tool's path-like arguments: read by a tool named for reading,
+        anything by the rest."""
+        mode = "read" if any(w in tool.lower() for w in _READ_TOOL_WORDS) else "any"
+        for text in _pathlike_strings(ti):
+            path = resolve_path(text[7:] if text.startswith("file://") else text,
+                                self.cwd, self.home)
+            if "list" not in tool.lower() and self._hidden_folder(path):
+                yield (path, "tree", tool, None)  # a folder handed to a tool
+            yield (path, mode, tool, None)
+
+    def _patch_accesses(self, ti):
+        text = ti.get("command") or ti.get("patch") or ti.get("input") or ""
+        if isinstance(text, list):
+            text = "\n".join(map(str, text))
+        for target, mode in patch_targets(text):
+            yield (resolve_path(target, self.cwd, self.home, follow=mode != "delete"),
+                   mode, "apply_patch", None)
+
+    def _command_accesses(self, cmd):
+        """The paths one shell command touches, resolved where it runs."""
+        what = None
+        for text, mode in command_paths(cmd):
+            if text.startswith("$(") or "/dev/fd/" in text:
+                continue
+            if what is None:
+                what = cmd.shown(120)
+            follow = (mode != "delete" or text.endswith(("/", "/."))) and (
+                cmd.prog != "ln" or mode in ("link", "symlink"))
+            path = self.resolve(text, cmd.cwd, follow)
+            if isinstance(text, Found):
+                path = found_word(path, text.finder)
+            elif isinstance(text, Opaque) or isinstance(cmd.cwd, Opaque) and \
+                    not text.startswith("/"):
+                path = Opaque(path)
+            elif isinstance(text, Glob):
+                path = Glob(path)
+            yield (path, mode, what, cmd)
 
     def _hidden_folder(self, path):
         """Whether path is a folder on disk with a hidden name on its way down from
@@ -7100,6 +7612,21 @@ _PATH_KEYS = frozenset(("path", "paths", "file", "files", "filename", "filepath"
                         "cwd", "repo_path", "location"))
 
 
+_PATHISH_PARTS = ("path", "file", "dir", "folder")
+_NOT_PATHISH_PARTS = ("content", "text", "pattern", "query", "mask", "type", "mode",
+                      "count", "limit", "size", "encoding")
+
+
+def _pathish_key(key):
+    """A key of an MCP tool's input that names a path by its own name
+    (relative_path, target_file, dir_name), whatever the tool calls it."""
+    if not isinstance(key, str) or len(key) > 64:
+        return False
+    low = key.lower()
+    return any(p in low for p in _PATHISH_PARTS) and not any(
+        p in low for p in _NOT_PATHISH_PARTS)
+
+
 def _pathlike_strings(value, limit=64):
     """The strings in a tool's input that may be paths (any depth, bounded): any
     that looks like one, and any value of a key that names a path (file,
@@ -7114,7 +7641,8 @@ def _pathlike_strings(value, limit=64):
                         named and "://" not in item and " " not in item)):
                 out.append(item)
         elif depth < 4 and isinstance(item, dict):
-            todo.extend((v, depth + 1, k in _PATH_KEYS) for k, v in item.items())
+            todo.extend((v, depth + 1, k in _PATH_KEYS or _pathish_key(k)) for k, v in
+                        item.items())
         elif depth < 4 and isinstance(item, list):
             todo.extend((v, depth + 1, named) for v in item[:limit])
     return out
@@ -7296,6 +7824,8 @@ def _classify_delete(ctx, text, cwd, unknown, globbed):
         return None
     if kind == "temp":
         return None if path != base else "deletes the temp folder %s" % base
+    if kind == "home" and _home_cache(path, home):
+        return None     # a package manager's or a compiler's download cache
     if kind == "home":
         return "deletes %s, in your home folder but outside the project" % path
     if _system_dir(path):
@@ -7376,6 +7906,9 @@ def predicate_destroy(ctx):
             return "`%s` moves %s away" % (what, path)
     if reasons:
         return _settle(reasons)
+    found = _home_secrets_moved(ctx)
+    if found:
+        return found
     targets = _project_delete_targets(ctx)
     return _unsaved_work_lost(ctx, targets) if targets else None
 
@@ -7397,6 +7930,8 @@ def _project_delete_targets(ctx):
         elif cmd.prog == "find" and cmd.find is not None and cmd.find.deleting and not (
                 cmd.find.empty or cmd.find.tests or cmd.find.narrowed):
             words = [r for r in cmd.find.roots if not isinstance(r, Opaque)]
+        else:
+            words = _discarding_operands(cmd)
         paths = []
         for word in words:
             path = ctx.resolve(word, cmd.cwd, False)
@@ -7409,6 +7944,55 @@ def _project_delete_targets(ctx):
         if paths:
             out.append((cmd, paths))
     return out
+
+
+_HOME_KEY_FOLDERS = (".ssh", ".gnupg", ".aws", ".kube", ".docker", ".config/gh",
+                     ".config/gcloud", ".azure", ".password-store")
+
+
+def _home_secrets_moved(ctx):
+    """`mv ~/.ssh /tmp/old`: keys moved into the temp dir or onto a device leave
+    where their tools find them, for what deletes temp files (the next command,
+    a reboot)."""
+    home = ctx.home
+    if not home or home == "/":
+        return None
+    for cmd in ctx.cmds:
+        ops = [a for a in operands(cmd) if isinstance(a, str)]
+        if cmd.prog != "mv" or len(ops) < 2 or isinstance(ops[-1], Opaque):
+            continue
+        dest = ctx.resolve(ops[-1], cmd.cwd, False)
+        if not (ctx.container(dest)[0] == "temp" or dest.startswith("/dev/")):
+            continue
+        for text in ops[:-1]:
+            if isinstance(text, (Opaque, Glob, Found)):
+                continue
+            path = ctx.resolve(text, cmd.cwd, False)
+            if is_secret_path(path, home) or any(
+                    is_within(os.path.join(home, k), path) or path == os.path.join(home, k)
+                    for k in _HOME_KEY_FOLDERS):
+                return reason("`%s` moves %s out of your home folder into %s, where "
+                              "temp clean-ups delete it" % (cmd.shown(), path, dest),
+                              instead="leave the keys where they are; copy one file "
+                              "(`cp ~/.ssh/config /tmp/`) if you need to read it")
+    return None
+
+
+def _discarding_operands(cmd):
+    """What a mover or a mirror throws away besides rm: `mv FILE... /dev/null` its
+    sources; `rsync --delete SRC/ DEST/` into a local folder, DEST (what the source
+    lacks goes)."""
+    ops = [a for a in operands(cmd) if isinstance(a, str) and not isinstance(
+        a, (Opaque, Glob, Found))]
+    if cmd.prog == "mv" and len(ops) >= 2 and ops[-1].startswith("/dev/") and \
+            len(ops) == len(operands(cmd)):
+        return ops[:-1]
+    if cmd.prog == "rsync" and len(ops) >= 2 and ":" not in ops[-1] and any(
+            str(a).startswith(("--del", "--remove-source-files")) for a in cmd.argv[1:]) \
+            and not any(str(a) in ("-n", "--dry-run", "--list-only") for a in cmd.argv):
+        return [ops[-1]] + (ops[:-1] if any(str(a) == "--remove-source-files" for a in
+                                             cmd.argv) else [])
+    return []
 
 
 # What would be lost is asked of git below the cold line, only for a call that
@@ -7603,8 +8187,41 @@ def _judge_find(ctx, finder, shown):
             continue
         if kind == "temp" and (path != base or info.narrowed):
             continue
+        if kind == "home" and _home_cache(path, ctx.home) and not info.execs:
+            continue
         return "`%s` deletes files under %s, outside the project" % (shown.shown(), path)
     return None
+
+
+# The download and build caches tools keep in the home folder: each fills again
+# on the next install or build (pip, npm, yarn, pnpm, go, cargo, gradle, maven's
+# downloads, Homebrew, huggingface's hub). Only inside them; never the folder that
+# holds them all (~/.cache may hold a tool's state) nor notrest's own.
+HOME_CACHES = (".cache/pip", ".cache/uv", ".cache/pypoetry/cache",
+               ".cache/pypoetry/artifacts", ".cache/go-build", ".cache/yarn",
+               ".cache/pnpm", ".cache/pre-commit", ".cache/ms-playwright",
+               ".cache/puppeteer", ".cache/Cypress", ".cache/node-gyp", ".cache/bazel",
+               ".cache/sccache", ".cache/ccache", ".cache/mypy", ".cache/ruff",
+               ".cache/black", ".cache/huggingface/hub", ".cache/torch/hub",
+               ".cache/electron", ".cache/deno", ".cache/bun", ".cache/composer",
+               ".npm/_cacache", ".npm/_npx", ".npm/_logs", ".yarn/berry/cache",
+               ".pnpm-store", ".local/share/pnpm/store", ".bun/install/cache",
+               ".cargo/registry/cache", ".cargo/registry/src", ".cargo/git/checkouts",
+               ".gradle/caches", ".gradle/wrapper/dists", ".m2/repository",
+               ".ivy2/cache", ".sbt/boot", ".nuget/packages", ".ccache",
+               "go/pkg/mod/cache", "Library/Caches/pip", "Library/Caches/Yarn",
+               "Library/Caches/go-build", "Library/Caches/pypoetry",
+               "Library/Caches/Homebrew", "Library/Caches/ms-playwright",
+               "Library/Caches/pnpm", "Library/Caches/Cypress",
+               "Library/Caches/com.apple.dt.Xcode", "Library/Developer/Xcode/DerivedData")
+
+
+def _home_cache(path, home):
+    """Whether path is one of HOME_CACHES or inside one (and no symlink leads
+    out of it: ctx.resolve has followed the folders above it)."""
+    if not home or home == "/" or not isinstance(path, str):
+        return False
+    return any(is_within(path, os.path.join(home, cache)) for cache in HOME_CACHES)
 
 
 def _git_parts(cmd):
@@ -7826,8 +8443,8 @@ def is_secret_path(path, home, extra=()):
 def _proc_environ(path):
     """/proc/PID/environ (self, a number, a glob): the environment of a process,
     the client's credentials included."""
-    return path.startswith("/proc/") and path.endswith("/environ") and \
-        path.count("/") == 3
+    return path.startswith("/proc/") and path.endswith("/environ") and (
+        path.count("/") == 3 or (path.count("/") == 5 and path.split("/")[3] == "task"))
 
 
 def holds_secrets(path, home, extra=()):
@@ -7848,67 +8465,82 @@ TREE_READ_INSTEAD = ("search only the folders that hold the code (`grep -rn PATT
                      "or `rg PATTERN`, which skips hidden files")
 
 
-def predicate_secrets(ctx):
-    extra = ctx.secret_paths
-    for path, mode, what, cmd in ctx.accesses:
-        if isinstance(path, Opaque) and mode not in ("delete", "meta") and \
-                path.startswith("/proc/") and path.endswith("/environ"):
+_SECRET_VERBS = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
+                 "link": "gives a second name to", "symlink": "links to"}
+
+
+def _secret_renamed(ctx, path, what, cmd, extra):
+    """`mv` of a secret file to a name that is no secret one."""
+    if cmd is None or cmd.prog != "mv" or isinstance(path, Opaque) or \
+            not is_secret_path(path, ctx.home, extra):
+        return None
+    landing = [d for s_, d, _t in copy_plan(cmd) if d is not None]
+    if not landing or not all(is_secret_path(ctx.resolve(d, cmd.cwd), ctx.home)
+                              for d in landing if isinstance(d, str)):
+        return "`%s` gives the secret file %s another name, which a later " \
+            "command would read" % (redact_clip(what, 120), display_path(path, ctx.root))
+    return None
+
+
+def _secret_path_use(ctx, path, mode, what, cmd, extra):
+    """A named path that is, holds or (a folder read whole) contains a secret file."""
+    if mode == "write" and not isinstance(path, Glob) and _new_project_file(ctx, path):
+        return None     # `printf 'DEBUG=1' > .env.test` makes a file: no secret is in it
+    if is_secret_path(path, ctx.home, extra):
+        return "`%s` %s the secret file %s" % (redact_clip(what, 120),
+                                                _SECRET_VERBS.get(mode, "uses"),
+                                                display_path(path, ctx.root))
+    if (mode in ("link", "symlink") or mode in ("read", "tree") and cmd is not None
+            and (cmd.prog in _COPIERS or mode == "tree")) and holds_secrets(
+            path, ctx.home, extra):
+        return "`%s` copies %s, which holds private keys or credentials" % (
+            redact_clip(what, 120), path)
+    if mode == "tree":
+        secret = tree_secret(ctx, path, cmd)
+        if secret:
+            return reason("`%s` reads all of %s, and with it the secret file %s" % (
+                redact_clip(what, 120), display_path(path, ctx.root), display_path(
+                    secret, ctx.root)), instead=TREE_READ_INSTEAD)
+    return None
+
+
+def _secret_access(ctx, path, mode, what, cmd, extra):
+    """Why one access of a command reaches a secret, or None."""
+    if mode in ("delete", "meta"):
+        return _secret_renamed(ctx, path, what, cmd, extra) if mode == "delete" else None
+    if isinstance(path, Opaque):
+        if path.startswith("/proc/") and path.endswith("/environ"):
             return "`%s` reads the environment of a process, the client's " \
                 "credentials included" % redact_clip(what, 120)
-        if mode == "delete" and cmd is not None and cmd.prog == "mv" and \
-                not isinstance(path, Opaque) and is_secret_path(path, ctx.home, extra):
-            landing = [d for s_, d, _t in copy_plan(cmd) if d is not None]
-            if not landing or not all(is_secret_path(ctx.resolve(d, cmd.cwd), ctx.home)
-                                      for d in landing if isinstance(d, str)):
-                return "`%s` gives the secret file %s another name, which a later " \
-                    "command would read" % (redact_clip(what, 120),
-                                            display_path(path, ctx.root))
-        if mode in ("delete", "meta") or isinstance(path, Opaque):
-            continue
-        if isinstance(path, Glob) and "/" in path and any(
-                ch in path.rsplit("/", 1)[0] for ch in "*?["):
-            hit = _glob_secret(ctx, path, extra)  # ~/.[a]ws/credentials
-            if hit:
-                return "`%s` reads the secret file %s" % (redact_clip(what, 120),
-                                                          display_path(hit, ctx.root))
-        if isinstance(path, Found):
-            if mode == "read" and path.finder is not None and _found_may_read_secret(
-                    ctx, path):
-                return "`%s` reads what %s finds, secret files included" % (
-                    redact_clip(what, 120), path.finder.shown(60))
-            continue
-        if mode == "any" and any(ch in path for ch in "*?["):
-            path = _glob_secret(ctx, path, extra) if isinstance(path, Glob) else None
-            if path is None:
-                continue
-        elif isinstance(path, Glob) and any(ch in path for ch in "*?["):
-            # a shell pattern is judged by what it expands to on disk (bounded):
-            # `cat dist/*` reads dist's files, and names a secret only when one is there
-            expanded = _glob_expand(path)
-            if expanded is not None:
-                found = _glob_expansion_secret(ctx, expanded, mode, cmd, extra)
-                if found:
-                    return "`%s` %s" % (redact_clip(what, 120), found)
-                continue
-        if mode == "write" and not isinstance(path, Glob) and _new_project_file(ctx, path):
-            continue    # `printf 'DEBUG=1' > .env.test` makes a file: no secret is in it
-        if is_secret_path(path, ctx.home, extra):
-            verb = {"read": "reads", "write": "writes", "code": "opens", "tree": "reads",
-                    "link": "gives a second name to",
-                    "symlink": "links to"}.get(mode, "uses")
-            return "`%s` %s the secret file %s" % (redact_clip(what, 120), verb,
-                                                    display_path(path, ctx.root))
-        if (mode in ("link", "symlink") or mode in ("read", "tree") and cmd is not None
-                and (cmd.prog in _COPIERS or mode == "tree")) and holds_secrets(
-                path, ctx.home, extra):
-            return "`%s` copies %s, which holds private keys or credentials" % (
-                redact_clip(what, 120), path)
-        if mode == "tree":
-            secret = tree_secret(ctx, path, cmd)
-            if secret:
-                return reason("`%s` reads all of %s, and with it the secret file %s" % (
-                    redact_clip(what, 120), display_path(path, ctx.root), display_path(
-                        secret, ctx.root)), instead=TREE_READ_INSTEAD)
+        return None
+    if isinstance(path, Glob) and "/" in path and any(
+            ch in path.rsplit("/", 1)[0] for ch in "*?["):
+        hit = _glob_secret(ctx, path, extra)  # ~/.[a]ws/credentials
+        if hit:
+            return "`%s` reads the secret file %s" % (redact_clip(what, 120),
+                                                      display_path(hit, ctx.root))
+    if isinstance(path, Found):
+        if mode == "read" and path.finder is not None and _found_may_read_secret(
+                ctx, path):
+            return "`%s` reads what %s finds, secret files included" % (
+                redact_clip(what, 120), path.finder.shown(60))
+        return None
+    if mode == "any" and any(ch in path for ch in "*?["):
+        path = _glob_secret(ctx, path, extra) if isinstance(path, Glob) else None
+        if path is None:
+            return None
+    elif isinstance(path, Glob) and any(ch in path for ch in "*?["):
+        # a shell pattern is judged by what it expands to on disk (bounded):
+        # `cat dist/*` reads dist's files, and names a secret only when one is there
+        expanded = _glob_expand(path)
+        if expanded is not None:
+            found = _glob_expansion_secret(ctx, expanded, mode, cmd, extra)
+            return "`%s` %s" % (redact_clip(what, 120), found) if found else None
+    return _secret_path_use(ctx, path, mode, what, cmd, extra)
+
+
+def _prints_secrets(ctx):
+    """A command that prints credentials or the whole environment."""
     for cmd in ctx.cmds:
         if cmd.prog in _PRINTERS:
             found = prints_credentials(ctx, cmd)
@@ -7921,6 +8553,15 @@ def predicate_secrets(ctx):
                 return "`%s` prints the whole environment, the client's credentials " \
                     "included" % redact_clip(cmd.shown(), 120)
     return None
+
+
+def predicate_secrets(ctx):
+    extra = ctx.secret_paths
+    for path, mode, what, cmd in ctx.accesses:
+        found = _secret_access(ctx, path, mode, what, cmd, extra)
+        if found is not None:
+            return found
+    return _prints_secrets(ctx)
 
 
 _ENV_ONE = None
@@ -7973,6 +8614,12 @@ CREDENTIAL_PRINTERS = {
     "bw": (("get", "password"),),
     "sops": (("-d",), ("--decrypt",), ("decrypt",)),
     "npm": (("token", "list"),),
+    # CLIs that print the token they hold, and the kernel's keyring
+    "doctl": (("auth", "token"),), "fly": (("auth", "token"),),
+    "flyctl": (("auth", "token"),), "oc": (("whoami", "--show-token"), ("whoami", "-t")),
+    "cf": (("oauth-token",),), "ibmcloud": (("iam", "oauth-tokens"),),
+    "keyctl": (("print",), ("pipe",), ("read",)), "vercel": (("whoami", "--token"),),
+    "netlify": (("status", "--json"),), "railway": (("whoami", "--json"),),
 }
 _CONFIG_GETTERS = ("npm", "pnpm", "yarn", "pip", "pip3", "poetry", "composer", "gem",
                    "cargo", "bundle", "conda", "git")
@@ -7981,7 +8628,7 @@ _PASS_HARMLESS = ("ls", "list", "find", "search", "init", "git", "help", "versio
 _CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY",
                      "PRIVATE_KEY", "ACCESS_KEY", "CREDENTIAL", "AUTH")
 _PRINTERS = frozenset(("echo", "printf", "printenv", "env", "ps", "set", "export",
-                       "declare", "typeset", "compgen")) | frozenset(
+                       "declare", "typeset", "compgen", "jq", "gojq", "jaq")) | frozenset(
     CREDENTIAL_PRINTERS) | frozenset(_CONFIG_GETTERS)
 
 
@@ -7989,6 +8636,21 @@ def credential_name(name):
     """Whether an environment variable's name says it holds a credential."""
     upper = str(name).upper()
     return any(word in upper for word in _CREDENTIAL_WORDS)
+
+
+def _jq_reads_environment(args):
+    """Whether a jq filter reads the environment whole: the `env` builtin or
+    `$ENV` (`.env`, a field, and `env.HOME`, one variable, are not)."""
+    import re
+    for arg in args:
+        if not isinstance(arg, str) or arg.startswith("-"):
+            continue
+        for match in re.finditer(r"(?<![.\w$])env\b|\$ENV\b|\$__loc__", arg):
+            tail = arg[match.end():match.end() + 1]
+            if tail != "." and not match.group(0).startswith("$__"):
+                return True
+        return False  # the first operand is the filter; the rest are files
+    return False
 
 
 def prints_credentials(ctx, cmd):
@@ -8002,7 +8664,7 @@ def prints_credentials(ctx, cmd):
             if not args or args[0] in _PASS_HARMLESS:
                 continue
             return "`%s` prints a password from the store" % cmd.shown()
-        if all(w in args for w in words):
+        if all(w in args for w in words) and not _to_password_stdin(ctx, cmd):
             return "`%s` prints a credential" % cmd.shown()
     if prog in _CONFIG_GETTERS and "config" in args[:2] and any(
             a in ("get", "--get", "--get-all", "list", "-l", "--list") for a in args):
@@ -8022,9 +8684,13 @@ def prints_credentials(ctx, cmd):
     # with no name (`export -p`, `declare -x`)
     if prog in ("printenv", "env", "export", "set", "declare", "typeset") and not [
             a for a in args if not a.startswith("-")] and (prog != "set" or not args) \
-            and not _consumed(ctx, cmd):
+            and not _consumed(ctx, cmd) and not _container_env(ctx, cmd):
         return "`%s` prints the whole environment, the client's credentials included" \
             % cmd.shown()
+    if prog in ("jq", "gojq", "jaq") and _jq_reads_environment(args) and not _consumed(
+            ctx, cmd):
+        return "`%s` prints the environment (jq's env, $ENV), the client's credentials " \
+            "included" % cmd.shown()
     if prog == "ps" and any(not a.startswith("-") and "e" in a for a in args):
         return "`%s` prints the environment of every process, the client's " \
             "credentials included" % cmd.shown()
@@ -8101,11 +8767,50 @@ def _glob_secret(ctx, pattern, extra):
     return None
 
 
+_STDIN_LOGINS = frozenset(("docker", "podman", "nerdctl", "helm", "oras", "skopeo",
+                           "buildah", "crane", "finch"))
+
+
+def _to_password_stdin(ctx, cmd):
+    """Whether what cmd prints goes straight into a registry login that reads its
+    password on stdin (`aws ecr get-login-password | docker login --username AWS
+    --password-stdin HOST`): the token reaches the login, never the agent."""
+    for other in ctx.cmds:
+        if other.feeds is cmd and other.prog in _STDIN_LOGINS and "login" in [
+                str(a) for a in other.argv[1:4]] and "--password-stdin" in other.argv \
+                and not other.redirects and not any(
+                    c.feeds is other for c in ctx.cmds):
+            return True
+    return False
+
+
+def _runs_inside(parent, cmd):
+    """Whether cmd is what parent runs (`docker exec app env`: env prints through
+    docker's stdout, so what docker feeds, env feeds)."""
+    return parent is not None and cmd.depth > parent.depth and cmd.origin and (
+        parent.pipeline, parent.pos) == (cmd.pipeline, cmd.pos) and \
+        cmd.origin.startswith(parent.prog + " ")
+
+
+def _container_env(ctx, cmd):
+    """Whether cmd prints a scratch container's own environment (`docker exec
+    app-dev env`): what its compose file set for development, not the agent's
+    credentials (none is passed in with -e or --env-file)."""
+    words = str(cmd.origin or "").split()
+    parents = [c for c in ctx.cmds if _runs_inside(c, cmd)]
+    if len(words) < 3 or words[0] not in ("docker", "podman", "nerdctl") or \
+            words[1] != "exec" or len(parents) != 1:
+        return False
+    return not any(isinstance(a, Opaque) or str(a).startswith(("-e", "--env")) or
+                   "$" in str(a) for a in parents[0].argv) and readers()._scratch_name(
+        words[-1])
+
+
 def _consumed(ctx, cmd):
     """Whether what cmd prints goes into a filter that shows no value of a
     credential (a count, a grep for a name that is none), not to the agent."""
     for other in ctx.cmds:
-        if other.feeds is not cmd:
+        if other.feeds is not cmd and not _runs_inside(other.feeds, cmd):
             continue
         if other.prog == "wc":
             return True
@@ -8132,28 +8837,74 @@ def _glob_hits_harness(path, mode, ctx):
     return False
 
 
+def _code_writes_files(cmd, writes_code):
+    """Whether the code an interpreter runs writes files (memo: writes_code[id(cmd)])."""
+    if id(cmd) not in writes_code:
+        writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
+    return writes_code[id(cmd)]
+
+
+def _sparse_checkout_write(ctx, cmd, path, what):
+    """A write of git's sparse-checkout patterns, judged as `git sparse-checkout set`
+    of what it writes, or an uncertain reason when the patterns cannot be read."""
+    made = cmd.shared.made(path) if cmd.shared is not None else None
+    patterns = made.split() if isinstance(made, str) and not isinstance(
+        made, Opaque) else []
+    if patterns:
+        return readers()._judge_sparse(ctx, cmd, ["set"] + patterns)
+    return reason("`%s` writes git's sparse-checkout patterns, which the gate cannot "
+                  "read: what they leave out leaves the work tree" % redact_clip(what, 120),
+                  uncertain=True)
+
+
+def _harness_path_hit(ctx, path, mode, what, verb):
+    """Why a change of path reaches the harness (an uncertain reason when a path it
+    is fed may), or None."""
+    if isinstance(path, Found):
+        if path.finder is None:
+            return reason("`%s` %s what its input names, which may be the harness" % (
+                redact_clip(what, 120), verb.split()[0]), uncertain=True)
+        hit = ctx.harness_hit(path, "delete") and _find_may_hit_harness(
+            path.finder, path, ctx)
+        shown = "what %s finds" % path.finder.shown(60)
+    elif isinstance(path, Glob) or any(ch in os.path.basename(path) for ch in "*?["):
+        hit, shown = _glob_hits_harness(path, mode, ctx), display_path(path, ctx.root)
+    else:
+        hit, shown = ctx.harness_hit(path, mode), display_path(path, ctx.root)
+    if hit:
+        return "`%s` %s %s, which belongs to the harness" % (redact_clip(what, 120),
+                                                             verb, shown)
+    return None
+
+
+def _harness_commands(ctx, reasons):
+    """The first certain reason a command's own judges give (their uncertain ones
+    go to reasons)."""
+    for cmd in ctx.cmds:
+        for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
+                      _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
+                          cmd)[0] in _GIT_REWRITERS else None,
+                      _judge_git_worktree(ctx, cmd.feeds, cmd) if cmd.prog in (
+                          "tar", "bsdtar") and cmd.feeds is not None and
+                      cmd.feeds.prog == "git" else None,
+                      _unknown_writer(ctx, cmd), _target_from_harness(cmd)):
+            if found and not getattr(found, "uncertain", False):
+                return found
+            if found:
+                reasons.append(found)
+    return None
+
+
 def predicate_harness(ctx):
     reasons, seen, writes_code = [], set(), {}
     for path, mode, what, cmd in ctx.accesses:
         if mode in ("read", "tree", "symlink") or isinstance(path, Opaque):
             continue
-        if mode == "code":
-            if cmd is None:
-                continue
-            if id(cmd) not in writes_code:
-                writes_code[id(cmd)] = any(code_writes(c) for c in interpreter_code(cmd))
-            if not writes_code[id(cmd)]:
-                continue
+        if mode == "code" and (cmd is None or not _code_writes_files(cmd, writes_code)):
+            continue
         if mode == "write" and cmd is not None and isinstance(path, str) and \
                 path.endswith("/info/sparse-checkout") and "/.git/" in path:
-            made = cmd.shared.made(path) if cmd.shared is not None else None
-            patterns = made.split() if isinstance(made, str) and not isinstance(
-                made, Opaque) else []
-            found = readers()._judge_sparse(ctx, cmd, ["set"] + patterns) if patterns \
-                else reason(
-                "`%s` writes git's sparse-checkout patterns, which the gate cannot read: "
-                "what they leave out leaves the work tree" % redact_clip(what, 120),
-                uncertain=True)
+            found = _sparse_checkout_write(ctx, cmd, path, what)
             if found:
                 reasons.append(found)
                 continue
@@ -8167,34 +8918,14 @@ def predicate_harness(ctx):
         if key in seen:
             continue
         seen.add(key)
-        if isinstance(path, Found):
-            if path.finder is None:
-                reasons.append(reason("`%s` %s what its input names, which may be the "
-                                      "harness" % (redact_clip(what, 120), verb.split()[0]),
-                                      uncertain=True))
-                continue
-            hit = ctx.harness_hit(path, "delete") and _find_may_hit_harness(
-                path.finder, path, ctx)
-            shown = "what %s finds" % path.finder.shown(60)
-        elif isinstance(path, Glob) or any(ch in os.path.basename(path) for ch in "*?["):
-            hit, shown = _glob_hits_harness(path, mode, ctx), display_path(path, ctx.root)
-        else:
-            hit, shown = ctx.harness_hit(path, mode), display_path(path, ctx.root)
-        if hit:
-            return "`%s` %s %s, which belongs to the harness" % (redact_clip(what, 120),
-                                                                 verb, shown)
-    for cmd in ctx.cmds:
-        for found in (_judge_cli(ctx, cmd), _judge_tree_copy(ctx, cmd),
-                      _judge_git_worktree(ctx, cmd) if cmd.prog == "git" and _git_parts(
-                          cmd)[0] in _GIT_REWRITERS else None,
-                      _judge_git_worktree(ctx, cmd.feeds, cmd) if cmd.prog in (
-                          "tar", "bsdtar") and cmd.feeds is not None and
-                      cmd.feeds.prog == "git" else None,
-                      _unknown_writer(ctx, cmd), _target_from_harness(cmd)):
-            if found and not getattr(found, "uncertain", False):
-                return found
-            if found:
-                reasons.append(found)
+        found = _harness_path_hit(ctx, path, mode, what, verb)
+        if getattr(found, "uncertain", False):
+            reasons.append(found)
+        elif found is not None:
+            return found
+    found = _harness_commands(ctx, reasons)
+    if found is not None:
+        return found
     found = _agents_block_hit(ctx) if _touches_agents(ctx) else None
     return found or estate_ref_tamper(ctx) or _settle(reasons)
 
@@ -8976,6 +9707,92 @@ def git_options(sub, args):
     return letters, longs, words, []
 
 
+def _git_forced(letters, longs):
+    return "f" in letters or "--force" in longs
+
+
+def _discard_reset(letters, longs, words, after, args):
+    if longs & {"--hard", "--merge"}:
+        return "tracked", "git reset --hard", []
+    return None
+
+
+def _discard_checkout(letters, longs, words, after, args):
+    if _git_forced(letters, longs):
+        return "tracked", "git checkout --force", []
+    if "--pathspec-from-file" in longs:
+        return "tracked", "git checkout --pathspec-from-file", []
+    if letters & set("bB") or "--orphan" in longs:
+        return None
+    if after or "--" in args:
+        return "tracked", "git checkout -- PATH", after or ["."]
+    return ("tracked", "git checkout PATH", words) if words else None
+
+
+def _discard_switch(letters, longs, words, after, args):
+    if "f" in letters or longs & {"--force", "--discard-changes"}:
+        return "tracked", "git switch --discard-changes", []
+    return None
+
+
+def _discard_restore(letters, longs, words, after, args):
+    if ("S" in letters or "--staged" in longs) and not (
+            "W" in letters or "--worktree" in longs):
+        return None
+    if "--pathspec-from-file" in longs:
+        return "tracked", "git restore", []
+    paths = words + after
+    if not paths and not ("p" in letters or "--patch" in longs):
+        return None
+    return "tracked", "git restore", paths
+
+
+def _discard_clean(letters, longs, words, after, args):
+    if "n" in letters or "i" in letters or longs & {"--dry-run", "--interactive"}:
+        return None
+    if not _git_forced(letters, longs):
+        return None
+    return ("ignored" if letters & set("xX") else "untracked"), "git clean -f", \
+        words + after
+
+
+def _discard_stash(letters, longs, words, after, args):
+    if words[:1] in (["drop"], ["clear"]):
+        return "stash", "git stash " + words[0], []
+    return None
+
+
+def _discard_branch(letters, longs, words, after, args):
+    forced = _git_forced(letters, longs)
+    deleting = "D" in letters or (("d" in letters or "--delete" in longs) and forced)
+    if deleting and words:
+        return "branch", "git branch -D", words
+    if forced and words and not ("d" in letters or "--delete" in longs) and not (
+            letters & set("mMcC")):
+        return "branch", "git branch --force", words[:1]
+    return None
+
+
+def _discard_rm(letters, longs, words, after, args):
+    if _git_forced(letters, longs) and "--cached" not in longs:
+        return "tracked", "git rm --force", words + after
+    return None
+
+
+def _discard_worktree(letters, longs, words, after, args):
+    if words[:1] == ["remove"] and _git_forced(letters, longs) and len(words) > 1:
+        return "worktree", "git worktree remove --force", words[1:2]
+    return None
+
+
+# git subcommand -> what it discards, from (letters, longs, words, after, args)
+_GIT_DISCARDS = {"reset": _discard_reset, "checkout": _discard_checkout,
+                 "switch": _discard_switch, "restore": _discard_restore,
+                 "clean": _discard_clean, "stash": _discard_stash,
+                 "branch": _discard_branch, "rm": _discard_rm,
+                 "worktree": _discard_worktree}
+
+
 def git_discard_plan(argv):
     """What a git command would throw away, for the probe: (kind, what, names)
     with kind "tracked" (changes to tracked files in the paths `names`, [] = the
@@ -8986,67 +9803,13 @@ def git_discard_plan(argv):
     if i >= len(argv):
         return None
     sub, args = argv[i], argv[i + 1:]
+    discard = _GIT_DISCARDS.get(sub)
+    if discard is None:
+        return None
     letters, longs, words, after = git_options(sub, args)
     if "h" in letters or "--help" in longs:
         return None
-    if sub == "reset":
-        if longs & {"--hard", "--merge"}:
-            return "tracked", "git reset --hard", []
-        return None
-    if sub == "checkout":
-        if "f" in letters or "--force" in longs:
-            return "tracked", "git checkout --force", []
-        if "--pathspec-from-file" in longs:
-            return "tracked", "git checkout --pathspec-from-file", []
-        if letters & set("bB") or "--orphan" in longs:
-            return None
-        if after or "--" in args:
-            return "tracked", "git checkout -- PATH", after or ["."]
-        return ("tracked", "git checkout PATH", words) if words else None
-    if sub == "switch":
-        if "f" in letters or longs & {"--force", "--discard-changes"}:
-            return "tracked", "git switch --discard-changes", []
-        return None
-    if sub == "restore":
-        if ("S" in letters or "--staged" in longs) and not (
-                "W" in letters or "--worktree" in longs):
-            return None
-        if "--pathspec-from-file" in longs:
-            return "tracked", "git restore", []
-        paths = words + after
-        if not paths and not ("p" in letters or "--patch" in longs):
-            return None
-        return "tracked", "git restore", paths
-    if sub == "clean":
-        if "n" in letters or "i" in letters or longs & {"--dry-run", "--interactive"}:
-            return None
-        if not ("f" in letters or "--force" in longs):
-            return None
-        return ("ignored" if letters & set("xX") else "untracked"), "git clean -f", \
-            words + after
-    if sub == "stash":
-        if words[:1] in (["drop"], ["clear"]):
-            return "stash", "git stash " + words[0], []
-        return None
-    if sub == "branch":
-        forced = "f" in letters or "--force" in longs
-        deleting = "D" in letters or (("d" in letters or "--delete" in longs) and forced)
-        if deleting and words:
-            return "branch", "git branch -D", words
-        if forced and words and not ("d" in letters or "--delete" in longs) and not (
-                letters & set("mMcC")):
-            return "branch", "git branch --force", words[:1]
-        return None
-    if sub == "rm":
-        if ("f" in letters or "--force" in longs) and "--cached" not in longs:
-            return "tracked", "git rm --force", words + after
-        return None
-    if sub == "worktree":
-        if words[:1] == ["remove"] and ("f" in letters or "--force" in longs) and \
-                len(words) > 1:
-            return "worktree", "git worktree remove --force", words[1:2]
-        return None
-    return None
+    return discard(letters, longs, words, after, args)
 
 
 _HTTP = ("curl", "wget", "http", "https", "xh", "curlie")
@@ -9076,7 +9839,8 @@ PACK_TRIGGERS = {
                              deno=_SDK_STEMS, bun=_SDK_STEMS,
                              **{"*": _DATA_STEMS})),
     "containers": (frozenset(), frozenset(), {"*": ("prune", " rm", "rmi", "delet", "uninst",
-                                              "reset", "down", "remov", " un", " del")}),
+                                              "reset", "down", "remov", " un", " del",
+                                              "drain", "secret")}),
     "cloud": (frozenset(), frozenset(("nsupdate",)), {"*": (
         "delet", "termin", "remov", "purge", "dereg", "destroy", " rm", " rb", "sync",
         "close-", "schedule-key", "unsubscribe", "untag", "undeploy", "rollback",
@@ -9085,7 +9849,7 @@ PACK_TRIGGERS = {
     "iac": (frozenset(), frozenset(), {"*": ("destroy", " rm", "delet", "remov", " down")}),
     "secret-managers": (frozenset(), frozenset(), {"*": ("delet", "destroy", "disable",
                                                    "revoke", "purge", "schedule-key",
-                                                   "remov")}),
+                                                   "remov", "get-secret-value")}),
     "backups": (frozenset(("tarsnap",)), frozenset(), {"*": (
         "forget", "prune", "remov", "delet", "compact", "recreate", "break-lock",
         "unlock", "cleanup")}),
