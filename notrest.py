@@ -2092,7 +2092,8 @@ def _scan_words(text, low, table, out):
             if found[0] in seen:
                 continue
             seen.add(found[0])
-            if found[2] is None or (found[5] == ":" and not found[4]):
+            if found[2] is None or (found[5] == ":" and not found[4] and "=" in
+                                    text[found[3]:found[3] + 3]):
                 found = _other_assignment(text, found[0], found[1]) or found
             name_start, name_end, v_start, v_end, quote, op = found
             before = text[name_start - 1:name_start] if name_start else ""
@@ -2100,8 +2101,8 @@ def _scan_words(text, low, table, out):
                 text[name_end + 1:name_end + 2] not in ("", " ", "\t", before)
             if (before == "$" and not _sigil_assignment(found)) or \
                     text[name_start - 2:name_start] == "${" or (
-                    before in ("\"", "'") and glued) or _inside_reference(text,
-                                                                         name_start):
+                    before in ("\"", "'") and glued) or (
+                    before == ":" and _inside_reference(text, name_start)):
                 continue          # a variable, or "service:Action" inside a string
             if v_start is None:
                 _scan_nearby(text, name_start, name_end, rules, out)
@@ -2109,8 +2110,6 @@ def _scan_words(text, low, table, out):
             value = text[v_start:v_end].rstrip(".") if not quote else text[v_start:v_end]
             if not quote and text[v_start:v_end].endswith(("...", "\u2026")):
                 continue          # TOKEN=ops_eyJzaWdu...: a cut example
-            if _public_key_value(value) or _public_name(text[name_start:name_end]):
-                continue          # a publishable key, a site key: made to be shown
             if op == ":" and text[max(0, name_start - 12):name_start].endswith(
                     _HEADER_FLAGS):
                 _header_value(text, name_start, name_end, v_start, value, rules, out)
@@ -2121,6 +2120,8 @@ def _scan_words(text, low, table, out):
             if len(value) < 3 or _code_reference(value, quote, literal) or (
                     yaml and not quote and _prose_follows(text, v_end)):
                 continue
+            if _public_key_value(value) or _public_name(text[name_start:name_end]):
+                continue          # a publishable key, a site key: made to be shown
             cls = _secret_name(text[name_start:name_end])
             if cls and cls != "key" and _uuid(value):
                 verdict = "sure"      # api_token = <uuid>: Heroku, Snyk, many more
@@ -2160,15 +2161,15 @@ def _other_assignment(text, name_start, name_end):
     k = _skip_blanks(text, name_end)
     if text.startswith("<-", k):
         op, k = "<-", k + 2
-    else:
-        word = k
-        if text[k:k + 3].lower() == "as " or text[k:k + 1] == ":":
-            word = _skip_blanks(text, k + (1 if text[k] == ":" else 3))
+    elif text[k:k + 1] == ":" or text[k:k + 3] in ("as ", "As ", "AS "):
+        word = _skip_blanks(text, k + (1 if text[k] == ":" else 3))
         end = word + _run_length(text, word, _ALNUM + "_.[]<>?", 0, 64)
         k = _skip_blanks(text, end)
         if end == word or text[k:k + 1] != "=" or text[k + 1:k + 2] in ("=", ">"):
             return None
         op, k = "=", k + 1
+    else:
+        return None
     k = _skip_blanks(text, k)
     if text[k:k + 1] not in ("\"", "'"):
         return None
@@ -2290,6 +2291,71 @@ def _scan_headers(text, low, table, out):
         rule = rule or {r.shape: r for r in table.scanner("words")}["header"]
         _found(out, v_start, v_end, rule, _entropy(value) >= 3.0 and (
             _classes(value) >= 2 or len(value) >= 16), text[pos:end] + ": \u2026")
+
+
+def _scan_name_value_pairs(text, low, table, out):
+    """- name: ACME_TOKEN / value: <v> (Kubernetes and compose env lists), and
+    {"name": "ACME_TOKEN", "value": "<v>"} (ECS task definitions): the name is a
+    value itself, and the secret is the value of the member after it."""
+    if "value" not in low or "name" not in low:
+        return
+    rules = None
+    for pos in _find_all(low, "name"):
+        k = pos + 4 + (text[pos + 4:pos + 5] in ("\"", "'"))
+        if text[k:k + 1] != ":" or (pos and low[pos - 1] in _ALNUM_LOWER):
+            continue
+        k = _skip_blanks(text, k + 1)
+        n_start, n_end, _quote = _value_span(text, k)
+        cls = _secret_name(text[n_start:n_end])
+        if not cls or n_end - n_start > 80:
+            continue
+        v = low.find("value", n_end, n_end + 160)
+        if v < 0 or low[v - 1:v] in _ALNUM_LOWER or "name" in low[n_end:v]:
+            continue
+        k = v + 5 + (text[v + 5:v + 6] in ("\"", "'"))
+        if text[k:k + 1] != ":":
+            continue
+        k = _skip_blanks(text, k + 1)
+        v_start, v_end, quote = _value_span(text, k)
+        value = text[v_start:v_end]
+        if _public_key_value(value) or _public_name(text[n_start:n_end]):
+            continue
+        verdict = _judge_value(cls, value, quote, True)
+        if verdict:
+            rules = rules or {r.shape: r for r in table.scanner("words")}
+            _found(out, v_start, v_end, rules["password" if cls == "password" else
+                                              "secret"], verdict == "sure",
+                   text[n_start:n_end] + ": \u2026")
+
+
+# "my api key is <value>", "the access key: <value>": a phrase, then a value that only
+# a secret looks like (sure or nothing: prose is noisy)
+_KEY_PHRASES = ("api key", "access key", "secret key", "auth key", "license key",
+                "app key", "signing key", "master key", "encryption key", "api token",
+                "access token", "auth token", "bot token")
+
+
+def _scan_key_phrases(text, low, table, out):
+    if " key" not in low and " token" not in low:
+        return
+    rules = None
+    for phrase in _KEY_PHRASES:
+        for pos in _find_all(low, phrase):
+            end = pos + len(phrase)
+            if (pos and low[pos - 1] in _ALNUM_LOWER) or low[end:end + 1] in \
+                    _ALNUM_LOWER or low[end:end + 1] in ("_", "-"):
+                continue
+            near = _nearby_value(text, end)
+            if near is None:
+                continue
+            value = text[near[0]:near[1]].rstrip(".,")
+            if len(value) < 16 or _code_reference(value, False) or \
+                    _public_key_value(value) or _benign_value(value):
+                continue
+            if _judge_value("secret", value, "", False, strict_only=True) == "sure":
+                rules = rules or {r.shape: r for r in table.scanner("words")}
+                _found(out, near[0], near[0] + len(value), rules["secret"], True,
+                       phrase + " \u2026")
 
 
 def _scan_sql_passwords(text, low, table, out):
@@ -2804,7 +2870,7 @@ def _scan_long_values(text, low, table, out):
         if len(token) >= 40 and token[0] in "Mb" and _key_body(token):
             end = _key_body_end(text, cursor, len(token))
             _found(out, pos, end, table.scanner("keybody")[0], True,
-                   "%s\u2026 (a private key without its armour)" % token[:4])
+                   token[:4] + "\u2026")
             cursor = max(cursor, end)
             continue
         if len(token) == 40 and not set(token) - _B64_SET and \
@@ -2992,7 +3058,7 @@ def _scan_for_secrets(text, extra):
             triggers.extend(index[head])
     out, wanted = [], set()
     scanners = {_scan_words, _scan_urls, _scan_long_values, _scan_pgpass, _scan_headers,
-                _scan_sql_passwords}
+                _scan_sql_passwords, _scan_name_value_pairs, _scan_key_phrases}
     for kind, what in dict.fromkeys(triggers):
         if kind == "anchor":
             _scan_anchor(text, low, table, what, out)
