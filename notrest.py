@@ -2255,6 +2255,8 @@ _HEADER_SECRET_TAILS = frozenset((
     "key", "apikey", "token", "auth", "secret", "password", "passwd", "pass", "pwd",
     "credential", "credentials", "creds", "team", "authorization", "authkey",
     "authtoken", "accesskey", "apitoken", "license", "licence", "signingkey"))
+_HEADER_SECRET_ENDINGS = ("token", "secret", "apikey", "authkey", "accesskey",
+                          "password")
 _HEADER_BEFORE = frozenset(" \t\n\"'{,([")
 _HEADER_NAME = _ALNUM + "-_"
 
@@ -2270,7 +2272,8 @@ def _scan_headers(text, low, table, out):
             continue
         end = pos + 2 + _run_length(text, pos + 2, _HEADER_NAME, 0, 80)
         parts = low[pos + 2:end].replace("_", "-").split("-")
-        if not parts[-1] in _HEADER_SECRET_TAILS or (
+        if not (parts[-1] in _HEADER_SECRET_TAILS or parts[-1].endswith(
+                _HEADER_SECRET_ENDINGS)) or (
                 parts[-1] == "team" and len(parts) < 2) or (
                 len(parts) > 1 and parts[-2] in _BENIGN_QUALIFIERS) or \
                 _public_name(text[pos:end]):
@@ -2529,16 +2532,34 @@ def _scan_putty(text, low, table, out):
         lines = low.find("private-lines:", pos, pos + 16384)
         if lines < 0:
             continue
-        line_end = text.find("\n", lines)
-        if line_end < 0:
-            continue
-        end, body = _pem_body(text, line_end)
-        mac = low.find("private-mac:", end, end + 8)
-        if mac >= 0:
-            mac_end = text.find("\n", mac)
-            end = len(text) if mac_end < 0 else mac_end
-        if body >= 16:
-            _found(out, lines, end, rule, body >= 64, "Private-Lines: \u2026")
+        _putty_lines(text, low, lines, rule, out)
+
+
+def _scan_private_lines(text, low, table, out):
+    """The private half of a .ppk pasted without its PuTTY-User-Key-File- line."""
+    if "private-lines:" not in low:
+        return
+    rule = table.scanner("putty")[0]
+    for lines in _find_all(low, "private-lines:"):
+        _putty_lines(text, low, lines, rule, out)
+
+
+def _putty_lines(text, low, lines, rule, out):
+    """The base64 lines after Private-Lines: N (a count, then the line's end)."""
+    k = _skip_blanks(text, lines + 14)
+    count = _run_length(text, k, _DIGITS, 1, 4)
+    if count < 0 or text[k + count:k + count + 1] not in ("\r", "\n"):
+        return
+    line_end = text.find("\n", lines)
+    if line_end < 0:
+        return
+    end, body = _pem_body(text, line_end)
+    mac = low.find("private-mac:", end, end + 8)
+    if mac >= 0:
+        mac_end = text.find("\n", mac)
+        end = len(text) if mac_end < 0 else mac_end
+    if body >= 16:
+        _found(out, lines, end, rule, body >= 64, "Private-Lines: \u2026")
 
 
 def _scan_jwk(text, low, table, out):
@@ -3058,7 +3079,8 @@ def _scan_for_secrets(text, extra):
             triggers.extend(index[head])
     out, wanted = [], set()
     scanners = {_scan_words, _scan_urls, _scan_long_values, _scan_pgpass, _scan_headers,
-                _scan_sql_passwords, _scan_name_value_pairs, _scan_key_phrases}
+                _scan_sql_passwords, _scan_name_value_pairs, _scan_key_phrases,
+                _scan_private_lines}
     for kind, what in dict.fromkeys(triggers):
         if kind == "anchor":
             _scan_anchor(text, low, table, what, out)

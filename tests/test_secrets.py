@@ -327,6 +327,7 @@ def test_variables_and_lookups_in_those_languages_are_kept(text):
     'fetch(url, {headers: {"x-ledger-token": "%s"}})' % _TOK,
     "GET /v2/jobs HTTP/1.1\nHost: api.orbit.io\nX-Orbit-Secret: %s\n" % _TOK,
     "2026-01-04 12:00:01 request headers X-Vendor-License: %s sent" % _TOK,
+    "curl -H 'X-TrackerToken: %s' https://tracker.dev/services/v5/me" % _TOK,
 ])
 def test_a_header_whose_name_promises_a_credential_is_refused(text):
     """A general rule for X-... names: the last word (Key, Token, Auth, Secret, Team,
@@ -341,6 +342,7 @@ def test_a_header_whose_name_promises_a_credential_is_refused(text):
     "curl -H 'X-Api-Key: $ACME_KEY' https://acme.dev",
     "curl -H 'X-Auth-Token: <your token>' https://acme.dev",
     "X-Hub-Signature-256: sha256=%s" % ("5d" * 32), "max-width: 40px; box-key: 1",
+    "X-Monkey: %s" % _TOK,
 ])
 def test_headers_that_carry_no_credential_are_kept(text):
     assert not refused(text) and notrest.redact_secrets(text) == text, text
@@ -369,6 +371,16 @@ def test_a_private_key_body_without_its_armour_is_refused_and_redacted_whole(tex
     out = notrest.redact_secrets(text)
     assert "[REDACTED:private-key-body]" in out
     assert not [p for p in pieces if p in out], out[:200]
+
+
+def test_the_private_lines_of_a_ppk_without_its_first_line_are_refused():
+    maker = secret_corpus.Maker(4)
+    lines = [maker.b64_of(48) for _ in range(5)]
+    text = "the rest of the file:\nPrivate-Lines: 5\n%s\nPrivate-MAC: %s" % (
+        "\n".join(lines), "ab" * 32)
+    assert refused(text)
+    out = notrest.redact_secrets(text)
+    assert not [line for line in lines if line[:24] in out], out
 
 
 @pytest.mark.parametrize("der_head", [
