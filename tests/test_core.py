@@ -106,8 +106,8 @@ def test_other_session_ids_are_hashed(raw):
 SECRETS = [
     ("anthropic", "key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123"),
     ("openai", "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx"),
-    ("aws id", "aws id AKIAIOSFODNN7EXAMPLE here"),
-    ("aws secret", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("aws id", "aws id AKIAZ7QW3RTY5UIP2LKX here"),
+    ("aws secret", "aws_secret_access_key = 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"),
     ("github", "token ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
     ("github pat", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv"),
     ("gho", "gho_abcdefghijklmnopqrstuvwxyz0123456789"),
@@ -132,8 +132,8 @@ SECRETS = [
 def test_every_secret_kind_is_redacted(kind, text):
     out = notrest.redact_secrets(text)
     assert "[REDACTED:" in out, (kind, out)
-    for token in ("abcdefghijklmnopqrstuvwxyz", "IOSFODNN7", "hunter22", "s3cr3tvalue",
-                  "abcdefgh1234", "wJalrXUtnFEMI", "MIIEpAIBAAKCAQEA", "4eC39HqLyjWD",
+    for token in ("abcdefghijklmnopqrstuvwxyz", "Z7QW3RTY5", "hunter22", "s3cr3tvalue",
+                  "abcdefgh1234", "q7Rv2/Lm9Xk4T", "MIIEpAIBAAKCAQEA", "4eC39HqLyjWD",
                   "Zm9vYmFyYmF6", "abcdef0123456789ghijkl", "abcdef123456",
                   "abcdefghijkl"):
         assert token not in out, (kind, out)

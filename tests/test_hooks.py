@@ -251,7 +251,7 @@ def test_a_prompt_with_a_secret_is_blocked_and_never_written(proj):
 def test_secrets_are_redacted_before_anything_is_written(proj):
     secrets = {
         "openai": "sk-proj-" + "Zx9" * 12,
-        "aws": "AKIAIOSFODNN7EXAMPLE",
+        "aws": "AKIAZ7QW3RTY5UIP2LKX",
         "github": "ghp_" + "a1B2" * 9,
         "slack": "xoxb-1234567890-abcdefghij",
         "google": "AIza" + "S" * 35,

@@ -264,15 +264,216 @@ def test_typed_fixtures_behind_a_prefix_are_redacted_not_refused():
         assert notrest.redact_secrets(text) != text, text
 
 
-def test_placeholders_are_not_refused_but_documentation_keys_are():
+def test_placeholders_and_documentation_keys_are_neither_refused_nor_redacted():
     for text in ("ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "OPENAI_API_KEY=sk-your-key-here",
                  "password=changeme", '"api_key": "<YOUR_API_KEY>"'):
         assert not refused(text), text
-    # the documentation keys (gitleaks allows them too): redacted, never refused
+    # the keys vendors publish as ones that do not work (gitleaks allows them too) are
+    # public text: a tutorial that quotes them is kept whole
     for text in ("AKIAIOSFODNN7EXAMPLE",
                  "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"):
-        assert not refused(text) and notrest.redact_secrets(text) != text, text
+        assert not refused(text) and notrest.redact_secrets(text) == text, text
     assert refused("AKIA" + "IOSFODNN7EXAMPL3")
+
+
+# ---- the classes the second holdout found (#22): a secret and its look-alike each ---
+
+def _body(der_head, seed, size=600):
+    """base64 of a DER head and random bytes: a key body as a person pastes it."""
+    import base64
+    return base64.b64encode(bytes.fromhex(der_head) +
+                            secret_corpus.Maker(seed).rng.randbytes(size)).decode()
+
+
+def _wrapped(body, width=64, sep="\n"):
+    return sep.join(body[i:i + width] for i in range(0, len(body), width))
+
+
+_PW = "Gq4#vN8zR2xLw7Tb"                  # shaped as a person's password
+_TOK = "h3JkP9sWq2Lx7VbN4cZr8TyM6dGf1QaE"  # shaped as a vendor's random token
+
+
+@pytest.mark.parametrize("text,value", [
+    ("$db_pass = '%s';" % _PW, _PW),                                    # PHP
+    ('my $api_secret = "%s";' % _TOK, _TOK),                            # Perl
+    ('[string]$Password = "%s"' % _PW, _PW),                            # PowerShell
+    ('if [ "$ADMIN_PASSWORD" = "%s" ]; then' % _PW, _PW),               # sh test
+    ('db_password <- "%s"' % _PW, _PW),                                 # R
+    ('Dim smtpPassword As String = "%s"' % _PW, _PW),                   # VB
+    ('let apiToken: String = "%s"' % _TOK, _TOK),                       # Swift
+    ('password: str = "%s"' % _PW, _PW),                                # Python typed
+    ("CREATE USER app IDENTIFIED BY '%s';" % _PW, _PW),                 # SQL
+])
+def test_assignments_in_more_languages_are_refused_and_redacted(text, value):
+    assert refused(text), text
+    assert value not in notrest.redact_secrets(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "$password = $_POST['password'];", "$db_pass = getenv('DB_PASS');",
+    "echo $DB_PASSWORD | docker login --password-stdin", "[ -n \"$PASSWORD\" ]",
+    "token <- Sys.getenv('GITHUB_PAT')", "val password: String = BuildConfig.PASSWORD",
+    "Dim password As String = txtPassword.Text", "$password = 'password';",
+    "IDENTIFIED BY PASSWORD '*94BDCEBE19083CE2A1F959FD02F964C7AF4CFC29'",
+])
+def test_variables_and_lookups_in_those_languages_are_kept(text):
+    assert not refused(text) and notrest.redact_secrets(text) == text, text
+
+
+@pytest.mark.parametrize("text", [
+    "curl -H 'X-Tempo-Team: %s' https://api.tempo.dev/v1/events" % _TOK,
+    "curl --header \"X-Acme-Auth: %s\" https://acme.dev" % _TOK,
+    "requests.post(url, headers={'X-Shipyard-Key': '%s'})" % _TOK,
+    'fetch(url, {headers: {"x-ledger-token": "%s"}})' % _TOK,
+    "GET /v2/jobs HTTP/1.1\nHost: api.orbit.io\nX-Orbit-Secret: %s\n" % _TOK,
+    "2026-01-04 12:00:01 request headers X-Vendor-License: %s sent" % _TOK,
+    "curl -H 'X-TrackerToken: %s' https://tracker.dev/services/v5/me" % _TOK,
+])
+def test_a_header_whose_name_promises_a_credential_is_refused(text):
+    """A general rule for X-... names: the last word (Key, Token, Auth, Secret, Team,
+    License) says the value is a credential, whatever the vendor."""
+    assert refused(text), text
+    assert _TOK not in notrest.redact_secrets(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "X-Request-Id: %s" % _TOK, "X-Idempotency-Key: %s" % _TOK,
+    "X-Public-Key: %s" % _TOK, "X-Team-Name: platform-infra",
+    "curl -H 'X-Api-Key: $ACME_KEY' https://acme.dev",
+    "curl -H 'X-Auth-Token: <your token>' https://acme.dev",
+    "X-Hub-Signature-256: sha256=%s" % ("5d" * 32), "max-width: 40px; box-key: 1",
+    "X-Monkey: %s" % _TOK,
+])
+def test_headers_that_carry_no_credential_are_kept(text):
+    assert not refused(text) and notrest.redact_secrets(text) == text, text
+
+
+@pytest.mark.parametrize("text,body", [
+    ("the deploy key, base64: %s" % _body("6f70656e7373682d6b65792d763100000000046e6f6e65"
+                                          "000000046e6f6e65000000000000000100000033", 1),
+     None),                                                             # OpenSSH
+    ("lines of the key:\n%s\nthanks", "3082025c02010002818100"),        # PKCS#1 RSA
+    ("k = %s", "308204bd020100300d06092a864886f70d0101010500048204a7"),  # PKCS#8 RSA
+    ("ed25519 seed: %s", "302e020100300506032b657004220420"),          # PKCS#8 Ed25519
+    ("ec: %s", "30770201010420"),                                       # SEC1 EC
+    ('{"key": "%s"}', "3082051c304e06092a864886f70d01050d3041"),        # encrypted PKCS#8
+])
+def test_a_private_key_body_without_its_armour_is_refused_and_redacted_whole(text, body):
+    if body is not None:
+        value = _body(body, 2)
+        pasted = _wrapped(value, sep="\\n") if text.startswith("{") else \
+            _wrapped(value) if "\n" in text else value
+        text = text % pasted
+        pieces = [value[i:i + 24] for i in range(0, len(value) - 24, 64)]
+    else:
+        pieces = [text.split(": ")[1][i:i + 24] for i in range(20, 600, 64)]
+    assert refused(text), text[:80]
+    out = notrest.redact_secrets(text)
+    assert "[REDACTED:private-key-body]" in out
+    assert not [p for p in pieces if p in out], out[:200]
+
+
+def test_the_private_lines_of_a_ppk_without_its_first_line_are_refused():
+    maker = secret_corpus.Maker(4)
+    lines = [maker.b64_of(48) for _ in range(5)]
+    text = "the rest of the file:\nPrivate-Lines: 5\n%s\nPrivate-MAC: %s" % (
+        "\n".join(lines), "ab" * 32)
+    assert refused(text)
+    out = notrest.redact_secrets(text)
+    assert not [line for line in lines if line[:24] in out], out
+
+
+@pytest.mark.parametrize("der_head", [
+    "30820122300d06092a864886f70d01010105000382010f003082010a0282010100",  # SPKI public
+    "3082037730820265a003020102020900",                                    # certificate
+    "3059301306072a8648ce3d020106082a8648ce3d03010703420004",              # EC public
+])
+def test_public_key_and_certificate_bodies_are_kept(der_head):
+    for text in ("the body:\n%s" % _wrapped(_body(der_head, 3)),
+                 "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI%s me@host" % _TOK,
+                 "base64 of text: " + __import__("base64").b64encode(
+                     b"0 1 2 Monday, the meeting moved to the big room, " * 3).decode()):
+        assert not refused(text) and notrest.redact_secrets(text) == text, text[:80]
+
+
+_SITE = "6Lc" + "Q" + _TOK[:4] + "AAAAA" + _TOK[4:31]          # a reCAPTCHA key's shape
+
+
+@pytest.mark.parametrize("text", [
+    '<div class="h-captcha g-recaptcha" data-sitekey="%s"></div>' % _SITE,
+    "RECAPTCHA_SITE_KEY=%s" % _SITE,
+    "grecaptcha.execute('%s', {action: 'login'})" % _SITE,
+    '<script src="https://www.google.com/recaptcha/api.js?render=%s"></script>' % _SITE,
+    'const stripe = Stripe("pk_live_51Mx%s%s");' % (_TOK, _TOK[:20]),
+    "STRIPE_PUBLISHABLE_KEY=pk_test_51Mx%s%s" % (_TOK, _TOK[:20]),
+    'mapboxgl.accessToken = "pk.eyJ1IjoiYWNtZSIsImEiOiJjbHgwMnE3OWgwMDFmIn0.%s";' % _TOK,
+    "NEXT_PUBLIC_ANALYTICS_KEY=phc_%s%s" % (_TOK, _TOK[:11]),
+])
+def test_publishable_and_site_keys_are_kept(text):
+    """Public site keys and publishable keys are made to be in a page."""
+    assert not refused(text) and notrest.redact_secrets(text) == text, text
+
+
+@pytest.mark.parametrize("text,value", [
+    ("RECAPTCHA_SECRET_KEY=%s" % _SITE, _SITE),
+    ('curl -d "secret=%s&response=x" https://www.google.com/recaptcha/api/siteverify'
+     % _SITE, _SITE),
+    ("STRIPE_SECRET_KEY=sk_live_51Mx%s%s" % (_TOK, _TOK[:20]), _TOK),
+    ('mapbox_token = "sk.eyJ1IjoiYWNtZSIsImEiOiJjbHgwMnE3OWgwMDFmIn0.%s"' % _TOK[:22],
+     _TOK[:22]),
+])
+def test_the_secret_halves_of_those_vendors_are_refused(text, value):
+    assert refused(text), text
+    assert value not in notrest.redact_secrets(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "export AWS_ACCESS_KEY_ID=AKIAI44QH8DHBEXAMPLE",
+    "the docs show je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY as the secret",
+    "SLACK_BOT_TOKEN=xoxb-not-a-real-token-this-will-not-work",
+])
+def test_vendors_documented_example_values_are_kept(text):
+    assert not refused(text) and notrest.redact_secrets(text) == text, text
+
+
+@pytest.mark.parametrize("text", [
+    "SECRET: vault:secret/data/billing#api_key",
+    "DB_PASSWORD: ref+vault://kv/prod/db#/password",
+    "password: ${{ secrets.DB_PASSWORD }}", "API_TOKEN=op://Deploy/acme/credential",
+    "secret_arn = arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-Ab12Cd",
+    "DB_PASSWORD=arn:aws:ssm:us-east-1:123456789012:parameter/prod/db/password",
+    'api_key = "projects/acme-prod/secrets/api-key/versions/latest"',
+    "DB_PASSWORD: '{{resolve:secretsmanager:prod/db:SecretString:password}}'",
+    "SMTP_PASSWORD=env:MAILER_PASSWORD",
+])
+def test_references_to_a_secret_store_are_pointers_and_kept(text):
+    assert not refused(text) and notrest.redact_secrets(text) == text, text
+
+
+def test_a_password_that_only_starts_like_a_reference_is_still_one():
+    text = "DB_PASSWORD=vault:%s" % _PW
+    assert refused(text) and _PW not in notrest.redact_secrets(text)
+
+
+def test_the_new_classes_through_the_prompt_hook(proj):
+    """The real hook: the PHP password is refused with why and what to do instead,
+    the site key passes and reaches the journal whole."""
+    secret = "<?php\n$db_password = '%s';" % _PW
+    result = proj.hook("UserPromptSubmit", proj.payload("UserPromptSubmit", "n1",
+                                                        prompt=secret))
+    assert result.answer.get("decision") == "block"
+    reason = result.answer["reason"]
+    assert "secret-in-prompt" in reason and "password" in reason.lower()
+    assert _PW not in reason and _PW not in result.stderr
+    benign = '<div class="g-recaptcha" data-sitekey="%s"></div> ticket WEB-4411' % _SITE
+    result = proj.hook("UserPromptSubmit", proj.payload("UserPromptSubmit", "n2",
+                                                        prompt=benign))
+    assert result.answer.get("decision") != "block"
+    data = b"".join(p.read_bytes() for p in estate_files(proj))
+    assert _SITE.encode() in data and b"WEB-4411" in data
+    assert _PW.encode() not in data
 
 
 # ---- redaction ----------------------------------------------------------------------

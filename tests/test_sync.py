@@ -259,7 +259,7 @@ def test_lessons_and_compiled_tools_travel_and_a_bad_tool_is_refused(team):
 # ---- security -------------------------------------------------------------------------
 
 SECRETS = ("sk-ant-api03-QwErTy0123456789AbCdEfGhIjKlMnOpQrStUv",
-           "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+           "AKIAZ7QW3RTY5UIP2LKX", "q7Rv2/Lm9Xk4Tb8Wn3Zc6Yh1Jd5Fs0GaPe+HuK2M",
            "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", "hunter2-Very-Secret-99")
 
 
