@@ -978,6 +978,8 @@ SECRET_SCANNER_RULES = (
     ("pgpass-password", "password in a .pgpass line", "@pgpass", "", ""),
     ("http-header-secret", "secret HTTP header", "@words", "header", ""),
     ("env-value", "high-entropy environment value", "@env", "", "weak"),
+    ("private-key-body", "private key (base64 body without armour lines)", "@keybody",
+     "", ""),
     # command lines that carry a password: programs | a word that must follow | flags
     # (-p+ the value is glued to the flag, -p the next word or glued, --x= after "=",
     # a trailing : or % keeps only what follows that character, @pass: the part after
@@ -1445,11 +1447,23 @@ def _placeholder_value(value, anchored=False):
     if low in _PLACEHOLDER_WORDS or len(set(low)) <= 2 or \
             low.strip("@.") in _PLACEHOLDER_WORDS:
         return True
-    if low[:1] == "[" and low[-1:] == "]" or low.endswith("example") or \
-            "examplekey" in low:
+    if low[:1] == "[" and low[-1:] == "]" or _documented_example(value):
         return True            # AKIAIOSFODNN7EXAMPLE: the vendors' documentation keys
     return any(mark in low for mark in (_ANCHORED_MARKS if anchored else
                                         _PLACEHOLDER_MARKS))
+
+
+# The values vendors publish in their documentation as ones that do not work (AWS's
+# ...EXAMPLE key pair, Slack's xoxb-not-a-real-token-...): public text everyone has
+# read, kept as written (redacting one loses the tutorial, and hides nothing).
+_DOCUMENTED_TAILS = ("example", "examplekey")
+_DOCUMENTED_MARKS = ("examplekey", "not-a-real", "not_a_real", "notareal")
+
+
+def _documented_example(value):
+    low = value.lower()
+    return low.endswith(_DOCUMENTED_TAILS) or any(mark in low
+                                                  for mark in _DOCUMENTED_MARKS)
 
 
 _RUNS = "abcdefghijklmnopqrstuvwxyz 0123456789"
@@ -1516,9 +1530,10 @@ def _uuid(value):
 
 
 def _benign_value(value):
-    """Digests, UUIDs, paths, URLs, numbers and versions: not secrets."""
+    """Digests, UUIDs, paths, URLs, numbers and versions, and pointers into a secret
+    store: not secrets."""
     low = value.lower()
-    if low.startswith(_DIGEST_PREFIXES) or _uuid(value):
+    if low.startswith(_DIGEST_PREFIXES) or _uuid(value) or _secret_reference(value):
         return True
     if value[0] in "/~" or value.startswith(("./", "../", "file:")) or (
             len(value) > 2 and value[1] == ":" and value[2] in "\\/"):
@@ -1527,6 +1542,34 @@ def _benign_value(value):
         return True
     stripped = value.replace(".", "").replace("-", "").replace("_", "").replace(":", "")
     return stripped.isdigit() or low.startswith("[redacted")
+
+
+# References to a secret store say where a secret is kept, not what it is:
+# vault:secret/data/app#password, op://vault/item/field, arn:aws:secretsmanager:...,
+# a Secret Manager resource name, a provider's ref+ or scheme:// URI.
+_SECRET_STORE_PREFIXES = (
+    "vault:", "op://", "arn:", "ref+", "sm://", "gcpsm://", "awssm://", "azkv://",
+    "akv://", "keyvault:", "keyvault://", "secretsmanager:", "ssm:", "ssm://",
+    "parameterstore:", "doppler://", "infisical://", "bw://", "bitwarden://",
+    "keeper://", "pass://", "gopass://", "sops://", "sops:", "kms://", "secret://",
+    "secrets://", "k8s://", "kubernetes://", "conjur:", "akeyless:", "lastpass://",
+    "keychain:", "env:", "file://", "resolve:", "!vault")
+
+
+def _secret_reference(value):
+    """A pointer into a secret store (the brief's vault:, op://, arn:aws:..., and
+    projects/P/secrets/NAME/versions/N of Google's Secret Manager)."""
+    low = value.lower()
+    if low == "!vault":
+        return True            # Ansible's inline vault: ciphertext follows
+    if low.startswith(_SECRET_STORE_PREFIXES):
+        rest = value.partition(":")[2].lstrip("/")
+        # a path (secret/data/app#password, vault/item/field, region:account:...) or
+        # a name (env:DB_PASSWORD); vault:Xk9#rT2v is a password that starts so
+        return bool(rest) and " " not in rest and (
+            "/" in rest or ":" in rest or rest.replace("_", "").isupper() or
+            _wordy(rest))
+    return low.startswith("projects/") and "/secrets/" in low
 
 
 # ---- names that promise a secret -------------------------------------------
@@ -1737,6 +1780,8 @@ def _judge_anchored(text, low, start, pos, after_anchor, end, rule):
         return None            # ghp_xxxx..., glc_1111...=: fixtures, nothing to hide
     if rule.check == "b64pem" and not checked:
         return None            # a base64 certificate or public key: nothing secret
+    if _documented_example(body):
+        return None            # AKIAIOSFODNN7EXAMPLE: the vendor's documentation key
     floor = rule.entropy or (2.5 if len(body) >= 16 else 0.0)
     random = checked or _entropy(body[:256]) >= floor
     if not random and len(rule.anchor) < 4:
@@ -2066,12 +2111,17 @@ def _scan_words(text, low, table, out):
             if found[0] in seen:
                 continue
             seen.add(found[0])
+            if found[2] is None or (found[5] == ":" and not found[4] and "=" in
+                                    text[found[3]:found[3] + 3]):
+                found = _other_assignment(text, found[0], found[1]) or found
             name_start, name_end, v_start, v_end, quote, op = found
             before = text[name_start - 1:name_start] if name_start else ""
             glued = text[name_end:name_end + 1] == ":" and \
                 text[name_end + 1:name_end + 2] not in ("", " ", "\t", before)
-            if before == "$" or text[name_start - 2:name_start] == "${" or (
-                    before in ("\"", "'") and glued):
+            if (before == "$" and not _sigil_assignment(found)) or \
+                    text[name_start - 2:name_start] == "${" or (
+                    before in ("\"", "'") and glued) or (
+                    before == ":" and _inside_reference(text, name_start)):
                 continue          # a variable, or "service:Action" inside a string
             if v_start is None:
                 _scan_nearby(text, name_start, name_end, rules, out)
@@ -2089,6 +2139,8 @@ def _scan_words(text, low, table, out):
             if len(value) < 3 or _code_reference(value, quote, literal) or (
                     yaml and not quote and _prose_follows(text, v_end)):
                 continue
+            if _public_key_value(value) or _public_name(text[name_start:name_end]):
+                continue          # a publishable key, a site key: made to be shown
             cls = _secret_name(text[name_start:name_end])
             if cls and cls != "key" and _uuid(value):
                 verdict = "sure"      # api_token = <uuid>: Heroku, Snyk, many more
@@ -2109,6 +2161,97 @@ def _scan_words(text, low, table, out):
 
 
 _COMMA_VALUE_STOP = frozenset(" \t\\")
+
+
+# ---- more assignment forms -------------------------------------------------
+
+_SIGIL_OPS = ("=", ":=", ".=", "??=", "||=", "==")
+
+
+def _sigil_assignment(found):
+    """$db_password = '...' (PHP, Perl, PowerShell; [ "$PASS" = "x" ] in sh): a
+    variable given a quoted literal, where $NAME alone is only a use of it."""
+    return found[2] is not None and found[4] in ("\"", "'") and found[5] in _SIGIL_OPS
+
+
+def _other_assignment(text, name_start, name_end):
+    """The forms _assignment does not read: R's name <- "v", VB's Dim name As String
+    = "v", Swift's and TypeScript's name: Type = "v". The assignment tuple, or None."""
+    k = _skip_blanks(text, name_end)
+    if text.startswith("<-", k):
+        op, k = "<-", k + 2
+    elif text[k:k + 1] == ":" or text[k:k + 3] in ("as ", "As ", "AS "):
+        word = _skip_blanks(text, k + (1 if text[k] == ":" else 3))
+        end = word + _run_length(text, word, _ALNUM + "_.[]<>?", 0, 64)
+        k = _skip_blanks(text, end)
+        if end == word or text[k:k + 1] != "=" or text[k + 1:k + 2] in ("=", ">"):
+            return None
+        op, k = "=", k + 1
+    else:
+        return None
+    k = _skip_blanks(text, k)
+    if text[k:k + 1] not in ("\"", "'"):
+        return None
+    return (name_start, name_end) + _value_span(text, k) + (op,)
+
+
+def _inside_reference(text, pos):
+    """The word at pos is part of a secret store's reference (arn:aws:secretsmanager:
+    ...:secret:name, vault:secret/data/app#password), not a name of its own."""
+    head = text[max(0, pos - 160):pos]
+    cut = max(head.rfind(ch) for ch in " \t\n\"'`=,([{")
+    return cut + 1 < len(head) and head[cut + 1:].lower().startswith(
+        _SECRET_STORE_PREFIXES)
+
+
+# ---- public keys -----------------------------------------------------------
+# Publishable keys, site keys and public tokens are meant to be in a page, a bundle
+# or an app: Stripe's pk_live_, Mapbox's pk., Supabase's publishable key, PostHog's
+# project key, a reCAPTCHA or Turnstile site key. Their kind says so by prefix, or the
+# name they are given does (publishable, public, site key). A secret key of the same
+# vendor has its own prefix (sk_live_, sk.eyJ) and its own rule.
+_PUBLIC_KEY_PREFIXES = ("pk_live_", "pk_test_", "pk.eyJ", "sb_publishable_", "phc_",
+                        "npub1", "age1")
+_PUBLIC_NAME_PARTS = frozenset(("public", "publishable", "pub", "pubkey", "sitekey",
+                                "publickey", "publishablekey"))
+_CAPTCHA_WORDS = ("captcha", "turnstile")
+_PRIVATE_WORDS = ("secret", "private", "password", "passwd", "priv", "server")
+
+
+def _public_key_value(value):
+    return value.startswith(_PUBLIC_KEY_PREFIXES)
+
+
+def _public_name(name):
+    """A name that says its value is public: STRIPE_PUBLISHABLE_KEY, data-sitekey,
+    NEXT_PUBLIC_X, recaptchaKey (a captcha's client side holds its site key only)."""
+    parts = _name_parts(name)
+    joined = "".join(parts)
+    if not parts or any(word in joined for word in _PRIVATE_WORDS):
+        return False
+    return bool(_PUBLIC_NAME_PARTS.intersection(parts)) or "sitekey" in joined or \
+        any(word in joined for word in _CAPTCHA_WORDS)
+
+
+def _assigned_name(text, pos):
+    """The name the value at pos is given on its line (data-sitekey="...",
+    SITE_KEY=..., "siteKey": "...", grecaptcha.execute("..."), ?render=...)."""
+    k, low = pos, max(0, pos - 8)
+    while k > low and text[k - 1] in " \t\"'`=:({[,>":
+        k -= 1
+    head = text[max(0, k - 64):k]
+    return head[len(head.rstrip(_NAME_CHARS)):]
+
+
+def _public_context(text, low, pos):
+    """The value at pos is a public key by the name it is given, or it stands on a
+    captcha's line that says nothing of a secret."""
+    name = _assigned_name(text, pos)
+    if name and _public_name(name):
+        return True
+    line = low[low.rfind("\n", 0, pos) + 1:pos]
+    return any(word in line for word in _CAPTCHA_WORDS) and not any(
+        word in line for word in _PRIVATE_WORDS)
 _HEADER_FLAGS = ('-H "', "-H '", '--header "', "--header '", '--header="', "--header='",
                  '-H"', "-H'")
 
@@ -2124,6 +2267,137 @@ def _header_value(text, name_start, name_end, v_start, value, rules, out):
            not (value.isalpha() and (value.islower() or value.istitle())) and
            _entropy(value) >= 2.5 and (_classes(value) >= 2 or len(value) >= 16),
            name + ": \u2026")
+
+# A header of one's own (X-Vendor-...) carries a credential when its last word says
+# so: X-Api-Key, X-Auth-Token, X-Honeycomb-Team, X-Vendor-Auth, X-Partner-Secret.
+_HEADER_SECRET_TAILS = frozenset((
+    "key", "apikey", "token", "auth", "secret", "password", "passwd", "pass", "pwd",
+    "credential", "credentials", "creds", "team", "authorization", "authkey",
+    "authtoken", "accesskey", "apitoken", "license", "licence", "signingkey"))
+_HEADER_SECRET_ENDINGS = ("token", "secret", "apikey", "authkey", "accesskey",
+                          "password")
+_HEADER_BEFORE = frozenset(" \t\n\"'{,([")
+_HEADER_NAME = _ALNUM + "-_"
+
+
+def _scan_headers(text, low, table, out):
+    """X-...: <value> in a request, a curl -H, a headers dict or a log line, when the
+    header's name promises a credential (a general rule: its last word)."""
+    if "x-" not in low:
+        return
+    rule = None
+    for pos in _find_all(low, "x-"):
+        if pos and low[pos - 1] not in _HEADER_BEFORE:
+            continue
+        end = pos + 2 + _run_length(text, pos + 2, _HEADER_NAME, 0, 80)
+        parts = low[pos + 2:end].replace("_", "-").split("-")
+        if not (parts[-1] in _HEADER_SECRET_TAILS or parts[-1].endswith(
+                _HEADER_SECRET_ENDINGS)) or (
+                parts[-1] == "team" and len(parts) < 2) or (
+                len(parts) > 1 and parts[-2] in _BENIGN_QUALIFIERS) or \
+                _public_name(text[pos:end]):
+            continue              # X-Idempotency-Key, X-Public-Key: no credential
+        k = end + (text[end:end + 1] in ("\"", "'"))
+        if text[k:k + 1] != ":":
+            continue
+        k = _skip_blanks(text, k + 1)
+        if text[k:k + 1] in ("\"", "'"):
+            v_start, v_end, _quote = _value_span(text, k)
+        else:
+            v_start, v_end = k, k + _run_length(text, k, _TOKEN68 + "=:%", 0, 4096)
+        value = text[v_start:v_end]
+        if len(value) < 8 or " " in value or _code_reference(value, True) or \
+                _placeholder_value(value) or _benign_value(value) or \
+                _public_key_value(value) or _wordy(value):
+            continue
+        rule = rule or {r.shape: r for r in table.scanner("words")}["header"]
+        _found(out, v_start, v_end, rule, _entropy(value) >= 3.0 and (
+            _classes(value) >= 2 or len(value) >= 16), text[pos:end] + ": \u2026")
+
+
+def _scan_name_value_pairs(text, low, table, out):
+    """- name: ACME_TOKEN / value: <v> (Kubernetes and compose env lists), and
+    {"name": "ACME_TOKEN", "value": "<v>"} (ECS task definitions): the name is a
+    value itself, and the secret is the value of the member after it."""
+    if "value" not in low or "name" not in low:
+        return
+    rules = None
+    for pos in _find_all(low, "name"):
+        k = pos + 4 + (text[pos + 4:pos + 5] in ("\"", "'"))
+        if text[k:k + 1] != ":" or (pos and low[pos - 1] in _ALNUM_LOWER):
+            continue
+        k = _skip_blanks(text, k + 1)
+        n_start, n_end, _quote = _value_span(text, k)
+        cls = _secret_name(text[n_start:n_end])
+        if not cls or n_end - n_start > 80:
+            continue
+        v = low.find("value", n_end, n_end + 160)
+        if v < 0 or low[v - 1:v] in _ALNUM_LOWER or "name" in low[n_end:v]:
+            continue
+        k = v + 5 + (text[v + 5:v + 6] in ("\"", "'"))
+        if text[k:k + 1] != ":":
+            continue
+        k = _skip_blanks(text, k + 1)
+        v_start, v_end, quote = _value_span(text, k)
+        value = text[v_start:v_end]
+        if _public_key_value(value) or _public_name(text[n_start:n_end]):
+            continue
+        verdict = _judge_value(cls, value, quote, True)
+        if verdict:
+            rules = rules or {r.shape: r for r in table.scanner("words")}
+            _found(out, v_start, v_end, rules["password" if cls == "password" else
+                                              "secret"], verdict == "sure",
+                   text[n_start:n_end] + ": \u2026")
+
+
+# "my api key is <value>", "the access key: <value>": a phrase, then a value that only
+# a secret looks like (sure or nothing: prose is noisy)
+_KEY_PHRASES = ("api key", "access key", "secret key", "auth key", "license key",
+                "app key", "signing key", "master key", "encryption key", "api token",
+                "access token", "auth token", "bot token")
+
+
+def _scan_key_phrases(text, low, table, out):
+    if " key" not in low and " token" not in low:
+        return
+    rules = None
+    for phrase in _KEY_PHRASES:
+        for pos in _find_all(low, phrase):
+            end = pos + len(phrase)
+            if (pos and low[pos - 1] in _ALNUM_LOWER) or low[end:end + 1] in \
+                    _ALNUM_LOWER or low[end:end + 1] in ("_", "-"):
+                continue
+            near = _nearby_value(text, end)
+            if near is None:
+                continue
+            value = text[near[0]:near[1]].rstrip(".,")
+            if len(value) < 16 or _code_reference(value, False) or \
+                    _public_key_value(value) or _benign_value(value):
+                continue
+            if _judge_value("secret", value, "", False, strict_only=True) == "sure":
+                rules = rules or {r.shape: r for r in table.scanner("words")}
+                _found(out, near[0], near[0] + len(value), rules["secret"], True,
+                       phrase + " \u2026")
+
+
+def _scan_sql_passwords(text, low, table, out):
+    """CREATE/ALTER USER ... IDENTIFIED BY 'password' (MySQL, Oracle, Snowflake)."""
+    if "identified" not in low:
+        return
+    for pos in _find_all(low, "identified by"):
+        k = _skip_blanks(text, pos + 13)
+        if low.startswith("password", k):       # IDENTIFIED BY PASSWORD '*hash'
+            continue
+        if text[k:k + 1] not in ("\"", "'"):
+            continue
+        v_start, v_end, quote = _value_span(text, k)
+        value = text[v_start:v_end]
+        verdict = _judge_value("password", value, quote, True)
+        if verdict:
+            rule = {r.shape: r for r in table.scanner("words")}["password"]
+            _found(out, v_start, v_end, rule, verdict == "sure", "IDENTIFIED BY \u2026")
+
+
 _STRONG_WORDS = ("password", "passwd", "passphrase", "secret", "token", "api key",
                  "apikey", "api_key", "credential")
 
@@ -2162,6 +2436,8 @@ def _scan_keywords(text, low, table, word, out):
         tail = parts[-1] if parts and parts[-1] in _BENIGN_TAILS else None
         value = text[v_start:v_end]
         if not value or not quote and _code_reference(value, False) and not _uuid(value):
+            continue
+        if _documented_example(value) or _public_key_value(value):
             continue
         for rule in rules:
             if tail and tail not in rule.tails:
@@ -2275,16 +2551,34 @@ def _scan_putty(text, low, table, out):
         lines = low.find("private-lines:", pos, pos + 16384)
         if lines < 0:
             continue
-        line_end = text.find("\n", lines)
-        if line_end < 0:
-            continue
-        end, body = _pem_body(text, line_end)
-        mac = low.find("private-mac:", end, end + 8)
-        if mac >= 0:
-            mac_end = text.find("\n", mac)
-            end = len(text) if mac_end < 0 else mac_end
-        if body >= 16:
-            _found(out, lines, end, rule, body >= 64, "Private-Lines: \u2026")
+        _putty_lines(text, low, lines, rule, out)
+
+
+def _scan_private_lines(text, low, table, out):
+    """The private half of a .ppk pasted without its PuTTY-User-Key-File- line."""
+    if "private-lines:" not in low:
+        return
+    rule = table.scanner("putty")[0]
+    for lines in _find_all(low, "private-lines:"):
+        _putty_lines(text, low, lines, rule, out)
+
+
+def _putty_lines(text, low, lines, rule, out):
+    """The base64 lines after Private-Lines: N (a count, then the line's end)."""
+    k = _skip_blanks(text, lines + 14)
+    count = _run_length(text, k, _DIGITS, 1, 4)
+    if count < 0 or text[k + count:k + count + 1] not in ("\r", "\n"):
+        return
+    line_end = text.find("\n", lines)
+    if line_end < 0:
+        return
+    end, body = _pem_body(text, line_end)
+    mac = low.find("private-mac:", end, end + 8)
+    if mac >= 0:
+        mac_end = text.find("\n", mac)
+        end = len(text) if mac_end < 0 else mac_end
+    if body >= 16:
+        _found(out, lines, end, rule, body >= 64, "Private-Lines: \u2026")
 
 
 def _scan_jwk(text, low, table, out):
@@ -2613,9 +2907,17 @@ def _scan_long_values(text, low, table, out):
         token = raw.decode("ascii")
         pos = text.find(token, cursor)
         cursor = pos + len(token)
+        if len(token) >= 40 and token[0] in "Mb" and _key_body(token):
+            end = _key_body_end(text, cursor, len(token))
+            _found(out, pos, end, table.scanner("keybody")[0], True,
+                   token[:4] + "\u2026")
+            cursor = max(cursor, end)
+            continue
         if len(token) == 40 and not set(token) - _B64_SET and \
                 text[cursor:cursor + 1] != "=":
             score = _aws_secret_score(token, aws)
+            if score and _public_context(text, low, pos):
+                score = 0          # a reCAPTCHA site key: 40 characters, public
             if score:
                 _found(out, pos, cursor, bare, score > 1, "\u2026 (40 characters)")
                 continue
@@ -2633,6 +2935,9 @@ def _scan_long_values(text, low, table, out):
                 (_name_parts(name) or [""])[-1] in _BENIGN_TAILS:
             continue
         value = token.rstrip(".")
+        if _public_key_value(value) or _public_name(name) or \
+                _placeholder_value(value, anchored=True):
+            continue
         if token.endswith("...") or _benign_value(value) or _wordy(value) or set(value) <= _HEX_SET or \
                 _typed_run(value.lower()) or \
                 _entropy(value) < 4.0 or _classes(value) < 3:
@@ -2641,6 +2946,70 @@ def _scan_long_values(text, low, table, out):
 
 
 _B64_SET = frozenset(_ALNUM + "+/")
+
+
+# ---- private keys without their armour lines -------------------------------
+# The body of a key pasted without -----BEGIN/END----- says what it is all the same:
+# OpenSSH's files start with base64 of "openssh-key-v1\0"; a DER private key is a
+# SEQUENCE whose first member is a version INTEGER (0 or 1) and whose second is an
+# INTEGER (PKCS#1 RSA, DSA), a SEQUENCE (PKCS#8) or an OCTET STRING (SEC1 EC). A
+# public key (SEQUENCE, SEQUENCE), a certificate (SEQUENCE, SEQUENCE, [0]) and a
+# PKCS#12 bundle (version 3) are none. Encrypted PKCS#8 starts with the OID of PBES.
+_OPENSSH_BODY = "b3BlbnNzaC1rZXktdjE"
+_PBES_OIDS = (b"\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x05\x0d",
+              b"\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x05\x03",
+              b"\x06\x0a\x2a\x86\x48\x86\xf7\x0d\x01\x0c\x01")
+
+
+def _key_body(token):
+    """token (a base64 run of 40+ characters) starts a private key's body."""
+    if token.startswith(_OPENSSH_BODY):
+        return _entropy(token[19:275]) >= 3.0
+    if not token.startswith("M") or set(token[:32]) - _B64_SET:
+        return False
+    der = _b64_decode(token[:32])
+    if not der or der[0] != 0x30 or len(der) < 12:
+        return False
+    k = 2 if der[1] < 0x80 else 2 + (der[1] & 0x7f)
+    if der[1] in (0x80, 0x85, 0x86, 0x87, 0x88) or k + 3 > len(der):
+        return False
+    member = der[k:k + 3]
+    if member in (b"\x02\x01\x00", b"\x02\x01\x01"):
+        follows = der[k + 3:k + 4]
+        return follows in (b"\x02", b"\x30", b"\x04") and \
+            _entropy(token[:256]) >= 3.5
+    if member[:1] == b"\x30":        # SEQUENCE, SEQUENCE: encrypted PKCS#8, or public
+        inner = k + 2 if member[1] < 0x80 else k + 2 + (member[1] & 0x7f)
+        return der[inner:inner + 10] in {oid[:10] for oid in _PBES_OIDS}
+    return False
+
+
+def _key_body_end(text, end, width):
+    """The end of a key body that goes on over wrapped lines (each as wide as the
+    first, and its padding), on real or escaped (\\n) line breaks."""
+    size = len(text)
+    while True:
+        while text[end:end + 1] == "=":
+            end += 1
+        k = end
+        if text.startswith("\\n", k) or text.startswith("\\r\\n", k):
+            k += 2 if text[k + 1] == "n" else 4
+        elif text[k:k + 1] in ("\n", "\r"):
+            k += 2 if text.startswith("\r\n", k) else 1
+        else:
+            return end
+        k = _skip_blanks(text, k, size)
+        run = _run_length(text, k, _SECRET_CLASSES["b64"], 4, width)
+        if run < 0 or (text[k + run:k + run + 1] not in ("", "=", "\n", "\r", "\\",
+                                                          "\"", "'", " ")):
+            return end
+        end = k + run
+        if run < width:                  # the last line
+            while text[end:end + 1] == "=":
+                end += 1
+            return end
+
+
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 
@@ -2657,6 +3026,8 @@ def _aws_secret_score(token, aws):
     decoded = _b64_decode(token)
     if decoded is not None and all(32 <= b < 127 or b in (9, 10, 13) for b in decoded):
         return 0               # base64 of text, not of random bytes
+    if _documented_example(token):
+        return 0               # wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY: public text
     if _placeholder_value(token, anchored=True):
         return 1
     if aws or (("/" in token or "+" in token) and entropy >= 4.2):
@@ -2726,7 +3097,9 @@ def _scan_for_secrets(text, extra):
         for head in {head[:size] for head in heads}.intersection(index):
             triggers.extend(index[head])
     out, wanted = [], set()
-    scanners = {_scan_words, _scan_urls, _scan_long_values, _scan_pgpass}
+    scanners = {_scan_words, _scan_urls, _scan_long_values, _scan_pgpass, _scan_headers,
+                _scan_sql_passwords, _scan_name_value_pairs, _scan_key_phrases,
+                _scan_private_lines}
     for kind, what in dict.fromkeys(triggers):
         if kind == "anchor":
             _scan_anchor(text, low, table, what, out)
