@@ -28,7 +28,8 @@ def tree(project):
             dirs.remove(".git")
         for name in names:
             path = os.path.join(folder, name)
-            rel = os.path.relpath(path, str(project.home)).replace(store, "STORE")
+            rel = os.path.relpath(path, str(project.home)).replace(store, "STORE").replace(
+                str(project.home).lstrip("/"), "HOME")  # a pycache prefix mirrors it
             with open(path, "rb") as handle:
                 files[rel] = handle.read().replace(
                     str(project.home).encode(), b"HOME").replace(store.encode(), b"STORE")

@@ -708,7 +708,7 @@ def test_benign_prompts_pass_the_hook_and_reach_the_journal_whole(proj):
                 if result.answer.get("decision") == "block"]
     assert not refused_, refused_
     journal = [path for path in estate_files(proj) if path.suffix != ".py" and
-               not {"hooks", "pristine", "__pycache__"} & set(path.parts)]
+               not {"hooks", "pristine", "__pycache__", "pycache"} & set(path.parts)]
     redacted = [str(path) for path in journal if b"[REDACTED" in path.read_bytes()]
     assert not redacted, redacted
     data = b"".join(path.read_bytes() for path in journal)

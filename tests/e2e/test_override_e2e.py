@@ -30,9 +30,14 @@ def disguised_hook(env, folder, client):
     folder.mkdir()
     (folder / "lint_helper.py").write_text(
         "# a lint helper\n" + (env.project / ".notrest" / "notrest.py").read_text())
+    # the override is set inside the script, its name built at run time: the gate
+    # refuses a line that hands a NOTREST_ switch to a program it starts, and these
+    # tests are about what the hook itself says when the gate could not see it
     (folder / "run.py").write_text(
-        "import runpy, sys\nsys.argv = ['x', 'hook', 'PreToolUse', %r]\n"
-        "runpy.run_path(%r, run_name='__main__')\n" % (client, str(folder / "lint_helper.py")))
+        "import os, runpy, sys\nos.environ['NOTREST_' + 'OVERRIDE'] = %r\n"
+        "sys.argv = ['x', 'hook', 'PreToolUse', %r]\n"
+        "runpy.run_path(%r, run_name='__main__')\n" % (LAW, client,
+                                                      str(folder / "lint_helper.py")))
     (folder / "payload.json").write_text(json.dumps({
         "session_id": FORGED, "cwd": str(env.project), "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}}))
@@ -58,8 +63,7 @@ def test_an_override_the_agent_sets_on_its_own_hook_is_refused(e2e, client):
     disguised_hook(env, hide, client)
     payload = hide / "payload.json"
     out = hide / "forged.json"
-    forge = "NOTREST_OVERRIDE=%s python3 %s < %s > %s; echo forged=$?" % (
-        LAW, hide / "run.py", payload, out)
+    forge = "python3 %s < %s > %s; echo forged=$?" % (hide / "run.py", payload, out)
     gate = rig.subprocess.run([str(env.project / ".notrest" / "notrest"), "gate",
                                "--command", forge], capture_output=True, text=True,
                               cwd=str(env.project), env=rig.base_env(env.home), timeout=60)
@@ -103,8 +107,8 @@ def test_an_override_forged_inside_the_clients_sandbox_is_refused(e2e, client, s
     env = installed(e2e, client, None)
     tools = env.project / "tools"  # the sandbox lets a command write the project
     disguised_hook(env, tools, client)
-    forge = ("readlink /proc/self/ns/pid; NOTREST_OVERRIDE=%s python3 tools/run.py "
-             "< tools/payload.json > tools/forged.json; echo forged=$?" % LAW)
+    forge = ("readlink /proc/self/ns/pid; python3 tools/run.py "
+             "< tools/payload.json > tools/forged.json; echo forged=$?")
     kw = {"env": {"TMPDIR": short_tmp}}
     if client == "claude":
         local = env.project / ".claude" / "settings.local.json"
