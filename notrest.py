@@ -4670,13 +4670,13 @@ def _maybe_wrapper(cmd, argv, cmds, depth):
     `concurrently …`, `nodemon --exec=…`, `psql -c '\\! …'`, a language's
     `system "…"`) is judged as the line that program may run."""
     prog = os.path.basename(argv[0])
-    for j in range(1, min(len(argv), 24)):
-        word = argv[j]
+    for j in range(1, len(argv)):  # every word: padding must not hide a line; the
+        word = argv[j]             # words are bounded by PARSE_WORDS_MAX already
         if type(word) is not str:
             continue
-        if j < len(argv) - 1 and os.path.basename(word) in _RUN_NAMES:
-            spawn_argv(cmd, argv[j:], cmds, depth + 1, prog)
-            return
+        if j < min(len(argv) - 1, 24) and os.path.basename(word) in _RUN_NAMES:
+            spawn_argv(cmd, argv[j:], cmds, depth + 1, prog)  # (a wrapper's command
+            return  # comes early; a later `rm` is more likely a file of that name)
         if argv[j - 1] in _MESSAGE_OPTIONS or word.split("=", 1)[0] in _MESSAGE_OPTIONS:
             continue  # a message's text (`-m "rm -rf ~ is refused now"`) runs nothing
         for line in _embedded_lines(word):
@@ -6242,6 +6242,12 @@ def _pwsh_code(argv):
 
 def _follow_pwsh(cmd, cmds, depth):
     code, script = _pwsh_code(cmd.argv)
+    if (code is None and script is None) or "-" in (code, script):
+        code, script = _stdin_script(cmd), None  # `… | pwsh`, `pwsh -Command -`
+        if code is None and not _from_network(cmd) and (cmd.feeds is not None or any(
+                r.op in ("<", "<&") for r in cmd.redirects) or cmd.pos > 0):
+            unknown_code(cmd, None, "reads PowerShell from a pipe")
+            return
     if isinstance(code, Opaque):
         unknown_code(cmd, code, "runs PowerShell the gate cannot read")
     elif code:
